@@ -1,0 +1,31 @@
+# liveguard: the README's commands. Everything runs inside .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test lint typecheck run bench datasets clean
+
+install: $(BIN)/liveguard
+
+$(BIN)/liveguard: pyproject.toml setup.py
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+test: install
+	$(BIN)/ruff check backend tests graphs benchmarks scripts
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+run: install
+	$(BIN)/liveguard score golden_datasets/
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+datasets: install
+	$(BIN)/python scripts/make_datasets.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache

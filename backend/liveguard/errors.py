@@ -1,0 +1,70 @@
+"""One rooted hierarchy for every error liveguard raises.
+
+::
+
+    LiveguardError
+    ├── FingerprintError (also ValueError)   a payload cannot be put in canonical form
+    ├── PolicyError (also ValueError)         a policy value or environment override is invalid
+    ├── TrajectoryReadError (also ValueError) a recorded run cannot be read; names file:line
+    └── LivenessError                         a run stopped making progress
+        └── NoProgressError                   carries the Violation that fired
+
+Live guards raise ``NoProgressError``; catching ``LivenessError`` catches every
+liveness stop, present and future.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from liveguard.model import Violation
+
+
+class LiveguardError(Exception):
+    """Root of every error raised by liveguard."""
+
+
+class FingerprintError(LiveguardError, ValueError):
+    """A payload cannot be fingerprinted: unsupported type, cycle or excessive nesting.
+
+    ``path`` is a JSONPath-like location inside the payload (``$.args.rows[3]``).
+    """
+
+    def __init__(self, reason: str, path: str = "$") -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+    def at(self, segment: str) -> FingerprintError:
+        """Return the same error located one level further out (``segment`` + path)."""
+        inner = self.path[1:] if self.path.startswith("$") else self.path
+        return FingerprintError(self.reason, f"${segment}{inner}")
+
+
+class PolicyError(LiveguardError, ValueError):
+    """A policy value or an environment override is invalid."""
+
+
+class TrajectoryReadError(LiveguardError, ValueError):
+    """A recorded run cannot be read. ``source`` is ``file:line`` (or ``<memory>``)."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__(f"{source}: {reason}")
+
+
+class LivenessError(LiveguardError):
+    """Base class for a run that stopped making progress."""
+
+
+class NoProgressError(LivenessError):
+    """Raised by the live guards; ``violation`` says which rule fired, where, and how often."""
+
+    def __init__(self, violation: Violation) -> None:
+        self.violation = violation
+        super().__init__(
+            f"{violation.code} at step {violation.step} (node {violation.node!r}, "
+            f"count {violation.count})"
+        )

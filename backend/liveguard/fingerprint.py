@@ -1,0 +1,341 @@
+"""Canonical fingerprints: one digest for payloads that mean the same.
+
+The canonical form is compact, key-sorted JSON of a *normalised* value:
+
+* dict key order never matters; tuples are lists; sets and frozensets are
+  order-free (elements sorted by their own canonical bytes);
+* strings are Unicode NFC; JSON text in an ``args``/``arguments`` field is parsed;
+* numbers compare by value: ``1 == 1.0``, ``-0.0 == 0.0``, integral ``Decimal``
+  values are ints; NaN, +Inf, -Inf and integers outside the 64-bit range
+  get distinct tags, so none of them collides with ``null`` or with each other;
+* aware datetimes are converted to UTC (same instant, same digest);
+* bytes, Enum, dataclasses and pydantic models (LangChain messages included)
+  are converted to plain data first;
+* volatile keys never enter the digest: ``id``, ``tool_call_id``,
+  ``response_metadata``, ``usage_metadata`` and ``additional_kwargs`` inside
+  message-shaped and tool-call-shaped dicts, plus the policy's ``ignore_keys``
+  (see :data:`DEFAULT_IGNORE_KEYS`) at any depth.
+
+Speed: the definition is the pure-Python walker (:meth:`Fingerprinter.normalize`
+followed by compact, key-sorted ``json.dumps``). The C extension
+``liveguard._canon`` produces the same bytes in one native pass; the pure-Python
+path is used when the extension is absent, and for any payload the extension
+declines (its errors are re-raised by the walker, which knows the location).
+``tests/test_fingerprint_native.py`` checks that both agree byte for byte.
+
+Nesting deeper than :data:`MAX_DEPTH`, cycles and unsupported types raise
+:class:`~liveguard.errors.FingerprintError` with the location of the problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import math
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from typing import Any, Final
+
+import orjson
+import xxhash
+
+from liveguard.errors import FingerprintError
+
+try:  # the optional native accelerator; the pure-Python walker is the definition
+    from liveguard import _canon as _native
+except ImportError:  # pragma: no cover - exercised when the extension is not built
+    _native = None
+
+__all__ = [
+    "DEFAULT_IGNORE_KEYS",
+    "MAX_DEPTH",
+    "MESSAGE_VOLATILE_KEYS",
+    "Fingerprinter",
+    "canonical_bytes",
+    "fingerprint",
+]
+
+MAX_DEPTH: Final = 100
+"""Deepest nesting of containers accepted; deeper payloads raise FingerprintError."""
+
+DEFAULT_IGNORE_KEYS: Final[frozenset[str]] = frozenset(
+    {"request_id", "trace_id", "span_id", "timestamp", "elapsed_ms", "latency_ms", "duration_ms"}
+)
+"""Keys dropped at any depth by default: per-request noise inside tool results."""
+
+MESSAGE_VOLATILE_KEYS: Final[frozenset[str]] = frozenset(
+    {"id", "tool_call_id", "response_metadata", "usage_metadata", "additional_kwargs"}
+)
+"""Keys dropped from message-shaped and tool-call-shaped dicts (ids, provider metadata)."""
+
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1  # larger magnitudes are tagged, in hex (no str() digit limit)
+_ARG_KEYS: Final = frozenset({"args", "arguments"})
+
+# Tags for values JSON cannot express. The NUL prefix keeps them out of the way of real keys.
+_TAG_FLOAT: Final = "\x00float"
+_TAG_INT: Final = "\x00int"
+_TAG_DECIMAL: Final = "\x00decimal"
+_TAG_SET: Final = "\x00set"
+_TAG_BYTES: Final = "\x00bytes"
+_TAG_DATETIME: Final = "\x00datetime"
+_TAG_NAIVE_DATETIME: Final = "\x00naive-datetime"
+_TAG_DATE: Final = "\x00date"
+_TAG_TIME: Final = "\x00time"
+_TAG_KEY: Final = "\x00key:"
+
+
+class _Unsupported(Exception):
+    """Raised by :func:`_convert` for a type it does not know."""
+
+
+def _is_message_shaped(d: Mapping[Any, Any]) -> bool:
+    """OpenAI/LangChain message dicts, content blocks and tool-call dicts.
+
+    Their ids and provider metadata are volatile; elsewhere an ``id`` is data.
+    """
+    if "role" in d or "tool_call_id" in d:
+        return True
+    if "name" in d and ("args" in d or "arguments" in d):
+        return True
+    if "function" in d and "type" in d:
+        return True
+    return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
+
+
+def _is_base_message(obj: object) -> bool:
+    return any(c.__name__ == "BaseMessage" for c in type(obj).__mro__)
+
+
+def _message_to_dict(msg: Any) -> dict[str, Any]:
+    """Shallow, id-free view of a LangChain message object."""
+    out: dict[str, Any] = {}
+    for key, value in msg:  # pydantic models iterate as (field, value) pairs
+        if key in MESSAGE_VOLATILE_KEYS:
+            continue
+        if key in ("tool_calls", "invalid_tool_calls") and value:
+            value = [
+                {k: v for k, v in call.items() if k not in MESSAGE_VOLATILE_KEYS}
+                for call in value
+            ]
+        out[key] = value
+    return out
+
+
+def _decimal(value: Decimal) -> Any:
+    if value.is_nan():
+        return {_TAG_FLOAT: "nan"}
+    if value.is_infinite():
+        return {_TAG_FLOAT: "-inf" if value < 0 else "inf"}
+    if value == value.to_integral_value():
+        return int(value)
+    as_float = float(value)
+    if Decimal(as_float) == value:
+        return as_float
+    return {_TAG_DECIMAL: str(value.normalize())}
+
+
+def _convert(obj: Any) -> Any:
+    """Plain-data form of a non-JSON object, one level deep (never recursive).
+
+    Shared by the walker and the native extension, so both see the same structure.
+    Raises ``_Unsupported``.
+    """
+    if isinstance(obj, _dt.datetime):
+        if obj.tzinfo is not None and obj.utcoffset() is not None:
+            return {_TAG_DATETIME: obj.astimezone(_dt.UTC).isoformat()}
+        return {_TAG_NAIVE_DATETIME: obj.isoformat()}
+    if isinstance(obj, _dt.date):
+        return {_TAG_DATE: obj.isoformat()}
+    if isinstance(obj, _dt.time):
+        return {_TAG_TIME: obj.isoformat()}
+    if isinstance(obj, Decimal):
+        return _decimal(obj)
+    if isinstance(obj, bytes | bytearray | memoryview):
+        return {_TAG_BYTES: bytes(obj).hex()}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, uuid.UUID):
+        return str(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if _is_base_message(obj):
+        return _message_to_dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        return dict(obj)  # pydantic v2 model: shallow field mapping
+    raise _Unsupported(type(obj).__name__)
+
+
+class Fingerprinter:
+    """Canonicalises and digests payloads; holds the ignore-key configuration.
+
+    ``Fingerprinter(ignore_keys=...)`` is cheap to keep and reuse; the module
+    function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
+    """
+
+    __slots__ = ("_hash", "_ignore")
+
+    def __init__(
+        self,
+        ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS,
+        *,
+        hasher: Callable[[bytes], Any] = xxhash.xxh3_128,
+    ) -> None:
+        self._ignore = frozenset(ignore_keys)
+        self._hash = hasher
+
+    @property
+    def ignore_keys(self) -> frozenset[str]:
+        return self._ignore
+
+    def canonical_bytes(self, obj: Any) -> bytes:
+        """Canonical JSON bytes of ``obj`` (the digest's input)."""
+        if _native is not None:
+            try:
+                out: bytes = _native.dumps(
+                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
+                )
+            except Exception:  # noqa: BLE001 - the walker re-raises with a location
+                return self.reference_bytes(obj)
+            return out
+        return self.reference_bytes(obj)
+
+    def __call__(self, obj: Any) -> str:
+        """Hex digest of the canonical form of ``obj``."""
+        return str(self._hash(self.canonical_bytes(obj)).hexdigest())
+
+    def reference_bytes(self, obj: Any) -> bytes:
+        """The definition of the canonical bytes, in pure Python."""
+        return _dumps(self.normalize(obj))
+
+    def normalize(self, obj: Any) -> Any:
+        """The normalised plain-data value whose sorted JSON is the canonical form."""
+        return self._walk(obj, 0, set())
+
+    def _walk(self, x: Any, depth: int, active: set[int]) -> Any:
+        t = type(x)
+        if t is str:
+            return x if x.isascii() else unicodedata.normalize("NFC", x)
+        if x is None or t is bool:
+            return x
+        if t is int:
+            return x if _INT_MIN <= x <= _INT_MAX else {_TAG_INT: hex(x)}
+        if t is float:
+            return _float(x)
+        if isinstance(x, Mapping | list | tuple | set | frozenset):
+            if depth >= MAX_DEPTH:
+                raise FingerprintError(f"nesting deeper than {MAX_DEPTH} levels")
+            if isinstance(x, Mapping):
+                return self._walk_dict(x, depth, active)
+            if isinstance(x, list | tuple):
+                return self._walk_seq(x, depth, active)
+            return self._walk_set(x, depth, active)
+        if isinstance(x, str):  # str subclasses (StrEnum included) hash as their text
+            return self._walk(str.__str__(x), depth, active)
+        if isinstance(x, int) and not isinstance(x, enum.Enum):
+            return self._walk(int(x), depth, active)
+        if isinstance(x, float):
+            return _float(float(x))
+        try:
+            converted = _convert(x)
+        except _Unsupported:
+            raise FingerprintError(f"unsupported type {t.__qualname__}") from None
+        # Conversion adds no nesting of its own; tags are dicts and count when walked.
+        return self._walk(converted, depth, active)
+
+    def _enter(self, x: object, active: set[int]) -> int:
+        ident = id(x)
+        if ident in active:
+            raise FingerprintError("cyclic structure")
+        active.add(ident)
+        return ident
+
+    def _walk_dict(self, d: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str, Any]:
+        ident = self._enter(d, active)
+        drop = self._ignore
+        if _is_message_shaped(d):
+            drop = drop | MESSAGE_VOLATILE_KEYS
+        out: dict[str, Any] = {}
+        for key, value in d.items():
+            if type(key) is str or isinstance(key, str):
+                name = str(key)
+                if name in drop:
+                    continue
+                name = name if name.isascii() else unicodedata.normalize("NFC", name)
+            else:
+                name = _TAG_KEY + self.reference_bytes(key).decode("utf-8", "surrogatepass")
+            if name in _ARG_KEYS and isinstance(value, str):
+                value = _maybe_json(value)
+            try:
+                out[name] = self._walk(value, depth + 1, active)
+            except FingerprintError as exc:
+                raise exc.at(f".{name}" if name.isidentifier() else f"[{name!r}]") from None
+        active.discard(ident)
+        return out
+
+    def _walk_seq(self, seq: Iterable[Any], depth: int, active: set[int]) -> list[Any]:
+        ident = self._enter(seq, active)
+        out = []
+        for i, item in enumerate(seq):
+            try:
+                out.append(self._walk(item, depth + 1, active))
+            except FingerprintError as exc:
+                raise exc.at(f"[{i}]") from None
+        active.discard(ident)
+        return out
+
+    def _walk_set(self, s: Iterable[Any], depth: int, active: set[int]) -> dict[str, Any]:
+        items = self._walk_seq(list(s), depth, active)
+        keyed = sorted((_dumps(i), i) for i in items)
+        return {_TAG_SET: [item for _, item in keyed]}
+
+
+def _float(x: float) -> Any:
+    if x != x:  # NaN
+        return {_TAG_FLOAT: "nan"}
+    if math.isinf(x):
+        return {_TAG_FLOAT: "inf" if x > 0 else "-inf"}
+    if x.is_integer():
+        as_int = int(x)
+        return as_int if _INT_MIN <= as_int <= _INT_MAX else {_TAG_INT: hex(as_int)}
+    return x
+
+
+def _dumps(value: Any) -> bytes:
+    """Compact, key-sorted JSON of an already normalised value (NaN never reaches here)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _maybe_json(text: str) -> Any:
+    """Parse JSON object/array text (tool-call arguments); other strings stay strings."""
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+    return text
+
+
+_DEFAULT = Fingerprinter()
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Canonical JSON bytes of ``obj`` with the default ignore keys."""
+    return _DEFAULT.canonical_bytes(obj)
+
+
+def fingerprint(obj: Any) -> str:
+    """Canonical digest of ``obj`` (32 hex chars, xxh3-128) with the default ignore keys.
+
+    Equal for payloads that mean the same; see the module docstring for the rules.
+    Raises :class:`~liveguard.errors.FingerprintError` for unsupported types, cycles
+    and nesting deeper than :data:`MAX_DEPTH`.
+    """
+    return _DEFAULT(obj)

@@ -1,0 +1,76 @@
+"""The data model: steps in, violations out.
+
+``Step`` and ``Trajectory`` describe what a run did; ``Violation`` is what a rule
+found. A ``Violation`` never holds step text: its ``detail`` carries counts, codes,
+digest prefixes and step indices only, so verdicts and logs are safe to ship.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Expected", "Severity", "Step", "Trajectory", "Violation"]
+
+Severity = Literal["hard", "soft"]
+
+
+class Step(BaseModel):
+    """One step of a trajectory.
+
+    * A **tool step** has ``tool`` set and carries ``args`` and ``result`` (or ``error``).
+    * A **message step** carries ``summary`` (short text) and/or ``output`` (any payload,
+      e.g. a LangChain message). An output that is a tool-call request (an AIMessage or
+      OpenAI message dict with ``tool_calls``) is judged by the tool rules instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: str = Field(min_length=1)
+    summary: str | None = None
+    output: Any = None
+    tool: str | None = None
+    args: Any = None
+    result: Any = None
+    error: Any = None
+
+
+class Violation(BaseModel):
+    """A rule firing. ``step`` is the index of the step that raised it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: str
+    severity: Severity
+    step: int = Field(ge=0)
+    node: str
+    count: int = Field(ge=0)
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def hard(self) -> bool:
+        return self.severity == "hard"
+
+
+class Expected(BaseModel):
+    """The verdict a golden run is expected to get."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    passed: bool
+    hard_codes: list[str] = Field(default_factory=list)
+
+
+class Trajectory(BaseModel):
+    """A recorded run: one JSON object per line in the project's JSONL format."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1)
+    graph: str | None = None
+    steps: list[Step]
+    status: str | None = None
+    outcome: Any = None
+    metadata: dict[str, Any] | None = None
+    expected: Expected | None = None

@@ -1,0 +1,159 @@
+"""The Monitor: one incremental rule set for offline scoring and live guarding.
+
+``Monitor.observe(step)`` digests the step once, builds an
+:class:`~liveguard.rules.base.Observation` and runs every rule on it; it returns
+the violations this step raised. Each rule keeps a bounded window, so memory is
+bounded by the policy whatever the run's length, and the cost per step is
+amortised O(1). ``check_trajectory`` is observe-all plus ``finish``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from liveguard.errors import FingerprintError
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
+from liveguard.model import Step, Violation
+from liveguard.policy import Policy
+from liveguard.rules import ContentCycle, NodeRevisits, RepeatedContent, Rule, Stall, ToolNoProgress
+from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation
+
+if TYPE_CHECKING:
+    from liveguard.allowset import AllowSet
+
+__all__ = ["Monitor", "check_trajectory", "tool_calls_of"]
+
+_DEFAULT_FINGERPRINTER = Fingerprinter(DEFAULT_IGNORE_KEYS)
+
+
+class Monitor:
+    """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
+
+    def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
+        self.policy = Policy.from_env() if policy is None else policy
+        self.allow_set = allow_set
+        self._fp = (
+            _DEFAULT_FINGERPRINTER
+            if self.policy.ignore_keys == DEFAULT_IGNORE_KEYS
+            else Fingerprinter(self.policy.ignore_keys)
+        )
+        rules: list[Rule] = []
+        if self.policy.enabled:
+            rules += [
+                NodeRevisits(self.policy),
+                Stall(self.policy),
+                RepeatedContent(self.policy),
+                ToolNoProgress(self.policy),
+                ContentCycle(self.policy),
+            ]
+        if allow_set is not None:
+            rules += allow_set.rules(self.policy)
+        self._rules = tuple(rules)
+        self._index = 0
+        self._finished = False
+
+    @property
+    def steps_seen(self) -> int:
+        return self._index
+
+    def observe(self, step: Step | Mapping[str, Any]) -> list[Violation]:
+        """Feed one step; return the violations it raised (usually none)."""
+        if not isinstance(step, Step):
+            step = Step.model_validate(step)
+        index = self._index
+        try:
+            obs = self._observation(step, index)
+        except FingerprintError as exc:
+            raise exc.at(f".steps[{index}]") from None
+        self._index = index + 1
+        found: list[Violation] = []
+        for rule in self._rules:
+            hits = rule.observe(obs)
+            if hits:
+                found += hits
+        return found
+
+    def finish(self) -> list[Violation]:
+        """End of run: violations only the whole run can show (e.g. a dead end)."""
+        if self._finished:
+            return []
+        self._finished = True
+        found: list[Violation] = []
+        for rule in self._rules:
+            hits = rule.finish()
+            if hits:
+                found += hits
+        return found
+
+    def _observation(self, step: Step, index: int) -> Observation:
+        fp = self._fp
+        if step.tool is not None:
+            args = step.args
+            if isinstance(args, str):
+                args = _maybe_json(args)
+            key = fp((step.tool, args, step.result, step.error))
+            nonretryable = _nonretryable(step.result) or _nonretryable(step.error)
+            return Observation(index, step.node, TOOL, key, step.tool, nonretryable)
+        output = step.output
+        calls = tool_calls_of(output) if output is not None else None
+        if calls:
+            first = calls[0]
+            name = first.get("name") if isinstance(first, Mapping) else None
+            if name is None and isinstance(first, Mapping):
+                function = first.get("function")
+                name = function.get("name") if isinstance(function, Mapping) else None
+            return Observation(index, step.node, REQUEST, fp(calls), name)
+        if step.summary is not None:
+            content: Any = step.summary
+        elif output is not None:
+            content = output
+        elif step.error is None:
+            return Observation(index, step.node, CONTENTLESS, "")
+        else:
+            content = None
+        key = fp(content) if step.error is None else fp((content, step.error))
+        return Observation(index, step.node, MESSAGE, key)
+
+
+def tool_calls_of(output: Any) -> list[Any] | None:
+    """The tool calls an output requests (AIMessage or OpenAI/LangChain dict), else None."""
+    if isinstance(output, Mapping):
+        calls = output.get("tool_calls")
+    else:
+        calls = getattr(output, "tool_calls", None)
+    if isinstance(calls, list | tuple) and calls:
+        return list(calls)
+    return None
+
+
+def _nonretryable(value: Any) -> bool:
+    """True when a result or error says ``"retryable": false`` (dict, JSON text, or message)."""
+    if value is None:
+        return False
+    if isinstance(value, Mapping):
+        if "retryable" in value:
+            return value["retryable"] is False
+        content = value.get("content")  # an OpenAI-format tool message
+        return content is not None and content is not value and _nonretryable(content)
+    if isinstance(value, str):
+        if "retryable" not in value:
+            return False
+        parsed = _maybe_json(value)
+        return isinstance(parsed, Mapping) and parsed.get("retryable") is False
+    content = getattr(value, "content", None)
+    return content is not None and content is not value and _nonretryable(content)
+
+
+def check_trajectory(
+    steps: Iterable[Step | Mapping[str, Any]],
+    policy: Policy | None = None,
+    allow_set: AllowSet | None = None,
+) -> list[Violation]:
+    """Every violation of a whole run: observe each step, then finish."""
+    monitor = Monitor(policy, allow_set)
+    found: list[Violation] = []
+    for step in steps:
+        found += monitor.observe(step)
+    found += monitor.finish()
+    return found

@@ -1,0 +1,188 @@
+"""Thresholds as small, frozen values.
+
+A :class:`Policy` holds every threshold the rules read, with per-node and per-tool
+overrides. It is a frozen pydantic model, so ``repr`` and ``==`` work and a policy
+loaded from YAML or the environment can be compared and printed.
+
+Defaults (see the README for their sources):
+
+============================  =======  ======================================================
+setting                       default  meaning
+============================  =======  ======================================================
+``window``                    24       steps the revisit rule looks back over
+``max_revisits``              3        a node visited more than this in the window fires
+``stall``                     2        consecutive identical node + content message steps
+``repeat``                    3        same node + content this often ...
+``repeat_window``             10       ... within the last N message steps
+``cycle_periods``             (2..4)   block lengths of content cycles
+``cycle_repeats``             2        a message-only block repeated this often fires
+``tool_repeats``              3        same (tool, args, result) this often ...
+``tool_window``               6        ... within the last N tool steps
+``tool_repeats_nonretryable`` 2        ... when the result says ``"retryable": false``
+``max_visits``                4        total visits above this: excessive_loop (allow-sets)
+============================  =======  ======================================================
+
+Environment: ``AGENT_EVAL_MAX_REVISITS`` overrides ``max_revisits``;
+``AGENT_EVAL_LOOP_GUARD=0`` turns the loop-guard rules off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from liveguard.errors import PolicyError
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS
+
+__all__ = ["NodePolicy", "Policy", "ToolPolicy"]
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class NodePolicy(BaseModel):
+    """Per-node overrides. ``max_revisits=None`` inherits; ``exempt`` disables the revisit rule."""
+
+    model_config = _FROZEN
+
+    max_revisits: int | None = Field(default=None, ge=1)
+    max_visits: int | None = Field(default=None, ge=1)
+    stall: int | None = Field(default=None, ge=2)
+    exempt: bool = False
+
+
+class ToolPolicy(BaseModel):
+    """Per-tool overrides, e.g. for tools that poll by design."""
+
+    model_config = _FROZEN
+
+    no_progress: int | None = Field(default=None, ge=2)
+    window: int | None = Field(default=None, ge=1)
+    nonretryable: int | None = Field(default=None, ge=1)
+    exempt: bool = False
+
+
+class Policy(BaseModel):
+    """Every threshold the Monitor's rules read. Build with keywords; combine with ``|``."""
+
+    model_config = _FROZEN
+
+    enabled: bool = True
+    window: int = Field(default=24, ge=1)
+    max_revisits: int = Field(default=3, ge=1)
+    stall: int = Field(default=2, ge=2)
+    repeat: int = Field(default=3, ge=2)
+    repeat_window: int = Field(default=10, ge=2)
+    cycle_periods: tuple[int, ...] = (2, 3, 4)
+    cycle_repeats: int = Field(default=2, ge=2)
+    tool_repeats: int = Field(default=3, ge=2)
+    tool_window: int = Field(default=6, ge=1)
+    tool_repeats_nonretryable: int = Field(default=2, ge=1)
+    max_visits: int = Field(default=4, ge=1)
+    ignore_keys: frozenset[str] = DEFAULT_IGNORE_KEYS
+    nodes: Mapping[str, NodePolicy] = Field(default_factory=dict)
+    tools: Mapping[str, ToolPolicy] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if not self.cycle_periods or any(p < 2 or p > 16 for p in self.cycle_periods):
+            raise ValueError("cycle_periods must be block lengths between 2 and 16")
+        if self.repeat > self.repeat_window:
+            raise ValueError("repeat cannot exceed repeat_window")
+        if self.tool_repeats > self.tool_window:
+            raise ValueError("tool_repeats cannot exceed tool_window")
+        return self
+
+    def __hash__(self) -> int:
+        return hash(self.model_dump_json())
+
+    # -- presets --------------------------------------------------------------------------
+    @classmethod
+    def workflow(cls, **overrides: Any) -> Policy:
+        """The defaults: graphs whose nodes are the steps of a workflow."""
+        return cls.build(**overrides)
+
+    @classmethod
+    def tool_agent(
+        cls, *, agent_nodes: Iterable[str] = ("model", "tools", "agent"), **overrides: Any
+    ) -> Policy:
+        """Model ↔ tools agents (``create_agent``): no revisit counting on the agent's nodes.
+
+        Forty different tool calls in a row are healthy; the content and tool rules
+        still catch three identical failing ones.
+        """
+        base = cls.build(**overrides)
+        nodes = dict(base.nodes)
+        for name in agent_nodes:
+            nodes[name] = nodes.get(name, NodePolicy()).model_copy(update={"exempt": True})
+        return base.model_copy(update={"nodes": nodes})
+
+    @classmethod
+    def build(cls, **values: Any) -> Policy:
+        """Validate keyword values; raise :class:`PolicyError` naming the bad field."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise PolicyError(_explain(exc, "Policy")) from None
+
+    @classmethod
+    def from_env(cls, base: Policy | None = None, env: Mapping[str, str] | None = None) -> Policy:
+        """``base`` (default: the workflow preset) with environment overrides applied."""
+        env = os.environ if env is None else env
+        policy = base or cls()
+        updates: dict[str, Any] = {}
+        raw = env.get("AGENT_EVAL_MAX_REVISITS")
+        if raw is not None and raw.strip():
+            try:
+                value = int(raw)
+            except ValueError:
+                raise PolicyError(f"AGENT_EVAL_MAX_REVISITS={raw!r}: not an integer") from None
+            if value < 1:
+                raise PolicyError(f"AGENT_EVAL_MAX_REVISITS={raw!r}: must be at least 1")
+            updates["max_revisits"] = value
+        if env.get("AGENT_EVAL_LOOP_GUARD", "1").strip() == "0":
+            updates["enabled"] = False
+        return policy.model_copy(update=updates) if updates else policy
+
+    def __or__(self, other: Mapping[str, Any]) -> Policy:
+        """``policy | {"tool_repeats": 4}``: a validated copy with these values replaced."""
+        return Policy.build(**{**self.model_dump(), **other})
+
+    # -- resolved thresholds (read once by the Monitor) ------------------------------------
+    def revisit_limit(self, node: str) -> int | None:
+        """Visits allowed in the window, or None when the node is exempt."""
+        override = self.nodes.get(node)
+        if override is None:
+            return self.max_revisits
+        if override.exempt:
+            return None
+        return override.max_revisits or self.max_revisits
+
+    def stall_limit(self, node: str) -> int:
+        override = self.nodes.get(node)
+        return (override.stall if override else None) or self.stall
+
+    def visit_limit(self, node: str) -> int:
+        override = self.nodes.get(node)
+        return (override.max_visits if override else None) or self.max_visits
+
+    def tool_limits(self, tool: str) -> tuple[int, int, int] | None:
+        """(repeats, window, repeats when non-retryable) for ``tool``; None when exempt."""
+        override = self.tools.get(tool)
+        if override is None:
+            return self.tool_repeats, self.tool_window, self.tool_repeats_nonretryable
+        if override.exempt:
+            return None
+        repeats = override.no_progress or self.tool_repeats
+        window = max(override.window or self.tool_window, repeats)
+        return repeats, window, override.nonretryable or self.tool_repeats_nonretryable
+
+
+def _explain(exc: ValidationError, where: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or where
+        parts.append(f"{where}.{loc}: {err['msg']}")
+    return "; ".join(parts)

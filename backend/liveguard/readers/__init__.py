@@ -1,0 +1,1 @@
+"""Readers turn recorded runs into :class:`~liveguard.model.Trajectory` objects."""

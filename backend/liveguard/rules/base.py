@@ -1,0 +1,61 @@
+"""The one contract every rule honours.
+
+A rule is a small object with ``observe(obs) -> list[Violation] | None`` and
+``finish() -> list[Violation] | None``. The Monitor computes one :class:`Observation`
+per step (digests included) and hands it to each rule in turn: a trivial loop,
+like a structlog processor chain. Rules keep only bounded windows of digests.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol
+
+from liveguard.model import Violation
+
+__all__ = ["CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Rule", "prefix"]
+
+MESSAGE: Final = 0
+"""A message step: judged by stall, repeat and cycle rules."""
+TOOL: Final = 1
+"""A tool step (tool, args, result): judged by the tool rule and, as a block member, cycles."""
+REQUEST: Final = 2
+"""A model step whose output requests tool calls: tool-ish, never a stall or a repeat."""
+CONTENTLESS: Final = 3
+"""A step with nothing to compare (no summary, output, tool or error): revisits only."""
+
+DIGEST_PREFIX: Final = 12
+
+
+def prefix(digest: str) -> str:
+    """The digest prefix that goes into evidence (never the content itself)."""
+    return digest[:DIGEST_PREFIX]
+
+
+class Observation:
+    """What the rules see of one step: its index, node, kind and content digest."""
+
+    __slots__ = ("index", "key", "kind", "node", "nonretryable", "tool")
+
+    def __init__(
+        self,
+        index: int,
+        node: str,
+        kind: int,
+        key: str,
+        tool: str | None = None,
+        nonretryable: bool = False,
+    ) -> None:
+        self.index = index
+        self.node = node
+        self.kind = kind
+        self.key = key
+        self.tool = tool
+        self.nonretryable = nonretryable
+
+
+class Rule(Protocol):
+    """A liveness rule: sees each observation once, keeps bounded state."""
+
+    def observe(self, obs: Observation) -> list[Violation] | None: ...
+
+    def finish(self) -> list[Violation] | None: ...
