@@ -19,7 +19,7 @@ test: install
 	$(BIN)/python -m pytest -q
 
 run: install
-	$(BIN)/liveguard score golden_datasets/
+	$(BIN)/liveguard score golden_datasets/ --paths expected_paths/
 
 bench: install
 	$(BIN)/python benchmarks/run.py

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
-from liveguard import FingerprintError, Fingerprinter, canonical_bytes, fingerprint
+from liveguard import Fingerprinter, FingerprintError, canonical_bytes, fingerprint
 from liveguard.fingerprint import MAX_DEPTH
 
 

@@ -1,18 +1,34 @@
 """The ``liveguard`` console script: a thin shell over the library.
 
-Exit status: 0 done, 1 ``--strict`` and some run failed, 2 bad input or usage.
+Commands:
+  score PATH...             score recorded runs (JSONL files or directories)
+  paths check FILE...       static checks of allow-sets
+  paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
+
+Exit status: 0 done, 1 ``score --strict`` with a failing run or ``paths check`` with an
+error finding, 2 bad input or usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 
+from liveguard.allowset import (
+    AllowSet,
+    AllowSetError,
+    check_allowset,
+    derive_transitions,
+    load_allowset,
+    load_allowsets,
+)
 from liveguard.errors import FingerprintError, PolicyError, TrajectoryReadError
 from liveguard.model import Trajectory, Violation
 from liveguard.monitor import check_trajectory
@@ -76,7 +92,9 @@ class RunResult:
         return row
 
 
-def score_run(run: Trajectory, source: str, default: Policy | None) -> RunResult:
+def score_run(
+    run: Trajectory, source: str, default: Policy, allow_sets: dict[str, AllowSet] | None = None
+) -> RunResult:
     """Run the Monitor over one trajectory; a policy preset in metadata wins over the default."""
     result = RunResult(run.run_id, run.graph, source)
     if run.expected is not None:
@@ -87,22 +105,25 @@ def score_run(run: Trajectory, source: str, default: Policy | None) -> RunResult
         if isinstance(preset, str) and preset in _PRESETS:
             policy = Policy.from_env(_PRESETS[preset]())
         else:
-            policy = default if default is not None else Policy.from_env()
-        result.violations = check_trajectory(run.steps, policy)
+            policy = default
+        allow = (allow_sets or {}).get(run.graph) if run.graph else None
+        result.violations = check_trajectory(run.steps, policy, allow)
     except (FingerprintError, PolicyError) as exc:
         result.error = str(exc)
     return result
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
-    default = Policy.from_env(_PRESETS[args.policy]()) if args.policy else None
+    # Validates the environment once, up front: a bad override is a usage error.
+    default = Policy.from_env(_PRESETS[args.policy or "workflow"]())
+    allow_sets = load_allowsets(args.paths_dir) if args.paths_dir else None
     results: list[RunResult] = []
     for path in iter_paths(args.paths):
         for item in read_jsonl(path):
             if isinstance(item, TrajectoryReadError):
                 results.append(RunResult(None, None, item.source, error=item.reason))
             else:
-                results.append(score_run(item, f"{path}", default))
+                results.append(score_run(item, f"{path}", default, allow_sets))
     if not results:
         print("liveguard: no runs found in " + " ".join(args.paths), file=sys.stderr)
         return EXIT_USAGE
@@ -155,7 +176,73 @@ def build_parser() -> argparse.ArgumentParser:
         help="policy preset for runs whose metadata names none (default: workflow)",
     )
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
+    score.add_argument(
+        "--paths", dest="paths_dir", metavar="DIR", default=None,
+        help="directory of allow-set YAML files (matched to runs by graph name)",
+    )
+    score.set_defaults(handler=_score)
+
+    paths = sub.add_parser("paths", help="allow-sets: static checks and derivation")
+    paths_sub = paths.add_subparsers(dest="paths_command", required=True)
+    check = paths_sub.add_parser("check", help="check allow-set YAML files")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.set_defaults(handler=_paths_check)
+    derive = paths_sub.add_parser("derive", help="allow-set YAML from a compiled LangGraph graph")
+    derive.add_argument("target", metavar="MODULE:ATTR")
+    derive.add_argument("--graph-name", default=None, help="graph name (default: the module's last part)")
+    derive.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    derive.set_defaults(handler=_paths_derive)
     return parser
+
+
+def _paths_check(args: argparse.Namespace, out: TextIO) -> int:
+    status = EXIT_OK
+    for name in args.files:
+        try:
+            allow = load_allowset(name)
+        except AllowSetError as exc:
+            out.write(f"{exc}\n")
+            status = EXIT_USAGE
+            continue
+        findings = check_allowset(allow)
+        for f in findings:
+            out.write(f"{name}: {f.level}: {f.code}: {f.message}\n")
+        if any(f.level == "error" for f in findings):
+            status = max(status, EXIT_FAILED)
+        elif not findings:
+            out.write(f"{name}: ok ({len(allow.nodes)} nodes)\n")
+    return status
+
+
+def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
+    import yaml
+
+    module_name, _, attr = args.target.partition(":")
+    if not module_name or not attr:
+        print("liveguard: expected MODULE:ATTR, e.g. graphs.campaign:graph", file=sys.stderr)
+        return EXIT_USAGE
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # like `python -m`: modules of the project
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        print(f"liveguard: cannot load {args.target}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not hasattr(target, "get_graph"):
+        print(f"liveguard: {args.target} is not a compiled graph (no get_graph())", file=sys.stderr)
+        return EXIT_USAGE
+    transitions, warnings = derive_transitions(target)
+    for warning in warnings:
+        print(f"liveguard: warning: {warning}", file=sys.stderr)
+    name = args.graph_name or module_name.rsplit(".", 1)[-1]
+    text = yaml.safe_dump(
+        {"graph": name, "transitions": transitions}, sort_keys=False, default_flow_style=None
+    )
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -166,10 +253,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        return _score(args, out or sys.stdout)
-    except PolicyError as exc:
+        status: int = args.handler(args, out or sys.stdout)
+    except (PolicyError, AllowSetError) as exc:
         print(f"liveguard: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import importlib
 import json
 import math
 import unicodedata
@@ -45,8 +46,9 @@ import xxhash
 
 from liveguard.errors import FingerprintError
 
+_native: Any
 try:  # the optional native accelerator; the pure-Python walker is the definition
-    from liveguard import _canon as _native
+    _native = importlib.import_module("liveguard._canon")
 except ImportError:  # pragma: no cover - exercised when the extension is not built
     _native = None
 
@@ -118,11 +120,11 @@ def _message_to_dict(msg: Any) -> dict[str, Any]:
         if key in MESSAGE_VOLATILE_KEYS:
             continue
         if key in ("tool_calls", "invalid_tool_calls") and value:
-            value = [
-                {k: v for k, v in call.items() if k not in MESSAGE_VOLATILE_KEYS}
-                for call in value
+            out[key] = [
+                {k: v for k, v in call.items() if k not in MESSAGE_VOLATILE_KEYS} for call in value
             ]
-        out[key] = value
+        else:
+            out[key] = value
     return out
 
 
@@ -200,7 +202,7 @@ class Fingerprinter:
                 out: bytes = _native.dumps(
                     obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
                 )
-            except Exception:  # noqa: BLE001 - the walker re-raises with a location
+            except Exception:
                 return self.reference_bytes(obj)
             return out
         return self.reference_bytes(obj)
@@ -269,10 +271,9 @@ class Fingerprinter:
                 name = name if name.isascii() else unicodedata.normalize("NFC", name)
             else:
                 name = _TAG_KEY + self.reference_bytes(key).decode("utf-8", "surrogatepass")
-            if name in _ARG_KEYS and isinstance(value, str):
-                value = _maybe_json(value)
+            item = _maybe_json(value) if name in _ARG_KEYS and isinstance(value, str) else value
             try:
-                out[name] = self._walk(value, depth + 1, active)
+                out[name] = self._walk(item, depth + 1, active)
             except FingerprintError as exc:
                 raise exc.at(f".{name}" if name.isidentifier() else f"[{name!r}]") from None
         active.discard(ident)
@@ -296,7 +297,7 @@ class Fingerprinter:
 
 
 def _float(x: float) -> Any:
-    if x != x:  # NaN
+    if math.isnan(x):
         return {_TAG_FLOAT: "nan"}
     if math.isinf(x):
         return {_TAG_FLOAT: "inf" if x > 0 else "-inf"}

@@ -31,7 +31,9 @@ class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
-        self.policy = Policy.from_env() if policy is None else policy
+        policy = Policy.from_env() if policy is None else policy
+        # The allow-set's limits and tool overrides refine the policy for this graph.
+        self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
         self._fp = (
             _DEFAULT_FINGERPRINTER
@@ -118,10 +120,9 @@ class Monitor:
 
 def tool_calls_of(output: Any) -> list[Any] | None:
     """The tool calls an output requests (AIMessage or OpenAI/LangChain dict), else None."""
-    if isinstance(output, Mapping):
-        calls = output.get("tool_calls")
-    else:
-        calls = getattr(output, "tool_calls", None)
+    calls = (
+        output.get("tool_calls") if isinstance(output, Mapping) else getattr(output, "tool_calls", None)
+    )
     if isinstance(calls, list | tuple) and calls:
         return list(calls)
     return None

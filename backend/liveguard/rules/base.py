@@ -36,7 +36,7 @@ class Observation:
 
     __slots__ = ("index", "key", "kind", "node", "nonretryable", "tool")
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
         index: int,
         node: str,

@@ -41,10 +41,11 @@ class ToolNoProgress:
             if not positions:
                 del seen[old]
         order.append((ordinal, sig))
-        positions = seen.get(sig)
-        if positions is None:
-            positions = seen[sig] = deque()
-        positions.append((ordinal, obs.index))
+        mine = seen.get(sig)
+        if mine is None:
+            mine = seen[sig] = deque()
+        mine.append((ordinal, obs.index))
+        positions = mine
         if len(positions) == 1:
             return None
         limits = self._policy.tool_limits(obs.tool)

@@ -1,0 +1,81 @@
+"""The CLI through its real console-script entry point: exit codes, JSONL schema, error rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from liveguard.readers.jsonl import write_jsonl
+from liveguard.testing import messages, ping_pong, repeated_tool_call, trajectory
+
+EXE = Path(sys.executable).with_name("liveguard")  # the console script installed beside python
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    assert EXE.exists(), "the liveguard console script is not installed"
+    return subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    write_jsonl(tmp_path / "a.jsonl", [
+        trajectory("healthy", messages(("a", "1"), ("b", "2")), graph="g"),
+        trajectory("pingpong", ping_pong(), graph="g"),
+    ])
+    write_jsonl(tmp_path / "b.jsonl", [
+        trajectory("tool", repeated_tool_call(), metadata={"policy": "tool_agent"}),
+    ])
+    (tmp_path / "notes.txt").write_text("ignored")
+    return tmp_path
+
+
+def test_score_jsonl_schema(runs_dir: Path) -> None:
+    proc = run("score", str(runs_dir), "--format", "jsonl")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["run_id"] for r in rows] == ["healthy", "pingpong", "tool"]
+    assert [r["passed"] for r in rows] == [True, False, False]
+    assert rows[1]["violations"] == [
+        {"code": "content_cycle", "severity": "hard", "step": 3, "node": "reviewer", "count": 2}
+    ]
+    for row in rows:
+        assert {"run_id", "graph", "passed", "score", "violations", "provenance"} <= set(row)
+
+
+def test_strict_exits_1_when_a_run_fails(runs_dir: Path) -> None:
+    assert run("score", str(runs_dir / "a.jsonl"), "--strict").returncode == 1
+    assert run("score", str(runs_dir / "a.jsonl")).returncode == 0
+
+
+def test_unreadable_lines_are_error_rows_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"run_id": "ok", "steps": []}\n{"steps": 3}\n')
+    proc = run("score", str(path), "--format", "jsonl")
+    assert proc.returncode == 2
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) == 2
+    assert rows[0]["passed"] is True
+    assert rows[1]["source"] == f"{path}:2"
+    assert rows[1]["passed"] is None
+    assert "run_id" in rows[1]["error"]
+
+
+def test_table_output_and_usage_errors(runs_dir: Path) -> None:
+    proc = run("score", str(runs_dir))
+    assert "FAIL  pingpong" in proc.stdout
+    assert "content_cycle@3" in proc.stdout
+    assert run("score").returncode == 2
+    assert run("score", str(runs_dir), "--format", "xml").returncode == 2
+    assert run("score", str(runs_dir / "empty")).returncode == 2
+
+
+def test_bad_env_is_a_usage_error(runs_dir: Path) -> None:
+    env = {**os.environ, "AGENT_EVAL_MAX_REVISITS": "lots"}
+    proc = run("score", str(runs_dir), env=env)
+    assert proc.returncode == 2
+    assert "AGENT_EVAL_MAX_REVISITS" in proc.stderr
