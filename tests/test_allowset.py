@@ -112,7 +112,7 @@ def test_illegal_hop_fires(campaign: AllowSet) -> None:
 
 
 def test_bad_first_step_and_unknown_node_fire(campaign: AllowSet) -> None:
-    [hit] = check_trajectory(walk("compose_touch"), Policy.workflow(), campaign)[:1]
+    hit = check_trajectory(walk("compose_touch"), Policy.workflow(), campaign)[0]
     assert (hit.code, hit.detail["from"]) == ("illegal_transition", "__start__")
     hits = check_trajectory(walk("load_lead", "mystery"), Policy.workflow(), campaign)
     assert [(h.code, h.detail.get("unknown_node")) for h in hits][0] == ("illegal_transition", True)
@@ -143,7 +143,8 @@ def test_campaign_legal_cycle_of_ten_polls(campaign: AllowSet) -> None:
 
 
 def test_allowset_tool_overrides_reach_the_tool_rule() -> None:
-    allow = AllowSet.parse({"graph": "g", "transitions": {"__start__": ["tools"], "tools": ["tools", "__end__"]},
+    transitions = {"__start__": ["tools"], "tools": ["tools", "__end__"]}
+    allow = AllowSet.parse({"graph": "g", "transitions": transitions,
                             "tools": {"wait": {"no_progress": 5}}})
     steps = [Step(node="tools", tool="wait", args={}, result="running")] * 4
     assert codes(steps, allow, Policy.tool_agent()) == []

@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
