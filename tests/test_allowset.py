@@ -115,7 +115,7 @@ def test_bad_first_step_and_unknown_node_fire(campaign: AllowSet) -> None:
     hit = check_trajectory(walk("compose_touch"), Policy.workflow(), campaign)[0]
     assert (hit.code, hit.detail["from"]) == ("illegal_transition", "__start__")
     hits = check_trajectory(walk("load_lead", "mystery"), Policy.workflow(), campaign)
-    assert [(h.code, h.detail.get("unknown_node")) for h in hits][0] == ("illegal_transition", True)
+    assert (hits[0].code, hits[0].detail.get("unknown_node")) == ("illegal_transition", True)
 
 
 def test_dead_end_is_soft(campaign: AllowSet) -> None:
