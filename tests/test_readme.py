@@ -1,0 +1,29 @@
+"""The README stays true: its example runs and stops where it says, its commands exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from liveguard import NoProgressError
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_quick_example_raises_at_the_third_identical_call() -> None:
+    [example] = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    with pytest.raises(NoProgressError) as info:
+        exec(compile(example, "README.md", "exec"), {})
+    assert (info.value.violation.code, info.value.violation.step) == ("tool_no_progress", 2)
+
+
+def test_documented_make_targets_exist() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    for target in re.findall(r"^make (\w+)", README, flags=re.M):
+        assert re.search(rf"^{target}:", makefile, flags=re.M), target
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make install" in ci
+    assert "make test" in ci
