@@ -26,6 +26,7 @@ bench: install
 
 datasets: install
 	$(BIN)/python scripts/make_datasets.py
+	$(BIN)/python scripts/record_graphs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache

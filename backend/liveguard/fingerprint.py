@@ -186,7 +186,7 @@ class Fingerprinter:
         self,
         ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS,
         *,
-        hasher: Callable[[bytes], Any] = xxhash.xxh3_128,
+        hasher: Callable[[bytes], str] = xxhash.xxh3_128_hexdigest,
     ) -> None:
         self._ignore = frozenset(ignore_keys)
         self._hash = hasher
@@ -209,7 +209,7 @@ class Fingerprinter:
 
     def __call__(self, obj: Any) -> str:
         """Hex digest of the canonical form of ``obj``."""
-        return str(self._hash(self.canonical_bytes(obj)).hexdigest())
+        return self._hash(self.canonical_bytes(obj))
 
     def reference_bytes(self, obj: Any) -> bytes:
         """The definition of the canonical bytes, in pure Python."""
@@ -339,4 +339,7 @@ def fingerprint(obj: Any) -> str:
     Raises :class:`~liveguard.errors.FingerprintError` for unsupported types, cycles
     and nesting deeper than :data:`MAX_DEPTH`.
     """
-    return _DEFAULT(obj)
+    return _xxh3_hex(_DEFAULT.canonical_bytes(obj))
+
+
+_xxh3_hex: Callable[[bytes], str] = xxhash.xxh3_128_hexdigest

@@ -1,0 +1,177 @@
+"""LangGraph ``stream_mode="updates"`` chunks → liveguard :class:`~liveguard.model.Step` objects.
+
+Framework-free: nothing from LangChain or LangGraph is imported. Messages are
+duck-typed: LangChain message objects (``.tool_calls``, ``.tool_call_id``, ``.name``,
+``.content``, ``.status``, ``.type``) and OpenAI-style / LangChain-style dicts
+(``role``/``type``, ``tool_calls``, ``tool_call_id``, ``name``, ``content``, ``status``).
+
+One chunk is ``{node_name: update}``. For each node of a chunk:
+
+* a key starting with ``__`` (``__interrupt__``, ``__metadata__``) is skipped;
+* an update whose last new message is a tool message gives one **tool step** per
+  tool message of the update, its ``args`` looked up by ``tool_call_id`` among the
+  tool calls of earlier AI messages (a bounded memory of the last calls);
+* an update whose last new message is an AI message requesting tool calls gives a
+  step whose ``output`` is that message (the Monitor classifies it as a request);
+* any other update gives a **message step**: ``summary`` from the update's
+  ``summary`` key (when it is text), ``output`` the last message's content, or the
+  update minus its ``summary``/``steps`` bookkeeping keys;
+* a list of updates (several tasks of one node in the same superstep, e.g. parallel
+  tool calls) is read element by element;
+* anything else (``None``, a non-mapping such as a ``Command``) gives a contentless
+  ``Step(node=node)``: the visit is still counted, nothing is compared.
+
+:class:`UpdateStepper` does this incrementally (one chunk at a time) so a live guard
+can feed it as the graph streams; :func:`steps_from_updates` converts a whole run.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from liveguard.model import Step
+
+__all__ = ["BOOKKEEPING_KEYS", "UpdateStepper", "steps_from_updates"]
+
+BOOKKEEPING_KEYS: frozenset[str] = frozenset({"summary", "steps"})
+"""Update keys that are not a node's output: dropped from message-step ``output``."""
+
+DEFAULT_MAX_CALLS = 256
+"""How many tool calls (by id) the stepper remembers to find a tool result's args."""
+
+_MISSING: Any = object()
+
+
+class UpdateStepper:
+    """Turns ``stream_mode="updates"`` chunks into Steps, one chunk at a time.
+
+    Remembers the tool calls of AI messages it has seen (the last ``max_calls`` of
+    them, by call id) so a later tool message gets the arguments it was called with.
+    Not thread-safe: one stepper per run.
+    """
+
+    def __init__(self, max_calls: int = DEFAULT_MAX_CALLS) -> None:
+        if max_calls < 1:
+            raise ValueError(f"max_calls must be at least 1, got {max_calls}")
+        self._max_calls = max_calls
+        self._calls: OrderedDict[str, tuple[str | None, Any]] = OrderedDict()
+
+    def feed(self, chunk: Mapping[str, Any]) -> list[Step]:
+        """The steps of one chunk (``{node: update}``), in the chunk's order."""
+        steps: list[Step] = []
+        if not isinstance(chunk, Mapping):
+            return steps
+        for node, update in chunk.items():
+            if not isinstance(node, str) or not node or node.startswith("__"):
+                continue
+            if isinstance(update, list | tuple):
+                for item in update:
+                    steps += self._steps(node, item)
+            else:
+                steps += self._steps(node, update)
+        return steps
+
+    # -- one node update --------------------------------------------------------------------
+    def _steps(self, node: str, update: Any) -> list[Step]:
+        if not isinstance(update, Mapping):
+            return [Step(node=node)]
+        messages = _messages_of(update.get("messages"))
+        for message in messages:
+            self._remember(message)
+        summary = update.get("summary")
+        summary = summary if isinstance(summary, str) else None
+        if messages:
+            last = messages[-1]
+            if _is_tool_message(last):
+                return [self._tool_step(node, m) for m in messages if _is_tool_message(m)]
+            if _tool_calls(last):
+                return [Step(node=node, output=last, summary=None)]
+            return [Step(node=node, summary=summary, output=_content(last))]
+        rest = {
+            key: value
+            for key, value in update.items()
+            if key not in BOOKKEEPING_KEYS and not (key == "messages" and not messages)
+        }
+        return [Step(node=node, summary=summary, output=rest or None)]
+
+    def _tool_step(self, node: str, message: Any) -> Step:
+        call_id = _field(message, "tool_call_id")
+        called_name, args = (None, None)
+        if isinstance(call_id, str):
+            called_name, args = self._calls.get(call_id, (None, None))
+        name = _field(message, "name")
+        if not isinstance(name, str) or not name:
+            name = called_name or "unknown_tool"
+        content = _content(message)
+        error = content if _field(message, "status") == "error" else None
+        return Step(node=node, tool=name, args=args, result=content, error=error)
+
+    def _remember(self, message: Any) -> None:
+        calls = _tool_calls(message)
+        if not calls:
+            return
+        memory = self._calls
+        for call in calls:
+            if not isinstance(call, Mapping):
+                continue
+            call_id = call.get("id")
+            if not isinstance(call_id, str):
+                continue
+            name, args = call.get("name"), call.get("args", _MISSING)
+            function = call.get("function")
+            if isinstance(function, Mapping):  # OpenAI format: arguments is JSON text
+                name = name or function.get("name")
+                if args is _MISSING:
+                    args = function.get("arguments")
+            memory[call_id] = (name if isinstance(name, str) else None,
+                               None if args is _MISSING else args)
+            memory.move_to_end(call_id)
+            while len(memory) > self._max_calls:
+                memory.popitem(last=False)
+
+
+def steps_from_updates(chunks: Iterable[Mapping[str, Any]]) -> list[Step]:
+    """All steps of a run streamed with ``stream_mode="updates"``."""
+    stepper = UpdateStepper()
+    steps: list[Step] = []
+    for chunk in chunks:
+        steps += stepper.feed(chunk)
+    return steps
+
+
+# -- duck typing ------------------------------------------------------------------------------
+def _field(message: Any, name: str) -> Any:
+    if isinstance(message, Mapping):
+        return message.get(name)
+    return getattr(message, name, None)
+
+
+def _content(message: Any) -> Any:
+    """A message's content; a bare string is its own content."""
+    return message if isinstance(message, str) else _field(message, "content")
+
+
+def _messages_of(value: Any) -> list[Any]:
+    """The update's new messages as a list (a single message counts as one)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+def _is_tool_message(message: Any) -> bool:
+    if isinstance(message, Mapping):
+        return message.get("role") == "tool" or message.get("type") == "tool" or (
+            message.get("tool_call_id") is not None
+        )
+    return getattr(message, "tool_call_id", None) is not None or getattr(message, "type", None) == "tool"
+
+
+def _tool_calls(message: Any) -> list[Any] | None:
+    calls = _field(message, "tool_calls")
+    if isinstance(calls, list | tuple) and calls:
+        return list(calls)
+    return None
