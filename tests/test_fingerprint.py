@@ -236,3 +236,15 @@ def test_digest_is_invariant_under_key_permutation_nfd_and_int_float(value: Any)
 def test_different_payloads_get_different_digests(a: Any, b: Any) -> None:
     if Fingerprinter().normalize(a) != Fingerprinter().normalize(b):
         assert fingerprint(a) != fingerprint(b)
+
+
+def test_keys_equal_after_nfc_do_not_depend_on_insertion_order() -> None:
+    nfc, nfd = "café", unicodedata.normalize("NFD", "café")
+    assert fingerprint({nfc: 1, nfd: 2}) == fingerprint({nfd: 2, nfc: 1})
+
+
+def test_str_subclass_keys_hash_as_their_text() -> None:
+    class Key(str, enum.Enum):  # noqa: UP042 - the mixin form is the case str() gets wrong
+        X = "x"
+
+    assert fingerprint({Key.X: 1}) == fingerprint({"x": 1})

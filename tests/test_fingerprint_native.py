@@ -169,6 +169,8 @@ def test_floats_are_written_like_repr(numbers: list[float]) -> None:
         {"args": "  {\"x\": 1}"}, {"arguments": "not json"}, {"id": 1, "x": 2},
         {"cafe\u0301": "cafe\u0301", "caf\u00e9s": 1}, [[[["deep"]]]], list(range(40)),
         {f"k{i}": i for i in range(40)}, {"\u00ff": 1, "\u0100": 2, "\U0001f600": 3, "~": 4},
+        "\u00e9" + "\x01" * 5000, "\u0100\n" * 3000, "😀\t" * 3000, '"' * 5000, "x" * 100_000,
+        {f"k{i}": {f"j{j}": [j, "\u00e9"] for j in range(70)} for i in range(70)},
     ],
 )
 def test_native_handles_edge_values_exactly(value: Any) -> None:

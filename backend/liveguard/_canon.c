@@ -308,21 +308,30 @@ write_str(Enc *e, PyObject *s)
         return 0;
     }
 
-    /* Non-ASCII: at most 6 output bytes per code point. */
-    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (buf_reserve(b, 6 * n + 2) < 0) {
-        return -1;
-    }
+    /* Non-ASCII: at most maxb UTF-8 bytes per code point; ASCII escapes take up
+       to 6, so room is re-checked (rarely) when one is written. */
     {
-        char *out = b->p + b->len;
+        Py_ssize_t maxb = kind == PyUnicode_1BYTE_KIND ? 2 : (kind == PyUnicode_2BYTE_KIND ? 3 : 4);
+        char *out;
+        if (n > (PY_SSIZE_T_MAX - 16) / 4) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (buf_reserve(b, maxb * n + 2) < 0) {
+            return -1;
+        }
+        out = b->p + b->len;
         *out++ = '"';
         for (i = 0; i < n; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
             if (c < 0x80) {
                 if (ESC[c]) {
+                    Py_ssize_t used = out - b->p;
+                    b->len = used; /* keep what is written if the buffer moves */
+                    if (buf_reserve(b, 6 + maxb * (n - i - 1) + 1) < 0) {
+                        return -1;
+                    }
+                    out = b->p + used;
                     out += put_escape(out, (unsigned char)c);
                 }
                 else {

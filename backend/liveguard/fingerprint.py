@@ -263,12 +263,19 @@ class Fingerprinter:
         if _is_message_shaped(d):
             drop = drop | MESSAGE_VOLATILE_KEYS
         out: dict[str, Any] = {}
+        origins: dict[str, str] = {}
         for key, value in d.items():
-            if type(key) is str or isinstance(key, str):
-                name = str(key)
+            if isinstance(key, str):
+                name = str.__str__(key)
                 if name in drop:
                     continue
-                name = name if name.isascii() else unicodedata.normalize("NFC", name)
+                if not name.isascii():
+                    original, name = name, unicodedata.normalize("NFC", name)
+                    # Two keys equal after NFC: keep the one whose original spelling sorts
+                    # last, so the result never depends on the dict's insertion order.
+                    if name in origins and origins[name] > original:
+                        continue
+                    origins[name] = original
             else:
                 name = _TAG_KEY + self.reference_bytes(key).decode("utf-8", "surrogatepass")
             item = _maybe_json(value) if name in _ARG_KEYS and isinstance(value, str) else value
