@@ -109,8 +109,16 @@ def _is_message_shaped(d: Mapping[Any, Any]) -> bool:
     return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
 
 
+_IS_MESSAGE: dict[type, bool] = {}
+
+
 def _is_base_message(obj: object) -> bool:
-    return any(c.__name__ == "BaseMessage" for c in type(obj).__mro__)
+    """A LangChain message, recognised by name so the core never imports langchain."""
+    kind = type(obj)
+    known = _IS_MESSAGE.get(kind)
+    if known is None:
+        known = _IS_MESSAGE[kind] = any(c.__name__ == "BaseMessage" for c in kind.__mro__)
+    return known
 
 
 def _message_to_dict(msg: Any) -> dict[str, Any]:
@@ -147,6 +155,8 @@ def _convert(obj: Any) -> Any:
     Shared by the walker and the native extension, so both see the same structure.
     Raises ``_Unsupported``.
     """
+    if _is_base_message(obj):  # the most frequent case on the hot path: check it first
+        return _message_to_dict(obj)
     if isinstance(obj, _dt.datetime):
         if obj.tzinfo is not None and obj.utcoffset() is not None:
             return {_TAG_DATETIME: obj.astimezone(_dt.UTC).isoformat()}
@@ -165,8 +175,6 @@ def _convert(obj: Any) -> Any:
         return str(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    if _is_base_message(obj):
-        return _message_to_dict(obj)
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
         return dict(obj)  # pydantic v2 model: shallow field mapping
