@@ -11,9 +11,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Expected", "Severity", "Step", "Trajectory", "Violation"]
+__all__ = [
+    "LIVENESS_CODES",
+    "Expected",
+    "Level",
+    "LevelScore",
+    "Severity",
+    "Step",
+    "Trajectory",
+    "Verdict",
+    "Violation",
+]
 
 Severity = Literal["hard", "soft"]
+Level = Literal["step", "trajectory", "outcome"]
+
+LIVENESS_CODES = frozenset(
+    {
+        "node_revisit_cycle",
+        "no_progress_stall",
+        "repeated_content",
+        "content_cycle",
+        "tool_no_progress",
+        "illegal_transition",
+        "excessive_loop",
+    }
+)
+"""The structural (deterministic) hard codes: any of them rolls a release back."""
 
 
 class Step(BaseModel):
@@ -74,3 +98,49 @@ class Trajectory(BaseModel):
     outcome: Any = None
     metadata: dict[str, Any] | None = None
     expected: Expected | None = None
+
+
+class LevelScore(BaseModel):
+    """One scored level with its provenance. ``reason`` is a code, never free text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    level: Level
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    reason: str
+    source: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verdict(BaseModel):
+    """The eval graph's verdict on one run.
+
+    ``passed`` is False whenever a hard violation fired, whatever the scores.
+    ``reason`` and every ``evidence`` value are codes, counts, digests and step indices.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    graph: str | None = None
+    passed: bool
+    composite: float | None = Field(default=None, ge=0.0, le=1.0)
+    violations: list[Violation] = Field(default_factory=list)
+    levels: dict[str, LevelScore] = Field(default_factory=dict)
+    judged: bool = False
+    judges_skipped: str | None = None
+    judge_error: bool = False
+    prompt_version: str
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    reason: str
+    source: str = "eval_graph"
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def hard_codes(self) -> list[str]:
+        return sorted({v.code for v in self.violations if v.severity == "hard"})
+
+    @property
+    def liveness_codes(self) -> list[str]:
+        return [c for c in self.hard_codes if c in LIVENESS_CODES]
