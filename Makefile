@@ -20,6 +20,9 @@ test: install
 
 run: install
 	$(BIN)/liveguard score golden_datasets/ --paths expected_paths/
+	@# The gate's own exit status (PROMOTE 0, HOLD 3, ROLLBACK 4) is the answer, not a failure.
+	@$(BIN)/liveguard gate golden_datasets/ --paths expected_paths/ --min-runs 1; \
+	  status=$$?; if [ $$status -eq 2 ]; then exit 2; fi
 
 bench: install
 	$(BIN)/python benchmarks/run.py

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fake_openai import FakeOpenAI
 from liveguard.readers.jsonl import write_jsonl
 from liveguard.testing import messages, ping_pong, repeated_tool_call, trajectory
 
@@ -45,6 +47,9 @@ def test_score_jsonl_schema(runs_dir: Path) -> None:
     ]
     for row in rows:
         assert {"run_id", "graph", "passed", "score", "violations", "provenance"} <= set(row)
+        assert row["provenance"]["prompt_version"]
+    assert rows[0]["provenance"]["judges_skipped"] == "no_api_key"
+    assert rows[1]["provenance"]["judges_skipped"] == "hard_violation"
 
 
 def test_strict_exits_1_when_a_run_fails(runs_dir: Path) -> None:
@@ -67,7 +72,8 @@ def test_unreadable_lines_are_error_rows_and_exit_2(tmp_path: Path) -> None:
 
 def test_table_output_and_usage_errors(runs_dir: Path) -> None:
     proc = run("score", str(runs_dir))
-    assert "FAIL  pingpong" in proc.stdout
+    assert re.search(r"^FAIL .* pingpong ", proc.stdout, flags=re.M)
+    assert "Judges skipped: hard_violation, no_api_key." in proc.stdout
     assert "content_cycle@3" in proc.stdout
     assert run("score").returncode == 2
     assert run("score", str(runs_dir), "--format", "xml").returncode == 2
@@ -79,3 +85,38 @@ def test_bad_env_is_a_usage_error(runs_dir: Path) -> None:
     proc = run("score", str(runs_dir), env=env)
     assert proc.returncode == 2
     assert "AGENT_EVAL_MAX_REVISITS" in proc.stderr
+
+
+def test_score_with_judges_against_a_local_server(runs_dir: Path, fake_openai: FakeOpenAI) -> None:
+    """The real CLI, the real openai client, a local OpenAI-compatible server; loops cost nothing."""
+    fake_openai.default_answer = {"score": 0.9, "confidence": 0.7, "reason": "ok"}
+    env = {**os.environ, "AGENT_EVAL_BASE_URL": fake_openai.base_url, "AGENT_EVAL_API_KEY": "k"}
+    proc = run("score", str(runs_dir), "--format", "jsonl", "--jobs", "2", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["run_id"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert rows["healthy"]["score"] == 0.9
+    assert rows["healthy"]["provenance"]["judged"] is True
+    assert rows["healthy"]["provenance"]["levels"]["trajectory"]["source"] == "judge:deepseek-chat"
+    assert len(fake_openai.requests) == 2  # step + trajectory for the healthy run only
+    off = run("score", str(runs_dir), "--format", "jsonl", "--no-judges", env=env)
+    assert {json.loads(r)["provenance"]["judges_skipped"] for r in off.stdout.splitlines()} == {
+        "kill_switch", "hard_violation"
+    }
+    assert len(fake_openai.requests) == 2
+
+
+def test_gate_exit_codes_and_evidence(runs_dir: Path, tmp_path: Path) -> None:
+    rollback = run("gate", str(runs_dir), "--min-runs", "1")
+    assert rollback.returncode == 4
+    assert rollback.stdout.startswith("ROLLBACK")
+    assert "rollback evidence: pingpong: content_cycle@3" in rollback.stdout
+    assert "judges skipped" in rollback.stdout
+    healthy = tmp_path / "healthy.jsonl"
+    write_jsonl(healthy, [trajectory(f"h{i}", messages(("a", f"{i}"), ("b", "x"))) for i in range(3)])
+    assert run("gate", str(healthy), "--min-runs", "3").returncode == 0
+    hold = run("gate", str(healthy), "--min-runs", "5")
+    assert (hold.returncode, hold.stdout.split()[0]) == (3, "HOLD")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n")
+    assert run("gate", str(bad)).returncode == 2
+    assert run("gate", str(healthy), "--window", "0").returncode == 2

@@ -1,12 +1,14 @@
 """The ``liveguard`` console script: a thin shell over the library.
 
 Commands:
-  score PATH...             score recorded runs (JSONL files or directories)
+  score PATH...             score recorded runs (JSONL, LangSmith JSON exports, directories)
+  gate PATH...              release decision over the last runs: PROMOTE / HOLD / ROLLBACK
+  report PATH... -o FILE    a self-contained HTML report
   paths check FILE...       static checks of allow-sets
   paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
 
-Exit status: 0 done, 1 ``score --strict`` with a failing run or ``paths check`` with an
-error finding, 2 bad input or usage.
+Exit status: 0 done; 1 ``score --strict`` with a failing run or ``paths check`` with an
+error finding; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import orjson
 
@@ -29,158 +30,165 @@ from liveguard.allowset import (
     load_allowset,
     load_allowsets,
 )
-from liveguard.errors import FingerprintError, PolicyError, TrajectoryReadError
-from liveguard.model import Trajectory, Violation
-from liveguard.monitor import check_trajectory
+from liveguard.errors import PolicyError
+from liveguard.gate import decide
 from liveguard.policy import Policy
-from liveguard.readers.jsonl import iter_paths, read_jsonl
+from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-_PRESETS = {"workflow": Policy.workflow, "tool_agent": Policy.tool_agent}
-
-
-@dataclass
-class RunResult:
-    """One output row: a scored run, or an error naming where the input went wrong."""
-
-    run_id: str | None
-    graph: str | None
-    source: str
-    violations: list[Violation] = field(default_factory=list)
-    error: str | None = None
-    expected_passed: bool | None = None
-    expected_codes: list[str] | None = None
-
-    @property
-    def passed(self) -> bool | None:
-        if self.error is not None:
-            return None
-        return not any(v.hard for v in self.violations)
-
-    @property
-    def hard_codes(self) -> list[str]:
-        return sorted({v.code for v in self.violations if v.hard})
-
-    @property
-    def matches_expected(self) -> bool | None:
-        if self.expected_passed is None:
-            return None
-        return self.passed == self.expected_passed and self.hard_codes == self.expected_codes
-
-    def as_json(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"run_id": self.run_id, "graph": self.graph, "source": self.source}
-        if self.error is not None:
-            row.update(passed=None, score=None, error=self.error, violations=[])
-            return row
-        row.update(
-            passed=self.passed,
-            score=1.0 if self.passed else 0.0,
-            violations=[
-                {"code": v.code, "severity": v.severity, "step": v.step, "node": v.node,
-                 "count": v.count}
-                for v in self.violations
-            ],
-            provenance={"source": "monitor", "judges": "skipped: deterministic score"},
-        )
-        if self.expected_passed is not None:
-            row["expected"] = {"passed": self.expected_passed, "hard_codes": self.expected_codes}
-        return row
+PROGRESS_AFTER = 20  # runs: smaller batches finish before a bar would help
 
 
-def score_run(
-    run: Trajectory, source: str, default: Policy, allow_sets: dict[str, AllowSet] | None = None
-) -> RunResult:
-    """Run the Monitor over one trajectory; a policy preset in metadata wins over the default."""
-    result = RunResult(run.run_id, run.graph, source)
-    if run.expected is not None:
-        result.expected_passed = run.expected.passed
-        result.expected_codes = sorted(run.expected.hard_codes)
-    preset = (run.metadata or {}).get("policy")
-    try:
-        if isinstance(preset, str) and preset in _PRESETS:
-            policy = Policy.from_env(_PRESETS[preset]())
-        else:
-            policy = default
-        allow = (allow_sets or {}).get(run.graph) if run.graph else None
-        result.violations = check_trajectory(run.steps, policy, allow)
-    except (FingerprintError, PolicyError) as exc:
-        result.error = str(exc)
-    return result
+def _rows(args: argparse.Namespace) -> list[RunRow]:
+    """Read and score every run named on the command line (shared by score/gate/report)."""
+    # Validates the environment once, up front: a bad override is a usage error.
+    default = Policy.from_env(PRESETS[args.policy or "workflow"]())
+    allow_sets: dict[str, AllowSet] = load_allowsets(args.paths_dir) if args.paths_dir else {}
+    items = list(iter_inputs(args.paths))
+    progress = _progress if len(items) > PROGRESS_AFTER and sys.stderr.isatty() else None
+    rows = score_runs(items, allow_sets=allow_sets, default_policy=default, judges=args.judges,
+                      jobs=args.jobs, progress=progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    return rows
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs")
+    sys.stderr.flush()
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
-    # Validates the environment once, up front: a bad override is a usage error.
-    default = Policy.from_env(_PRESETS[args.policy or "workflow"]())
-    allow_sets = load_allowsets(args.paths_dir) if args.paths_dir else None
-    results: list[RunResult] = []
-    for path in iter_paths(args.paths):
-        for item in read_jsonl(path):
-            if isinstance(item, TrajectoryReadError):
-                results.append(RunResult(None, None, item.source, error=item.reason))
-            else:
-                results.append(score_run(item, f"{path}", default, allow_sets))
-    if not results:
+    rows = _rows(args)
+    if not rows:
         print("liveguard: no runs found in " + " ".join(args.paths), file=sys.stderr)
         return EXIT_USAGE
-    _emit(results, args.format, out)
-    if any(r.error is not None for r in results):
+    _emit(rows, args.format, out)
+    if any(r.error is not None for r in rows):
         return EXIT_USAGE
-    if args.strict and not all(r.passed for r in results):
+    if args.strict and not all(r.passed for r in rows):
         return EXIT_FAILED
     return EXIT_OK
 
 
-def _emit(results: list[RunResult], fmt: str, out: TextIO) -> None:
+def _gate(args: argparse.Namespace, out: TextIO) -> int:
+    rows = _rows(args)
+    bad = [r for r in rows if r.verdict is None]
+    for r in bad:
+        out.write(f"ERROR  {r.source}: {r.error}\n")
+    if bad or not rows:
+        print("liveguard: gate needs every run readable; fix the inputs above", file=sys.stderr)
+        return EXIT_USAGE
+    verdicts = [r.verdict for r in rows if r.verdict is not None]
+    try:
+        decision = decide(verdicts, window=args.window, min_runs=args.min_runs,
+                          pass_rate=args.pass_rate)
+    except ValueError as exc:
+        print(f"liveguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out.write(f"{decision.decision}\n")
+    for reason in decision.reasons:
+        out.write(f"  reason: {reason}\n")
+    rate = "n/a" if decision.pass_rate is None else f"{decision.pass_rate:.2f}"
+    out.write(f"  runs: {decision.runs} (window {decision.window}, min {decision.min_runs}), "
+              f"passed: {decision.passed}, pass rate: {rate}, threshold: {decision.threshold:.2f}\n")
+    for run_id in decision.rollback_runs:
+        verdict = next(v for v in verdicts if v.run_id == run_id)
+        hits = ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
+        out.write(f"  rollback evidence: {run_id}: {hits}\n")
+    skipped = sorted({v.judges_skipped for v in verdicts if v.judges_skipped})
+    if skipped:
+        out.write(f"  judges skipped: {', '.join(skipped)} (deterministic floor only)\n")
+    return decision.exit_code
+
+
+def _report(args: argparse.Namespace, out: TextIO) -> int:
+    from liveguard.report import ReportRun, render_report
+
+    rows = _rows(args)
+    verdicts = [r.verdict for r in rows if r.verdict is not None]
+    decision = decide(verdicts, window=args.window, min_runs=args.min_runs, pass_rate=args.pass_rate)
+    allow_sets = load_allowsets(args.paths_dir) if args.paths_dir else {}
+    runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
+                      path=r.path, error=r.error) for r in rows]
+    Path(args.output).write_text(render_report(runs, decision, allow_sets), encoding="utf-8")
+    out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
+    return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
+
+
+def _emit(rows: list[RunRow], fmt: str, out: TextIO) -> None:
     if fmt == "jsonl":
-        for r in results:
+        for r in rows:
             out.write(orjson.dumps(r.as_json()).decode() + "\n")
         return
     if fmt == "json":
-        out.write(orjson.dumps([r.as_json() for r in results], option=orjson.OPT_INDENT_2).decode())
+        out.write(orjson.dumps([r.as_json() for r in rows], option=orjson.OPT_INDENT_2).decode())
         out.write("\n")
         return
-    for r in results:
+    for r in rows:
         out.write(_table_row(r) + "\n")
-    failed = sum(1 for r in results if r.passed is False)
-    errors = sum(1 for r in results if r.error is not None)
-    mismatched = sum(1 for r in results if r.matches_expected is False)
+    failed = sum(1 for r in rows if r.passed is False)
+    errors = sum(1 for r in rows if r.error is not None)
+    mismatched = sum(1 for r in rows if r.matches_expected is False)
+    skipped = sorted({r.verdict.judges_skipped for r in rows if r.verdict and r.verdict.judges_skipped})
+    judges = f"Judges skipped: {', '.join(skipped)}." if skipped else "Judges ran."
     out.write(
-        f"-- {len(results)} runs: {len(results) - failed - errors} passed, {failed} failed, "
-        f"{errors} unreadable; expected-verdict mismatches: {mismatched}. "
-        "Judges skipped (deterministic monitor only).\n"
+        f"-- {len(rows)} runs: {len(rows) - failed - errors} passed, {failed} failed, "
+        f"{errors} unreadable; expected-verdict mismatches: {mismatched}. {judges}\n"
     )
 
 
-def _table_row(r: RunResult) -> str:
-    if r.error is not None:
+def _table_row(r: RunRow) -> str:
+    if r.verdict is None:
         return f"ERROR  {r.source}: {r.error}"
-    verdict = "PASS" if r.passed else "FAIL"
-    hits = ", ".join(f"{v.code}@{v.step}" for v in r.violations) or "-"
+    v = r.verdict
+    verdict = "PASS" if v.passed else "FAIL"
+    hits = ", ".join(f"{x.code}@{x.step}" for x in v.violations) or "-"
+    score = "  -  " if v.composite is None else f"{v.composite:.2f} "
     mark = {None: "", True: "  [as expected]", False: "  [UNEXPECTED]"}[r.matches_expected]
-    return f"{verdict}  {r.run_id:<28} {r.graph or '-':<16} {hits}{mark}"
+    return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveguard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    score = sub.add_parser("score", help="score recorded runs (JSONL files or directories)")
-    score.add_argument("paths", nargs="+", metavar="PATH")
+    def inputs(p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", metavar="PATH")
+        p.add_argument("--paths", dest="paths_dir", metavar="DIR", default=None,
+                       help="directory of allow-set YAML files (matched to runs by graph name)")
+        p.add_argument("--policy", choices=sorted(PRESETS), default=None,
+                       help="policy preset for runs whose metadata names none (default: workflow)")
+        p.add_argument("--judges", action=argparse.BooleanOptionalAction, default=True,
+                       help="call the LLM judges (needs a key; off with LLM_KILL_SWITCH=1)")
+        p.add_argument("--jobs", type=int, default=4, help="runs scored concurrently")
+
+    def window(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
+        p.add_argument("--min-runs", type=int, default=10, help="runs needed to PROMOTE")
+        p.add_argument("--pass-rate", type=float, default=0.80, help="pass rate needed to PROMOTE")
+
+    score = sub.add_parser("score", help="score recorded runs")
+    inputs(score)
     score.add_argument("--format", choices=("table", "json", "jsonl"), default="table")
-    score.add_argument(
-        "--policy", choices=sorted(_PRESETS), default=None,
-        help="policy preset for runs whose metadata names none (default: workflow)",
-    )
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
-    score.add_argument(
-        "--paths", dest="paths_dir", metavar="DIR", default=None,
-        help="directory of allow-set YAML files (matched to runs by graph name)",
-    )
     score.set_defaults(handler=_score)
+
+    gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over the last runs")
+    inputs(gate)
+    window(gate)
+    gate.set_defaults(handler=_gate)
+
+    report = sub.add_parser("report", help="write a self-contained HTML report")
+    inputs(report)
+    window(report)
+    report.add_argument("-o", "--output", default="report.html")
+    report.set_defaults(handler=_report)
 
     paths = sub.add_parser("paths", help="allow-sets: static checks and derivation")
     paths_sub = paths.add_subparsers(dest="paths_command", required=True)
