@@ -5,6 +5,7 @@ Framework integrations (LangGraph, LangChain, LangSmith, openai) live in
 submodules that import their framework lazily.
 """
 
+from liveguard.allowset import AllowSet, AllowSetError, load_allowset, load_allowsets
 from liveguard.errors import (
     FingerprintError,
     LiveguardError,
@@ -13,8 +14,11 @@ from liveguard.errors import (
     PolicyError,
     TrajectoryReadError,
 )
+from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph, evaluate_trajectory
 from liveguard.fingerprint import Fingerprinter, canonical_bytes, fingerprint
-from liveguard.model import Expected, Step, Trajectory, Violation
+from liveguard.gate import CELL_PASS, GateDecision, decide, verdict_clears_autoapprove
+from liveguard.judges import PROMPT_VERSION, Gateway, JudgeConfig, JudgeSkipped
+from liveguard.model import Expected, LevelScore, Step, Trajectory, Verdict, Violation
 from liveguard.monitor import Monitor, check_trajectory
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 from liveguard.readers.jsonl import read_jsonl
@@ -22,9 +26,18 @@ from liveguard.readers.jsonl import read_jsonl
 __version__ = "0.1.0"
 
 __all__ = [
+    "CELL_PASS",
+    "PROMPT_VERSION",
+    "AllowSet",
+    "AllowSetError",
     "Expected",
     "FingerprintError",
     "Fingerprinter",
+    "GateDecision",
+    "Gateway",
+    "JudgeConfig",
+    "JudgeSkipped",
+    "LevelScore",
     "LiveguardError",
     "LivenessError",
     "Monitor",
@@ -36,9 +49,17 @@ __all__ = [
     "ToolPolicy",
     "Trajectory",
     "TrajectoryReadError",
+    "Verdict",
     "Violation",
+    "aevaluate_trajectory",
+    "build_eval_graph",
     "canonical_bytes",
     "check_trajectory",
+    "decide",
+    "evaluate_trajectory",
     "fingerprint",
+    "load_allowset",
+    "load_allowsets",
     "read_jsonl",
+    "verdict_clears_autoapprove",
 ]
