@@ -120,3 +120,13 @@ def test_gate_exit_codes_and_evidence(runs_dir: Path, tmp_path: Path) -> None:
     bad.write_text("{oops\n")
     assert run("gate", str(bad)).returncode == 2
     assert run("gate", str(healthy), "--window", "0").returncode == 2
+
+
+def test_report_command_writes_a_self_contained_page(runs_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    proc = run("report", str(runs_dir), "-o", str(out), "--min-runs", "1")
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert "ROLLBACK" in html
+    assert "pingpong" in html
+    assert run("report", str(runs_dir), "-o", str(out), "--pass-rate", "2").returncode == 2

@@ -113,7 +113,12 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
 
     rows = _rows(args)
     verdicts = [r.verdict for r in rows if r.verdict is not None]
-    decision = decide(verdicts, window=args.window, min_runs=args.min_runs, pass_rate=args.pass_rate)
+    try:
+        decision = decide(verdicts, window=args.window, min_runs=args.min_runs,
+                          pass_rate=args.pass_rate)
+    except ValueError as exc:
+        print(f"liveguard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     allow_sets = load_allowsets(args.paths_dir) if args.paths_dir else {}
     runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
                       path=r.path, error=r.error) for r in rows]

@@ -1,0 +1,439 @@
+"""The HTML report: structure from the golden runs, escaping, privacy, and a real render.
+
+The render test opens the report in headless Chromium from Debian's packages (``.ci/run``
+installs it), takes a screenshot and decodes the PNG with the standard library to check
+that the diagrams were drawn: enough pixels of the illegal-edge red, the looping-node
+orange and the traversed-edge blue, compared with a control render of the same page
+with its diagrams removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import struct
+import subprocess
+import tempfile
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from html.parser import HTMLParser
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from liveguard import Policy, Step, TrajectoryReadError, check_trajectory, read_jsonl
+from liveguard.allowset import END, START, AllowSet, load_allowsets
+from liveguard.gate import GateDecision, decide
+from liveguard.model import Verdict
+from liveguard.report import COLORS, ReportRun, render_report
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+WIDTH, HEIGHT = 1280, 2400
+
+
+# -- building a report from the golden datasets ------------------------------------------------
+def verdict_for(run_id: str, graph: str | None, steps: Sequence[Step], policy: Policy,
+                allow: AllowSet | None) -> Verdict:
+    violations = check_trajectory(steps, policy, allow)
+    return Verdict(
+        run_id=run_id, graph=graph, passed=not any(v.hard for v in violations), violations=violations,
+        prompt_version="none", reason="deterministic", judges_skipped="no_judges",
+    )
+
+
+@cache
+def golden() -> tuple[tuple[ReportRun, ...], GateDecision, dict[str, AllowSet]]:
+    allow_sets = load_allowsets(ROOT / "expected_paths")
+    runs: list[ReportRun] = []
+    for path in sorted((ROOT / "golden_datasets").glob("*.jsonl")):
+        for item in read_jsonl(path):
+            assert not isinstance(item, TrajectoryReadError), item
+            tool_agent = (item.metadata or {}).get("policy") == "tool_agent"
+            policy = Policy.tool_agent() if tool_agent else Policy.workflow()
+            allow = allow_sets.get(item.graph) if item.graph else None
+            verdict = verdict_for(item.run_id, item.graph, item.steps, policy, allow)
+            runs.append(ReportRun(item.run_id, item.graph, str(path), verdict,
+                                  tuple(step.node for step in item.steps)))
+    decision = decide([r.verdict for r in runs if r.verdict is not None], min_runs=1)
+    return tuple(runs), decision, allow_sets
+
+
+@cache
+def golden_page() -> str:
+    runs, decision, allow_sets = golden()
+    return render_report(runs, decision, allow_sets)
+
+
+# -- reading the structure back ----------------------------------------------------------------
+class Structure(HTMLParser):
+    """Every element with its attributes and the graph of the diagram it sits in."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str], str | None]] = []
+        self._graph: str | None = None
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        if tag == "svg" and "graph" in values.get("class", "").split():
+            self._graph = values.get("data-graph")
+        self.elements.append((tag, values, self._graph))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "svg":
+            self._graph = None
+
+    def diagrams(self) -> list[str]:
+        return [a["data-graph"] for t, a, _ in self.elements
+                if t == "svg" and "graph" in a.get("class", "").split()]
+
+    def edges(self, graph: str) -> dict[tuple[str, str], tuple[set[str], int]]:
+        return {
+            (a["data-from"], a["data-to"]): (set(a["class"].split()), int(a["data-count"]))
+            for t, a, g in self.elements
+            if g == graph and t == "g" and "edge" in a.get("class", "").split()
+        }
+
+    def nodes(self, graph: str) -> dict[str, set[str]]:
+        return {
+            a["data-node"]: set(a["class"].split())
+            for t, a, g in self.elements
+            if g == graph and t == "g" and "node" in a.get("class", "").split()
+        }
+
+    def node_rects(self, css_class: str) -> list[tuple[float, float]]:
+        """(width, height) of the rect of every diagram node with ``css_class``."""
+        found: list[tuple[float, float]] = []
+        inside = False
+        for tag, attrs, graph in self.elements:
+            if tag == "g" and graph is not None:
+                inside = {"node", css_class} <= set(attrs.get("class", "").split())
+            elif tag == "rect" and inside:
+                found.append((float(attrs["width"]), float(attrs["height"])))
+                inside = False
+        return found
+
+
+def hop_counts(paths: Sequence[Sequence[str]]) -> Counter[tuple[str, str]]:
+    counts: Counter[tuple[str, str]] = Counter()
+    for path in paths:
+        counts.update(zip((START, *path), path, strict=False))
+    return counts
+
+
+# -- structure tests -----------------------------------------------------------------------------
+def test_one_diagram_per_allow_set_with_runs_and_the_rest_listed() -> None:
+    page = golden_page()
+    structure = Structure(page)
+    assert structure.diagrams() == ["campaign", "coder_reviewer", "sql_agent"]
+    assert re.search(r'<section class="graph-section no-allowset" data-graph="core">', page)
+    assert "no allow-set" in page
+    assert 'data-decision="ROLLBACK"' in page
+    for svg in re.findall(r'<svg class="graph".*?</svg>', page, flags=re.S):
+        ElementTree.fromstring(svg)  # each diagram is well-formed XML
+
+
+def test_every_allowed_edge_is_drawn_and_the_illegal_hops_are_marked() -> None:
+    runs, _, allow_sets = golden()
+    structure = Structure(golden_page())
+    illegal_expected = {
+        "campaign": {("compose_touch", "send_touch")},
+        "coder_reviewer": {("reviewer", "reviewer")},
+        "sql_agent": set(),
+    }
+    for graph, expected_illegal in illegal_expected.items():
+        edges = structure.edges(graph)
+        allowed = {(s, t) for s, targets in allow_sets[graph].transitions.items() for t in targets}
+        legal_drawn = {hop for hop, (classes, _) in edges.items() if "legal" in classes}
+        illegal_drawn = {hop for hop, (classes, _) in edges.items() if "illegal" in classes}
+        assert legal_drawn == allowed, graph
+        assert illegal_drawn == expected_illegal, graph
+        # Counts come from the observed paths (the hop to __end__ is the finishing hop).
+        observed = hop_counts([r.path for r in runs if r.graph == graph])
+        for hop, (classes, count) in edges.items():
+            if hop[1] != END:
+                assert count == observed.get(hop, 0), (graph, hop)
+                assert ("traversed" in classes) == (count > 0 and hop in allowed), (graph, hop)
+    campaign = structure.edges("campaign")
+    assert campaign[("compose_touch", "send_touch")] == ({"edge", "illegal"}, 1)
+    assert campaign[("check_reply", END)] == ({"edge", "legal", "traversed"}, 5)
+    assert campaign[("check_reply", "compose_touch")] == ({"edge", "legal"}, 0)
+    assert re.search(r'class="edge illegal"[^>]*data-from="compose_touch" data-to="send_touch"',
+                     golden_page())
+
+
+def test_looping_and_dead_end_nodes_are_highlighted() -> None:
+    structure = Structure(golden_page())
+    looping = {g: {n for n, c in structure.nodes(g).items() if "looping" in c}
+               for g in ("campaign", "coder_reviewer", "sql_agent")}
+    assert looping == {
+        "campaign": {"check_reply", "compose_touch", "gate_draft"},
+        "coder_reviewer": {"coder", "reviewer"},
+        "sql_agent": {"model", "tools"},
+    }
+    campaign = structure.nodes("campaign")
+    assert campaign["load_lead"] == {"node", "visited"}
+    assert {"dead-end", "looping"} <= campaign["gate_draft"]
+    assert {"terminal"} <= campaign[START]
+    assert {"terminal"} <= campaign[END]
+    assert not any("unknown" in c for g in looping for c in structure.nodes(g).values())
+    assert "max 12/run · limit 10" in golden_page()  # check_reply's visits against its limit
+
+
+def test_unknown_nodes_and_illegal_first_hops_are_drawn_in_red() -> None:
+    _, _, allow_sets = golden()
+    allow = allow_sets["campaign"]
+    steps = [Step(node=n, summary=f"s{i}") for i, n in enumerate(["gate_draft", "mystery", "load_lead"])]
+    run = ReportRun("odd", "campaign", "x.jsonl",
+                    verdict_for("odd", "campaign", steps, Policy.workflow(), allow),
+                    tuple(s.node for s in steps))
+    structure = Structure(render_report([run], None, allow_sets))
+    nodes, edges = structure.nodes("campaign"), structure.edges("campaign")
+    assert "unknown" in nodes["mystery"]
+    for hop in ((START, "gate_draft"), ("gate_draft", "mystery"), ("mystery", "load_lead")):
+        assert edges[hop] == ({"edge", "illegal"}, 1), hop
+    assert "visited" not in nodes["check_reply"]
+
+
+def test_user_data_is_escaped() -> None:
+    _, _, allow_sets = golden()
+    evil = '<script>alert("x")</script>'
+    steps = [Step(node="coder", summary="same"), Step(node="coder", summary="same")]
+    runs = [
+        ReportRun(evil, "coder_reviewer", "a.jsonl",
+                  verdict_for(evil, "coder_reviewer", steps, Policy.workflow(),
+                              allow_sets["coder_reviewer"]), ("coder", "coder")),
+        ReportRun(None, None, "bad.jsonl:3", None, (), "invalid JSON: <img src=x onerror=1>"),
+        ReportRun("n", '<b onmouseover="x">g</b>', "b.jsonl",
+                  verdict_for("n", None, steps, Policy.workflow(), None), ("<i>", "<i>")),
+    ]
+    page = render_report(runs, None, allow_sets, title="<title>&")
+    lowered = page.lower()
+    assert "<script" not in lowered
+    assert "<img" not in lowered
+    assert "<b " not in lowered
+    assert "<i>" not in page
+    assert "onmouseover=\"" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "invalid JSON: &lt;img src=x onerror=1&gt;" in page
+    assert "bad.jsonl:3" in page
+    assert "&lt;title&gt;&amp;" in page
+    assert re.search(r'<tr class="run ERROR"', page)
+
+
+def test_no_external_references_and_no_scripts() -> None:
+    page = golden_page()
+    assert "http://" not in page
+    assert "https://" not in page
+    assert not re.search(r"\b(?:src|href|srcset|action|xlink:href)\s*=", page, flags=re.I)
+    for tag in ("<script", "<link", "<img", "<iframe", "<object", "<embed", "@import", "@font-face"):
+        assert tag not in page.lower(), tag
+    assert all(ref.startswith("url(#") for ref in re.findall(r"url\([^)]*\)", page))
+    assert "default-src 'none'" in page  # the CSP forbids any load the markup might still make
+
+
+def test_step_text_never_reaches_the_report() -> None:
+    _, _, allow_sets = golden()
+    steps = [
+        Step(node="load_lead", summary="lead SECRET-XYZ"),
+        Step(node="compose_touch", summary="SECRET-XYZ draft", output={"text": "SECRET-XYZ"}),
+        Step(node="gate_draft", tool="lookup", args={"q": "SECRET-XYZ"}, result="SECRET-XYZ"),
+        Step(node="compose_touch", summary="SECRET-XYZ draft", output={"text": "SECRET-XYZ"}),
+        Step(node="gate_draft", tool="lookup", args={"q": "SECRET-XYZ"}, result="SECRET-XYZ"),
+        Step(node="compose_touch", summary="SECRET-XYZ draft", output={"text": "SECRET-XYZ"}),
+    ]
+    verdict = verdict_for("secret", "campaign", steps, Policy.workflow(), allow_sets["campaign"])
+    assert verdict.violations  # something to report
+    run = ReportRun("secret", "campaign", "s.jsonl", verdict, tuple(s.node for s in steps))
+    page = render_report([run], decide([verdict], min_runs=1), allow_sets)
+    assert "SECRET" not in page
+
+
+def test_rendering_is_deterministic_and_handles_no_decision() -> None:
+    runs, decision, allow_sets = golden()
+    assert render_report(runs, decision, allow_sets) == golden_page()
+    page = render_report(runs, None, allow_sets)
+    assert 'data-decision="none"' in page
+    assert "NO DECISION" in page
+    empty = render_report([], None, {})
+    assert "No runs." in empty
+    assert "<svg class=\"graph\"" not in empty
+
+
+# -- PNG decoding (stdlib only) ------------------------------------------------------------------
+def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, RGB rows) of an 8-bit RGB/RGBA non-interlaced PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, chunks, header = 8, [], b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            chunks.append(body)
+        elif kind == b"IEND":
+            break
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, interlace) == (8, 0), (depth, interlace)
+    assert color in (2, 6), color
+    bpp = 3 if color == 2 else 4
+    raw = zlib.decompress(b"".join(chunks))
+    stride = width * bpp
+    prev = bytearray(stride)
+    rows: list[bytes] = []
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        if kind == 1:  # Sub
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif kind == 2:  # Up
+            for i in range(stride):
+                line[i] = (line[i] + prev[i]) & 0xFF
+        elif kind == 3:  # Average
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + (left + prev[i]) // 2) & 0xFF
+        elif kind == 4:  # Paeth
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        else:
+            assert kind == 0, f"bad filter {kind}"
+        rows.append(bytes(line) if bpp == 3 else bytes(b for i, b in enumerate(line) if i % 4 != 3))
+        prev = line
+    return width, height, rows
+
+
+def colour_histogram(rows: Sequence[bytes]) -> Counter[bytes]:
+    hist: Counter[bytes] = Counter()
+    for row in rows:
+        hist.update(row[i : i + 3] for i in range(0, len(row), 3))
+    return hist
+
+
+def near(hist: Counter[bytes], hex_colour: str, tolerance: int = 12) -> int:
+    target = bytes.fromhex(hex_colour.lstrip("#"))
+    return sum(n for px, n in hist.items() if max(abs(px[i] - target[i]) for i in range(3)) <= tolerance)
+
+
+def test_png_decoder_roundtrip() -> None:
+    """Every filter type on a small image built here; the decoder is the render test's eye."""
+    pixels = [bytes((x * 40 % 256, y * 60 % 256, (x * y * 17) % 256)) for y in range(5) for x in range(4)]
+    rows = [b"".join(pixels[y * 4 : y * 4 + 4]) for y in range(5)]
+
+    def filt(kind: int, line: bytes, prev: bytes) -> bytes:
+        out = bytearray()
+        for i, value in enumerate(line):
+            a = line[i - 3] if i >= 3 else 0
+            b, c = prev[i], prev[i - 3] if i >= 3 else 0
+            p = a + b - c
+            pred = [0, a, b, (a + b) // 2,
+                    a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c)
+                    else b if abs(p - b) <= abs(p - c) else c][kind]
+            out.append((value - pred) & 0xFF)
+        return bytes([kind]) + bytes(out)
+
+    raw = b"".join(filt(y, rows[y], rows[y - 1] if y else bytes(12)) for y in range(5))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 5, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    assert decode_png(png) == (4, 5, rows)
+
+
+# -- headless Chromium ---------------------------------------------------------------------------
+def chromium(tmp_path: Path, *args: str) -> bytes:
+    """Run headless Chromium (bounded, own process group); return its stdout."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: the report's render test needs Debian's chromium package "
+            "(.ci/run installs it; locally: apt-get update && apt-get install -y chromium)"
+        )
+    profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=tmp_path)
+    home = tempfile.mkdtemp(prefix="home-", dir=tmp_path)
+    cmd = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+        "--hide-scrollbars", "--force-device-scale-factor=1", *args,
+    ]
+    env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": home, "XDG_CACHE_HOME": home}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"chromium did not finish within 60 s: {' '.join(cmd)}")
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    return out
+
+
+def screenshot(tmp_path: Path, page: str, name: str) -> tuple[int, int, Counter[bytes]]:
+    html_path, png_path = tmp_path / f"{name}.html", tmp_path / f"{name}.png"
+    html_path.write_text(page, encoding="utf-8")
+    chromium(tmp_path, f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={png_path}",
+             html_path.as_uri())
+    assert png_path.is_file(), "chromium wrote no screenshot"
+    width, height, rows = decode_png(png_path.read_bytes())
+    return width, height, colour_histogram(rows)
+
+
+def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    page = golden_page()
+    width, height, hist = screenshot(tmp_path, page, "report")
+    assert (width, height) == (WIDTH, HEIGHT)
+    total = width * height
+    white = hist[b"\xff\xff\xff"]
+    assert total - white > total // 25, "the screenshot is (nearly) blank"
+    assert len(hist) > 200, "too few colours for a rendered page"
+
+    # Control: the same page with the diagrams cut out (legend and tables stay).
+    control_page, cut = re.subn(r'<svg class="graph".*?</svg>', "", page, flags=re.S)
+    assert cut == 3
+    _, _, control = screenshot(tmp_path, control_page, "control")
+
+    found = {k: near(hist, COLORS[k]) for k in ("illegal", "looping", "traversed")}
+    base = {k: near(control, COLORS[k]) for k in found}
+    # The looping nodes' fills: most of their rect area (text covers the rest).
+    looping_area = sum(w * h for w, h in Structure(page).node_rects("looping"))
+    assert len(Structure(page).node_rects("looping")) == 7
+    assert found["looping"] - base["looping"] > 0.6 * looping_area, (found, base, looping_area)
+    # Red dashed illegal hops (campaign lane, coder_reviewer self-loop) and blue traversed edges.
+    assert found["illegal"] - base["illegal"] > 400, (found, base)
+    assert found["traversed"] - base["traversed"] > 3000, (found, base)
+    assert found["illegal"] > 2 * base["illegal"], (found, base)  # the legend has red swatches
+    assert found["looping"] > 20 * base["looping"]
+    assert found["traversed"] > 20 * base["traversed"]
+
+
+def test_report_dom_after_parsing_in_chromium(tmp_path: Path) -> None:
+    page = golden_page()
+    html_path = tmp_path / "report.html"
+    html_path.write_text(page, encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", html_path.as_uri()).decode("utf-8")
+    parsed, source = Structure(dom), Structure(page)
+    assert parsed.diagrams() == ["campaign", "coder_reviewer", "sql_agent"]
+    for graph in parsed.diagrams():
+        assert parsed.edges(graph) == source.edges(graph), graph
+        assert parsed.nodes(graph) == source.nodes(graph), graph
+    assert "illegal" in parsed.edges("campaign")[("compose_touch", "send_touch")][0]
+    assert "looping" in parsed.nodes("campaign")["check_reply"]
+    markers = [a for t, a, _ in parsed.elements if t == "marker"]
+    assert len(markers) == 9
