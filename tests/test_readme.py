@@ -14,7 +14,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_quick_example_raises_at_the_third_identical_call() -> None:
-    [example] = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    example = re.findall(r"```python\n(.*?)```", README, flags=re.S)[0]  # the quick example
     with pytest.raises(NoProgressError) as info:
         exec(compile(example, "README.md", "exec"), {})
     assert (info.value.violation.code, info.value.violation.step) == ("tool_no_progress", 2)
