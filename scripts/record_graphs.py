@@ -1,13 +1,31 @@
-"""Record every scenario of the target graphs into golden_datasets/<graph>.jsonl.
+"""Record every scenario of the target graphs into golden_datasets/.
 
 Each scenario of ``graphs.campaign``, ``graphs.coder_reviewer`` and ``graphs.sql_agent``
-is streamed with ``stream_mode="updates"`` on a fresh graph with a real ``SqliteSaver``
-(in-memory SQLite), converted with :func:`liveguard.readers.stream.steps_from_updates`,
-and written with its hand-written expected verdict (:data:`EXPECTED`).
+runs on a fresh graph with a real ``SqliteSaver`` (in-memory SQLite) under a local run
+collector, ``langchain_core``'s ``RunCollectorCallbackHandler``: the tracer builds the
+same run tree LangSmith stores (one chain run per graph, one per node task, with the
+chat model and tool runs inside). No tracing service is contacted
+(``LANGSMITH_TRACING``/``LANGCHAIN_TRACING_V2`` are forced off).
 
-The output is byte-for-byte reproducible: LangChain message objects are dumped to plain
-dicts without their random ``id`` and provider metadata; the scripted tool-call ids
-(``call_1``, ...) are kept. Run from the repo root: ``python scripts/record_graphs.py``.
+Two files per graph:
+
+* ``golden_datasets/<graph>.jsonl``: the root run converted with
+  :func:`liveguard.langsmith.run_to_trajectory`, with the run id ``<graph>-<scenario>``,
+  metadata ``{"scenario", "policy"}`` and its hand-written expected verdict
+  (:data:`EXPECTED`); no ``outcome`` (the root's outputs are in the export).
+* ``golden_datasets/langsmith/<graph>.json``: the same root runs as a LangSmith-style
+  JSON export (a list of root runs, ``child_runs`` nested; see
+  :func:`liveguard.langsmith.run_to_dict`). Random values are replaced by stable ones:
+  every UUID (run ids, task ids in checkpoint namespaces, message ids) by a UUID5 of
+  graph, scenario and order of first appearance; times by a synthetic clock (1 ms per
+  run start/end, in tree order); ``dotted_order`` is rebuilt from both; the project
+  (``session_id``) is a UUID5 of the graph name. The root run's metadata also carries
+  ``graph`` and the ``expected`` verdict, so the export scores on its own. Package
+  versions (``lc_versions``) are left out so a dependency bump does not churn the file.
+
+Both outputs are byte-for-byte reproducible, and the script checks that the export
+converts back to exactly the steps written to the JSONL file. Run from the repo root:
+``python scripts/record_graphs.py [--out DIR]``.
 
 The verdicts in :data:`EXPECTED` are reasoned from the rules with the graph's allow-set
 (``expected_paths/<graph>.yaml``) and the run's policy preset (``tool_agent`` for
@@ -16,34 +34,45 @@ The verdicts in :data:`EXPECTED` are reasoned from the rules with the graph's al
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import os
+import re
 import sqlite3
 import sys
-from collections.abc import Mapping
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+# Never trace to a service: the collector below is the only tracer.
+os.environ["LANGSMITH_TRACING"] = "false"
+os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from langchain_core.messages import BaseMessage  # noqa: E402
+import orjson  # noqa: E402
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from liveguard.model import Step, Trajectory  # noqa: E402
+from liveguard.langsmith import run_to_dict, run_to_trajectory  # noqa: E402
+from liveguard.model import Expected, Trajectory  # noqa: E402
 from liveguard.readers.jsonl import write_jsonl  # noqa: E402
-from liveguard.readers.stream import steps_from_updates  # noqa: E402
-from liveguard.testing import trajectory  # noqa: E402
 
 OUT = ROOT / "golden_datasets"
 GRAPHS: tuple[str, ...] = ("campaign", "coder_reviewer", "sql_agent")
 POLICY: dict[str, str] = {"sql_agent": "tool_agent"}
 """Policy preset per graph (metadata ``policy``); graphs not listed use the workflow defaults."""
 
-MESSAGE_KEYS: tuple[str, ...] = (
-    "type", "content", "name", "tool_calls", "invalid_tool_calls", "tool_call_id", "status",
-)
-"""Message fields kept in the datasets (no ``id``, ``response_metadata``, ``usage_metadata``)."""
+EXPORT_NAMESPACE = uuid.UUID("5b0b7a4e-3c1d-4f55-9a51-6c6976656775")
+"""UUID5 namespace of the stable ids in the LangSmith exports."""
+EXPORT_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+"""Synthetic clock of the exports: scenario *i* of a graph starts at EPOCH + *i* hours."""
+DROPPED_METADATA: frozenset[str] = frozenset({"lc_versions"})
+UUID_RE = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # Hand-written verdicts: (passed, hard codes). Reasoned from rules/*.py, policy.py defaults
 # (window 24, max_revisits 3, stall 2, repeat 3 in 10, cycle_repeats 2, tool_repeats 3 in 6,
@@ -107,81 +136,131 @@ EXPECTED: dict[str, dict[str, tuple[bool, list[str]]]] = {
 }
 
 
-def plain(value: Any) -> Any:
-    """``value`` with every LangChain message as a plain dict without ids or provider metadata."""
-    if isinstance(value, BaseMessage):
-        dumped = value.model_dump()
-        return {
-            key: plain(dumped.get(key))
-            for key in MESSAGE_KEYS
-            if key in ("type", "content") or dumped.get(key) not in (None, [], {}, "")
-        }
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    return value
+def metadata_for(graph_name: str, scenario: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"scenario": scenario}
+    if graph_name in POLICY:
+        metadata["policy"] = POLICY[graph_name]
+    return metadata
 
 
-def plain_step(step: Step) -> Step:
-    return step.model_copy(
-        update={
-            "output": plain(step.output),
-            "args": plain(step.args),
-            "result": plain(step.result),
-            "error": plain(step.error),
-        }
-    )
-
-
-def record(graph_name: str, scenario: str) -> list[Step]:
-    """Stream one scenario on a fresh graph with an in-memory SqliteSaver; return its steps."""
+def record(graph_name: str, scenario: str) -> Any:
+    """Run one scenario on a fresh graph under a run collector; return the root run."""
     module = importlib.import_module(f"graphs.{graph_name}")
     conn = sqlite3.connect(":memory:", check_same_thread=False)
+    collector = RunCollectorCallbackHandler()
     try:
         compiled = module.build_graph(scenario, checkpointer=SqliteSaver(conn))
         config = {
             "recursion_limit": 100,
+            "callbacks": [collector],
+            "metadata": metadata_for(graph_name, scenario),
             "configurable": {"thread_id": f"{graph_name}-{scenario}"},
         }
-        chunks = compiled.stream(module.initial_input(scenario), config, stream_mode="updates")
-        steps = steps_from_updates(chunks)
+        compiled.invoke(module.initial_input(scenario), config)
     finally:
         conn.close()
-    return [plain_step(step) for step in steps]
+    if len(collector.traced_runs) != 1:
+        raise SystemExit(f"{graph_name}-{scenario}: expected 1 root run, got {len(collector.traced_runs)}")
+    return collector.traced_runs[0]
 
 
-def graph_runs(graph_name: str) -> list[Trajectory]:
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def export_run(root: Any, graph_name: str, index: int, scenario: str, expected: Expected) -> dict[str, Any]:
+    """The root run as a deterministic LangSmith-style export (see the module docstring)."""
+    data = run_to_dict(root)
+    clock = [EXPORT_EPOCH + timedelta(hours=index)]
+
+    def tick() -> str:
+        clock[0] += timedelta(milliseconds=1)
+        return clock[0].isoformat()
+
+    def retime(run: dict[str, Any]) -> None:
+        run["start_time"] = tick()
+        for child in run["child_runs"]:
+            retime(child)
+        run["end_time"] = tick()
+        run["events"] = [
+            {**event, "time": run["end_time"] if event.get("name") == "end" else run["start_time"]}
+            for event in run.get("events") or []
+        ]
+        run["dotted_order"] = None  # rebuilt from the stable ids below
+        metadata = (run.get("extra") or {}).get("metadata")
+        if isinstance(metadata, dict):
+            for key in DROPPED_METADATA:
+                metadata.pop(key, None)
+
+    retime(data)
+    # Numbered in order of first appearance in the sorted-keys form (independent of the
+    # payloads' key order); the export keeps the runs' own key order.
+    stable: dict[bytes, bytes] = {}
+    for match in UUID_RE.finditer(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)):
+        old = match.group(0)
+        if old not in stable:
+            name = f"liveguard-golden/{graph_name}/{scenario}/{len(stable)}"
+            stable[old] = str(uuid.uuid5(EXPORT_NAMESPACE, name)).encode()
+    data = orjson.loads(UUID_RE.sub(lambda m: stable[m.group(0)], orjson.dumps(data)))
+
+    def reorder(run: dict[str, Any], parent_order: str | None) -> None:
+        start = datetime.fromisoformat(run["start_time"])
+        own = f"{_stamp(start)}{run['id']}"
+        run["dotted_order"] = f"{parent_order}.{own}" if parent_order else own
+        run["trace_id"] = data["id"]
+        run["session_id"] = str(uuid.uuid5(EXPORT_NAMESPACE, f"liveguard-golden/project/{graph_name}"))
+        for child in run["child_runs"]:
+            reorder(child, run["dotted_order"])
+
+    reorder(data, None)
+    metadata = data["extra"].setdefault("metadata", {})
+    metadata["graph"] = graph_name
+    metadata["expected"] = expected.model_dump(mode="json")
+    return data
+
+
+def graph_runs(graph_name: str) -> tuple[list[Trajectory], list[dict[str, Any]]]:
     module = importlib.import_module(f"graphs.{graph_name}")
     expected = EXPECTED[graph_name]
     scenarios: tuple[str, ...] = module.SCENARIOS
     if set(scenarios) != set(expected):
         msg = f"{graph_name}: EXPECTED covers {sorted(expected)}, the graph has {sorted(scenarios)}"
         raise SystemExit(msg)
-    runs = []
-    for scenario in scenarios:
-        metadata: dict[str, Any] = {"scenario": scenario}
-        if graph_name in POLICY:
-            metadata["policy"] = POLICY[graph_name]
-        runs.append(
-            trajectory(
-                f"{graph_name}-{scenario}",
-                record(graph_name, scenario),
-                graph=module.GRAPH_NAME,
-                expected=expected[scenario],
-                status="success",
-                metadata=metadata,
-            )
-        )
-    return runs
+    runs: list[Trajectory] = []
+    exports: list[dict[str, Any]] = []
+    for index, scenario in enumerate(scenarios):
+        passed, codes = expected[scenario]
+        verdict = Expected(passed=passed, hard_codes=sorted(set(codes)))
+        root = record(graph_name, scenario)
+        converted = run_to_trajectory(root, graph=module.GRAPH_NAME, expected=verdict)
+        if converted.status != "success":
+            raise SystemExit(f"{graph_name}-{scenario}: the run ended with status {converted.status}")
+        run = converted.model_copy(update={
+            "run_id": f"{graph_name}-{scenario}",
+            "metadata": metadata_for(graph_name, scenario),
+            "outcome": None,
+        })
+        export = export_run(root, graph_name, index, scenario, verdict)
+        if run_to_trajectory(orjson.loads(orjson.dumps(export))).steps != run.steps:
+            raise SystemExit(f"{graph_name}-{scenario}: the export does not convert back to the same steps")
+        runs.append(run)
+        exports.append(export)
+    return runs, exports
 
 
-def main() -> int:
-    OUT.mkdir(exist_ok=True)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="output directory (default: golden_datasets/)")
+    args = parser.parse_args(argv)
+    out: Path = args.out
+    (out / "langsmith").mkdir(parents=True, exist_ok=True)
     for graph_name in GRAPHS:
-        path = OUT / f"{graph_name}.jsonl"
-        write_jsonl(path, graph_runs(graph_name))
-        print(f"wrote {path}")
+        runs, exports = graph_runs(graph_name)
+        path = out / f"{graph_name}.jsonl"
+        write_jsonl(path, runs)
+        export_path = out / "langsmith" / f"{graph_name}.json"
+        export_path.write_bytes(orjson.dumps(exports, option=orjson.OPT_INDENT_2) + b"\n")
+        print(f"wrote {path} and {export_path}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fake_langsmith import fake_langsmith  # noqa: F401 - the local LangSmith API server fixture
 from fake_openai import fake_openai  # noqa: F401 - the local OpenAI-compatible server fixture
 
 

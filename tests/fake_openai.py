@@ -3,7 +3,9 @@
 Not a mock of the client: the ``openai`` SDK talks HTTP to it, so retries, timeouts and
 status handling are the SDK's own. ``POST /v1/chat/completions`` and ``POST
 /chat/completions`` answer from a queue of :class:`Reply` items, then from a default.
-Every request is recorded (path, parsed JSON body, headers). Every wait is bounded:
+Every request is recorded (path, parsed JSON body, headers). It speaks HTTP/1.0 (one
+request per connection) unless ``keep_alive=True``: then HTTP/1.1, and clients keep
+connections open as they would with a real API. Every wait is bounded:
 delayed replies wake early at shutdown, handler sockets time out, and ``close()`` joins
 its threads with a deadline.
 
@@ -317,6 +319,12 @@ class FakeOpenAI:
         """TCP connections accepted so far (with ``keep_alive``, fewer than requests)."""
         with self._lock:
             return self._connections
+
+    @property
+    def open_connections(self) -> int:
+        """Connections the server still has open (a closed client leaves none)."""
+        with self._lock:
+            return len(self._open)
 
     @property
     def pending(self) -> int:

@@ -337,6 +337,7 @@ def test_per_judgement_request_counts_under_concurrency(fake_openai: FakeOpenAI)
 
 # -- lifecycle ------------------------------------------------------------------------------
 def test_one_gateway_per_event_loop(fake_openai: FakeOpenAI) -> None:
+    """Misuse on purpose. The fixture's HTTP/1.0 server leaves no pooled socket to leak."""
     gateway = Gateway(config(fake_openai))
     asyncio.run(gateway.judge("step", {}))
 
@@ -349,6 +350,23 @@ def test_one_gateway_per_event_loop(fake_openai: FakeOpenAI) -> None:
     assert asyncio.run(gateway.judge("step", {})).error is None  # reopened in a new loop
     asyncio.run(gateway.aclose())
     assert len(fake_openai.requests) == 2
+
+
+def test_connections_are_reused_and_released() -> None:
+    """Against a keep-alive server (like the real API): one pooled connection, closed by aclose()."""
+    with FakeOpenAI(keep_alive=True) as fake:
+
+        async def run() -> list[JudgeResult]:
+            async with Gateway(config(fake)) as gateway:
+                return [await gateway.judge("step", {"n": n}) for n in range(3)]
+
+        results = asyncio.run(run())
+        assert [r.requests for r in results] == [1, 1, 1]
+        assert (len(fake.requests), fake.connections) == (3, 1)
+        deadline = time.monotonic() + 1.0
+        while fake.open_connections and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fake.open_connections == 0
 
 
 # -- privacy --------------------------------------------------------------------------------

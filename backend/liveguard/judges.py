@@ -303,9 +303,10 @@ def _status_code(status: int) -> ErrorCode:
 class Gateway:
     """The one OpenAI-compatible client for LLM judges.
 
-    The ``openai`` client is built on the first judgement and bound to that event loop;
-    ``await aclose()`` (or ``async with``) before that loop ends. A gateway used from a
-    second loop without being closed raises ``RuntimeError``.
+    The ``openai`` client (with its keep-alive connection pool) is built on the first
+    judgement and bound to that event loop: ``await aclose()`` (or use ``async with``)
+    before that loop ends. A gateway used from a second loop without being closed raises
+    ``RuntimeError`` rather than reuse connections that belong to another loop.
     """
 
     def __init__(self, config: JudgeConfig | None = None) -> None:
@@ -415,11 +416,19 @@ class Gateway:
             raise
 
     async def aclose(self) -> None:
-        """Close the HTTP client. A later judgement opens a new one."""
-        client, self._client = self._client, None
-        self._loop = self._semaphore = None
-        if client is not None:
-            await client.close()
+        """Close the HTTP client. A later judgement opens a new one.
+
+        If the client's event loop has already ended, its connections ended with it and
+        cannot be closed any more: the client is dropped (idle sockets are left to the GC).
+        """
+        client, loop = self._client, self._loop
+        self._client = self._loop = self._semaphore = None
+        if client is None:
+            return
+        if loop is not None and loop.is_closed():
+            _log.debug("judge client dropped: its event loop has ended")
+            return
+        await client.close()
 
     async def __aenter__(self) -> Gateway:
         return self
