@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_langsmith import FakeLangSmith
 from fake_openai import FakeOpenAI
 from liveguard.readers.jsonl import write_jsonl
 from liveguard.testing import messages, ping_pong, repeated_tool_call, trajectory
@@ -130,3 +131,26 @@ def test_report_command_writes_a_self_contained_page(runs_dir: Path, tmp_path: P
     assert "ROLLBACK" in html
     assert "pingpong" in html
     assert run("report", str(runs_dir), "-o", str(out), "--pass-rate", "2").returncode == 2
+
+
+def test_score_a_langsmith_project_and_push_feedback(fake_langsmith: FakeLangSmith) -> None:
+    """The online path through the real CLI and langsmith client, against the local stand-in."""
+    env = {**os.environ, "LANGSMITH_ENDPOINT": fake_langsmith.url, "LANGSMITH_API_KEY": "test-key"}
+    proc = run("score", "--langsmith-project", "campaign", "--paths", "expected_paths",
+               "--format", "jsonl", "--push-feedback", env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(rows) == 6
+    assert {r["source"] for r in rows} == {"langsmith:campaign"}
+    assert lines[-1] == "-- pushed 6 feedback row(s) to LangSmith"
+    posted = {f["run_id"]: f for f in fake_langsmith.feedback}
+    assert len(posted) == 6
+    by_id = {r["run_id"]: r for r in rows}
+    for run_id, feedback in posted.items():
+        assert feedback["key"] == "liveness"
+        assert feedback["score"] == int(by_id[run_id]["passed"])
+    illegal = next(r for r in rows if r["violations"] and r["violations"][0]["code"] == "illegal_transition")
+    assert posted[illegal["run_id"]]["comment"] == "illegal_transition"
+    assert run("score", "--push-feedback", "x.jsonl").returncode == 2
+    assert run("score").returncode == 2

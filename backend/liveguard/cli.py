@@ -1,7 +1,8 @@
 """The ``liveguard`` console script: a thin shell over the library.
 
 Commands:
-  score PATH...             score recorded runs (JSONL, LangSmith JSON exports, directories)
+  score PATH...             score recorded runs (JSONL, LangSmith JSON exports, directories,
+                            or --langsmith-project NAME [--push-feedback])
   gate PATH...              release decision over the last runs: PROMOTE / HOLD / ROLLBACK
   report PATH... -o FILE    a self-contained HTML report
   paths check FILE...       static checks of allow-sets
@@ -18,7 +19,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import orjson
 
@@ -30,8 +31,9 @@ from liveguard.allowset import (
     load_allowset,
     load_allowsets,
 )
-from liveguard.errors import PolicyError
+from liveguard.errors import PolicyError, TrajectoryReadError
 from liveguard.gate import decide
+from liveguard.model import Trajectory
 from liveguard.policy import Policy
 from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
 
@@ -49,12 +51,47 @@ def _rows(args: argparse.Namespace) -> list[RunRow]:
     default = Policy.from_env(PRESETS[args.policy or "workflow"]())
     allow_sets: dict[str, AllowSet] = load_allowsets(args.paths_dir) if args.paths_dir else {}
     items = list(iter_inputs(args.paths))
+    project = getattr(args, "langsmith_project", None)
+    if project:
+        args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
+        items += args.langsmith_items
     progress = _progress if len(items) > PROGRESS_AFTER and sys.stderr.isatty() else None
     rows = score_runs(items, allow_sets=allow_sets, default_policy=default, judges=args.judges,
                       jobs=args.jobs, progress=progress)
     if progress is not None:
         sys.stderr.write("\n")
     return rows
+
+
+def _langsmith_client() -> Any:
+    """The LangSmith client from the environment (LANGSMITH_ENDPOINT, LANGSMITH_API_KEY)."""
+    import langsmith
+
+    return langsmith.Client()
+
+
+def _langsmith_items(project: str) -> list[Trajectory | TrajectoryReadError]:
+    from liveguard.langsmith import list_project_trajectories
+
+    return list(list_project_trajectories(_langsmith_client(), project))
+
+
+def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO) -> int:
+    """One ``liveness`` feedback row per scored LangSmith run: score 1/0, comment = codes."""
+    from liveguard.langsmith import push_feedback
+
+    client = _langsmith_client()
+    pushed = 0
+    for row in rows:
+        run = items.get(row.run_id or "")
+        if row.verdict is None or run is None:
+            continue
+        push_feedback(client, row.run_id, key="liveness", score=int(row.verdict.passed),
+                      comment=",".join(row.verdict.hard_codes) or "ok",
+                      session_id=(run.metadata or {}).get("session_id"))
+        pushed += 1
+    out.write(f"-- pushed {pushed} feedback row(s) to LangSmith\n")
+    return pushed
 
 
 def _progress(done: int, total: int) -> None:
@@ -65,11 +102,22 @@ def _progress(done: int, total: int) -> None:
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.paths and not args.langsmith_project:
+        print("liveguard: give PATH... or --langsmith-project NAME", file=sys.stderr)
+        return EXIT_USAGE
+    if args.push_feedback and not args.langsmith_project:
+        print("liveguard: --push-feedback needs --langsmith-project", file=sys.stderr)
+        return EXIT_USAGE
     rows = _rows(args)
     if not rows:
-        print("liveguard: no runs found in " + " ".join(args.paths), file=sys.stderr)
+        print("liveguard: no runs found", file=sys.stderr)
         return EXIT_USAGE
     _emit(rows, args.format, out)
+    if args.push_feedback:
+        from_langsmith = {
+            t.run_id: t for _, t in args.langsmith_items if isinstance(t, Trajectory)
+        }
+        _push_feedback([r for r in rows if r.source.startswith("langsmith:")], from_langsmith, out)
     if any(r.error is not None for r in rows):
         return EXIT_USAGE
     if args.strict and not all(r.passed for r in rows):
@@ -163,8 +211,8 @@ def _table_row(r: RunRow) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveguard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    def inputs(p: argparse.ArgumentParser) -> None:
-        p.add_argument("paths", nargs="+", metavar="PATH")
+    def inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
+        p.add_argument("paths", nargs="+" if required else "*", metavar="PATH")
         p.add_argument("--paths", dest="paths_dir", metavar="DIR", default=None,
                        help="directory of allow-set YAML files (matched to runs by graph name)")
         p.add_argument("--policy", choices=sorted(PRESETS), default=None,
@@ -179,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pass-rate", type=float, default=0.80, help="pass rate needed to PROMOTE")
 
     score = sub.add_parser("score", help="score recorded runs")
-    inputs(score)
+    inputs(score, required=False)
+    score.add_argument("--langsmith-project", metavar="NAME", default=None,
+                       help="also score the root runs of this LangSmith project")
+    score.add_argument("--push-feedback", action="store_true",
+                       help="write a 'liveness' feedback row on each LangSmith run scored")
     score.add_argument("--format", choices=("table", "json", "jsonl"), default="table")
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
     score.set_defaults(handler=_score)
