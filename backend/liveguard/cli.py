@@ -32,8 +32,8 @@ from liveguard.allowset import (
     load_allowsets,
 )
 from liveguard.errors import PolicyError, TrajectoryReadError
-from liveguard.gate import decide
-from liveguard.model import Trajectory
+from liveguard.gate import GateDecision, decide
+from liveguard.model import Trajectory, Verdict
 from liveguard.policy import Policy
 from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
 
@@ -50,6 +50,7 @@ def _rows(args: argparse.Namespace) -> list[RunRow]:
     # Validates the environment once, up front: a bad override is a usage error.
     default = Policy.from_env(PRESETS[args.policy or "workflow"]())
     allow_sets: dict[str, AllowSet] = load_allowsets(args.paths_dir) if args.paths_dir else {}
+    args.allow_sets = allow_sets  # the report draws them
     items = list(iter_inputs(args.paths))
     project = getattr(args, "langsmith_project", None)
     if project:
@@ -134,11 +135,8 @@ def _gate(args: argparse.Namespace, out: TextIO) -> int:
         print("liveguard: gate needs every run readable; fix the inputs above", file=sys.stderr)
         return EXIT_USAGE
     verdicts = [r.verdict for r in rows if r.verdict is not None]
-    try:
-        decision = decide(verdicts, window=args.window, min_runs=args.min_runs,
-                          pass_rate=args.pass_rate)
-    except ValueError as exc:
-        print(f"liveguard: {exc}", file=sys.stderr)
+    decision = _decision(args, verdicts)
+    if decision is None:
         return EXIT_USAGE
     out.write(f"{decision.decision}\n")
     for reason in decision.reasons:
@@ -156,21 +154,25 @@ def _gate(args: argparse.Namespace, out: TextIO) -> int:
     return decision.exit_code
 
 
+def _decision(args: argparse.Namespace, verdicts: list[Verdict]) -> GateDecision | None:
+    """The gate decision for ``gate`` and ``report``; None (after saying why) on bad bounds."""
+    try:
+        return decide(verdicts, window=args.window, min_runs=args.min_runs, pass_rate=args.pass_rate)
+    except ValueError as exc:
+        print(f"liveguard: {exc}", file=sys.stderr)
+        return None
+
+
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     from liveguard.report import ReportRun, render_report
 
     rows = _rows(args)
-    verdicts = [r.verdict for r in rows if r.verdict is not None]
-    try:
-        decision = decide(verdicts, window=args.window, min_runs=args.min_runs,
-                          pass_rate=args.pass_rate)
-    except ValueError as exc:
-        print(f"liveguard: {exc}", file=sys.stderr)
+    decision = _decision(args, [r.verdict for r in rows if r.verdict is not None])
+    if decision is None:
         return EXIT_USAGE
-    allow_sets = load_allowsets(args.paths_dir) if args.paths_dir else {}
     runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
                       path=r.path, error=r.error) for r in rows]
-    Path(args.output).write_text(render_report(runs, decision, allow_sets), encoding="utf-8")
+    Path(args.output).write_text(render_report(runs, decision, args.allow_sets), encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 

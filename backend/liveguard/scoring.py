@@ -117,19 +117,13 @@ def policy_for(run: Trajectory, default: Policy) -> Policy:
 
 
 def score_runs(
-    items: Sequence[tuple[str, Trajectory | TrajectoryReadError]],
-    *,
-    allow_sets: Mapping[str, AllowSet] | None = None,
-    default_policy: Policy | None = None,
-    judges: bool = True,
-    jobs: int = 4,
-    progress: Callable[[int, int], None] | None = None,
+    items: Sequence[tuple[str, Trajectory | TrajectoryReadError]], **options: Any
 ) -> list[RunRow]:
-    """Score every item through the eval graph; one row per item, in input order."""
-    return asyncio.run(
-        ascore_runs(items, allow_sets=allow_sets, default_policy=default_policy, judges=judges,
-                    jobs=jobs, progress=progress)
-    )
+    """Score every item through the eval graph; one row per item, in input order.
+
+    Synchronous :func:`ascore_runs` (same keyword options).
+    """
+    return asyncio.run(ascore_runs(items, **options))
 
 
 async def ascore_runs(
