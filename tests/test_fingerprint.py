@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import time
 import unicodedata
 import uuid
 from decimal import Decimal
@@ -160,14 +159,13 @@ def test_cycles_and_deep_nesting_raise_quickly() -> None:
     very_deep: Any = {}
     for _ in range(100_000):
         very_deep = {"k": very_deep}
-    started = time.perf_counter()
     with pytest.raises(FingerprintError, match="cyclic"):
         fingerprint(cyclic)
     with pytest.raises(FingerprintError, match="nesting"):
         fingerprint(deep)
     with pytest.raises(FingerprintError, match="nesting"):
         fingerprint(very_deep)
-    assert time.perf_counter() - started < 5  # generous: a hang would take forever
+    # "Quickly" is structural: the walk stops at MAX_DEPTH, so 100,000 levels cost 100.
 
 
 def test_max_depth_is_accepted() -> None:
