@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
-from liveguard.monitor import Monitor
+from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
 
 if TYPE_CHECKING:
@@ -226,8 +226,9 @@ class _Nodes:
         policy = state.get("policy") or Policy.from_env()
         if allow is not None:
             policy = allow.apply(policy)  # per-node limits refine the core thresholds
-        found, seen = _run_monitor(Monitor(policy), state["trajectory"])
-        report = {"violations": _dump(found), "steps": seen, "enabled": policy.enabled}
+        steps = state["trajectory"].steps
+        found = check_trajectory(steps, policy)
+        report = {"violations": _dump(found), "steps": len(steps), "enabled": policy.enabled}
         return {"graph_meta": {"telemetry": {"loop_guard": report}}}
 
     def judge_node(self, node: str, level: Level) -> Any:
@@ -259,8 +260,9 @@ class _Nodes:
             return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
         base = state.get("policy") or Policy.from_env()
         # The same Monitor, with only the allow-set rules: one code path, no forked rules.
-        monitor = Monitor(base.model_copy(update={"enabled": False}), allow)
-        found, _ = _run_monitor(monitor, state["trajectory"])
+        found = check_trajectory(
+            state["trajectory"].steps, base.model_copy(update={"enabled": False}), allow
+        )
         report: dict[str, Any] = {"enabled": True, "violations": _dump(found)}
         unusual = [v for v in found if v.severity == "soft"]
         hard = _hard_so_far(state) or [v.code for v in found if v.severity == "hard"]
@@ -297,14 +299,6 @@ class _Nodes:
         if scores:
             escalation["median"] = statistics.median(scores)
         return {"escalation": escalation}
-
-
-def _run_monitor(monitor: Monitor, run: Trajectory) -> tuple[list[Violation], int]:
-    found: list[Violation] = []
-    for step in run.steps:
-        found += monitor.observe(step)
-    found += monitor.finish()
-    return found, monitor.steps_seen
 
 
 def tool_entropy_collapse(run: Trajectory, *, recent: int = 5, min_start_tools: int = 3) -> list[Violation]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from liveguard.errors import FingerprintError
+from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
 __all__ = ["Monitor", "check_trajectory", "tool_calls_of"]
-
-_DEFAULT_FINGERPRINTER = Fingerprinter(DEFAULT_IGNORE_KEYS)
 
 
 class Monitor:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Trajectory
 
-__all__ = ["iter_paths", "parse_line", "read_jsonl", "write_jsonl"]
+__all__ = ["parse_line", "read_jsonl", "write_jsonl"]
 
 
 def parse_line(text: str | bytes, source: str) -> Trajectory | TrajectoryReadError:
@@ -47,16 +47,6 @@ def read_jsonl(path: str | Path) -> Iterator[Trajectory | TrajectoryReadError]:
         for number, raw in enumerate(handle, start=1):
             if raw.strip():
                 yield parse_line(raw, f"{path}:{number}")
-
-
-def iter_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Expand directories to their ``*.jsonl`` files (sorted); keep files as given."""
-    for entry in paths:
-        p = Path(entry)
-        if p.is_dir():
-            yield from sorted(q for q in p.iterdir() if q.suffix == ".jsonl" and q.is_file())
-        else:
-            yield p
 
 
 def write_jsonl(path: str | Path, runs: Iterable[Trajectory]) -> None:
