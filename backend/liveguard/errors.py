@@ -6,6 +6,7 @@
     ├── FingerprintError (also ValueError)   a payload cannot be put in canonical form
     ├── PolicyError (also ValueError)         a policy value or environment override is invalid
     ├── TrajectoryReadError (also ValueError) a recorded run cannot be read; names file:line
+    ├── SnapshotError (also ValueError)       a saved Monitor state cannot be restored
     └── LivenessError                         a run stopped making progress
         └── NoProgressError                   carries the Violation that fired
 
@@ -53,6 +54,10 @@ class TrajectoryReadError(LiveguardError, ValueError):
         self.source = source
         self.reason = reason
         super().__init__(f"{source}: {reason}")
+
+
+class SnapshotError(LiveguardError, ValueError):
+    """A Monitor snapshot cannot be restored: another version, or malformed."""
 
 
 class LivenessError(LiveguardError):

@@ -5,6 +5,21 @@
 the violations this step raised. Each rule keeps a bounded window, so memory is
 bounded by the policy whatever the run's length, and the cost per step is
 amortised O(1). ``check_trajectory`` is observe-all plus ``finish``.
+
+Parallel tool turns
+    A model step whose output requests *n* > 1 tool calls opens a turn of *n* tool steps.
+    The Monitor holds those tool steps until the turn is complete (or the next tool-call
+    request, or ``finish``, closes it short; message and contentless steps in between,
+    such as hook nodes, are observed as usual), then hands them to the rules sorted by
+    (tool, digest), giving them the turn's step indices in that order. So the rules never see the order in which parallel
+    calls happened to finish. A tool step with no request before it is a turn of one.
+
+Thread state
+    ``snapshot()`` returns the Monitor's bounded state as a small, versioned, JSON-able
+    dict (strings interned once; every rule's windows as lists of ints);
+    ``Monitor.restore(snapshot, policy, allow_set)`` rebuilds a Monitor that goes on
+    exactly as the original would have. Its size is bounded by the policy's windows, not
+    the run's length. ``new_run()`` resets the run-level counters (``run_steps``).
 """
 
 from __future__ import annotations
@@ -12,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from liveguard.errors import FingerprintError
+from liveguard.errors import FingerprintError, SnapshotError
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
 from liveguard.model import Step, Violation
@@ -23,7 +38,10 @@ from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observatio
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["Monitor", "check_trajectory", "tool_calls_of"]
+__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory", "tool_calls_of"]
+
+SNAPSHOT_VERSION = 1
+"""Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
 
 
 class Monitor:
@@ -42,6 +60,9 @@ class Monitor:
         self._rules = tuple(build(self.policy, allow_set))
         self._index = 0
         self._finished = False
+        self._expect = 0  # tool steps the open parallel turn still waits for (0: none open)
+        self._turn: list[Observation] = []
+        self._calls = 0
 
     @property
     def steps_seen(self) -> int:
@@ -57,19 +78,119 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
+        kind = obs.kind
+        if kind == TOOL and self._expect > 1:
+            turn = self._turn
+            turn.append(obs)
+            if len(turn) < self._expect:
+                return []
+            return self._release()
         found: list[Violation] = []
+        if kind == REQUEST:  # a new model turn closes an open one short
+            if self._turn:
+                found = self._release()
+            self._expect = self._calls
         for rule in self._rules:
             hits = rule.observe(obs)
             if hits:
                 found += hits
         return found
 
+    def _release(self) -> list[Violation]:
+        """Hand a parallel turn's tool steps to the rules, in canonical order."""
+        turn, self._turn, self._expect = self._turn, [], 0
+        indices = sorted(obs.index for obs in turn)
+        turn.sort(key=_canonical)
+        for index, obs in zip(indices, turn, strict=True):
+            obs.index = index
+            obs.last = False
+        turn[-1].last = True
+        found: list[Violation] = []
+        for obs in turn:
+            for rule in self._rules:
+                hits = rule.observe(obs)
+                if hits:
+                    found += hits
+        return found
+
+    def new_run(self) -> None:
+        """A new invocation on the same thread: reset run-level counters only."""
+        for rule in self._rules:
+            reset = getattr(rule, "new_run", None)
+            if reset is not None:
+                reset()
+        self._finished = False
+
+    # -- thread state -------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The Monitor's bounded state as plain JSON-able data (see the module docstring)."""
+        strings: list[str] = []
+        ids: dict[str, int] = {}
+
+        def pack(text: str) -> int:
+            found = ids.get(text)
+            if found is None:
+                found = ids[text] = len(strings)
+                strings.append(text)
+            return found
+
+        rules = {type(rule).__name__: rule.snapshot(pack) for rule in self._rules}
+        return {
+            "v": SNAPSHOT_VERSION,
+            "n": self._index,
+            "e": self._expect,
+            "t": [obs.pack(pack) for obs in self._turn],
+            "r": rules,
+            "s": strings,
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        snapshot: Mapping[str, Any],
+        policy: Policy | None = None,
+        allow_set: AllowSet | None = None,
+    ) -> Monitor:
+        """A Monitor that continues from ``snapshot`` (a rule the policy lacks starts empty).
+
+        Raises :class:`~liveguard.errors.SnapshotError` for another version or a malformed
+        value, naming what is wrong (never its content).
+        """
+        monitor = cls(policy, allow_set)
+        monitor.load(snapshot)
+        return monitor
+
+    def load(self, snapshot: Mapping[str, Any]) -> None:
+        """Replace this Monitor's state with ``snapshot``'s (see :meth:`restore`)."""
+        if not isinstance(snapshot, Mapping):
+            raise SnapshotError(f"snapshot must be a mapping, got {type(snapshot).__name__}")
+        version = snapshot.get("v")
+        if version != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot version {version!r}; this liveguard reads {SNAPSHOT_VERSION}")
+        try:
+            strings = list(snapshot["s"])
+
+            def unpack(i: int) -> str:
+                return strings[i]
+
+            saved = snapshot["r"]
+            for rule in self._rules:
+                data = saved.get(type(rule).__name__)
+                if data is not None:
+                    rule.restore(data, unpack)
+            self._index = int(snapshot["n"])
+            self._expect = int(snapshot["e"])
+            self._turn = [Observation.unpack(item, unpack) for item in snapshot["t"]]
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise SnapshotError(f"malformed snapshot ({type(exc).__name__})") from None
+        self._finished = False
+
     def finish(self) -> list[Violation]:
         """End of run: violations only the whole run can show (e.g. a dead end)."""
         if self._finished:
             return []
         self._finished = True
-        found: list[Violation] = []
+        found: list[Violation] = self._release() if self._turn else []
         for rule in self._rules:
             hits = rule.finish()
             if hits:
@@ -93,6 +214,7 @@ class Monitor:
             if name is None and isinstance(first, Mapping):
                 function = first.get("function")
                 name = function.get("name") if isinstance(function, Mapping) else None
+            self._calls = len(calls)
             return Observation(index, step.node, REQUEST, fp(calls), name)
         if step.summary is not None:
             content: Any = step.summary
@@ -104,6 +226,10 @@ class Monitor:
             content = None
         key = fp(content) if step.error is None else fp((content, step.error))
         return Observation(index, step.node, MESSAGE, key)
+
+
+def _canonical(obs: Observation) -> tuple[str, str]:
+    return (obs.tool or "", obs.key)
 
 
 def tool_calls_of(output: Any) -> list[Any] | None:

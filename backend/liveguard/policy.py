@@ -20,6 +20,8 @@ setting                       default  meaning
 ``tool_window``               6        ... within the last N tool steps
 ``tool_repeats_nonretryable`` 2        ... when the result says ``"retryable": false``
 ``max_visits``                4        total visits above this: excessive_loop (allow-sets)
+``run_steps``                 None     steps above this in one invocation: step_limit
+``thread_steps``              None     steps above this in one thread (all invocations)
 ============================  =======  ======================================================
 
 Environment: ``AGENT_EVAL_MAX_REVISITS`` overrides ``max_revisits``;
@@ -81,6 +83,10 @@ class Policy(BaseModel):
     tool_window: int = Field(default=6, ge=1)
     tool_repeats_nonretryable: int = Field(default=2, ge=1)
     max_visits: int = Field(default=4, ge=1)
+    run_steps: int | None = Field(default=None, ge=1)
+    """Run-level ceiling (reset per invocation, as ``run_limit`` in LangChain)."""
+    thread_steps: int | None = Field(default=None, ge=1)
+    """Thread-level ceiling (kept with the thread's liveness state, as ``thread_limit``)."""
     ignore_keys: frozenset[str] = DEFAULT_IGNORE_KEYS
     nodes: Mapping[str, NodePolicy] = Field(default_factory=dict)
     tools: Mapping[str, ToolPolicy] = Field(default_factory=dict)
@@ -93,6 +99,10 @@ class Policy(BaseModel):
             raise ValueError("repeat cannot exceed repeat_window")
         if self.tool_repeats > self.tool_window:
             raise ValueError("tool_repeats cannot exceed tool_window")
+        if self.run_steps is not None and self.thread_steps is not None and (
+            self.run_steps > self.thread_steps
+        ):
+            raise ValueError("run_steps cannot exceed thread_steps")
         return self
 
     def __hash__(self) -> int:

@@ -4,6 +4,7 @@ from liveguard.rules.base import Observation, Rule
 from liveguard.rules.build import build
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
 from liveguard.rules.defects import ToolEntropyCollapse
+from liveguard.rules.limits import StepLimits
 from liveguard.rules.revisits import NodeRevisits
 from liveguard.rules.tools import ToolNoProgress
 from liveguard.rules.transitions import TransitionRules
@@ -15,6 +16,7 @@ __all__ = [
     "RepeatedContent",
     "Rule",
     "Stall",
+    "StepLimits",
     "ToolEntropyCollapse",
     "ToolNoProgress",
     "TransitionRules",

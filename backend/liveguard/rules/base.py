@@ -1,18 +1,28 @@
 """The one contract every rule honours.
 
-A rule is a small object with ``observe(obs) -> list[Violation] | None`` and
-``finish() -> list[Violation] | None``. The Monitor computes one :class:`Observation`
+A rule is a small object with ``observe(obs) -> list[Violation] | None``,
+``finish() -> list[Violation] | None`` and, for thread-level liveness, ``snapshot(pack)``
+/ ``restore(data, unpack)`` of its bounded state as plain JSON-able lists (strings are
+interned by the Monitor: ``pack(text) -> int``, ``unpack(int) -> text``). The Monitor computes one :class:`Observation`
 per step (digests included) and hands it to each rule in turn: a trivial loop,
 like a structlog processor chain. Rules keep only bounded windows of digests.
 """
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 from liveguard.model import Violation
 
-__all__ = ["CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Rule", "prefix"]
+__all__ = [
+    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "Unpack", "prefix",
+]
+
+Pack = Callable[[str], int]
+"""Interns a string for a snapshot: the same text always gets the same small int."""
+Unpack = Callable[[int], str]
+"""The string an interned int stands for."""
 
 MESSAGE: Final = 0
 """A message step: judged by stall, repeat and cycle rules."""
@@ -34,7 +44,7 @@ def prefix(digest: str) -> str:
 class Observation:
     """What the rules see of one step: its index, node, kind and content digest."""
 
-    __slots__ = ("index", "key", "kind", "node", "nonretryable", "tool")
+    __slots__ = ("index", "key", "kind", "last", "node", "nonretryable", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -44,6 +54,7 @@ class Observation:
         key: str,
         tool: str | None = None,
         nonretryable: bool = False,
+        last: bool = True,
     ) -> None:
         self.index = index
         self.node = node
@@ -51,6 +62,19 @@ class Observation:
         self.key = key
         self.tool = tool
         self.nonretryable = nonretryable
+        self.last = last
+        """False for a tool step followed by more steps of the same parallel turn."""
+
+    def pack(self, pack: Pack) -> list[Any]:
+        """This observation as plain data (for a pending turn in a snapshot)."""
+        tool = -1 if self.tool is None else pack(self.tool)
+        return [self.index, pack(self.node), self.kind, pack(self.key), tool, int(self.nonretryable)]
+
+    @classmethod
+    def unpack(cls, data: list[Any], unpack: Unpack) -> Observation:
+        index, node, kind, key, tool, nonretryable = data
+        return cls(index, unpack(node), kind, unpack(key),
+                   None if tool < 0 else unpack(tool), bool(nonretryable))
 
 
 class Rule(Protocol):
@@ -59,3 +83,7 @@ class Rule(Protocol):
     def observe(self, obs: Observation) -> list[Violation] | None: ...
 
     def finish(self) -> list[Violation] | None: ...
+
+    def snapshot(self, pack: Pack) -> Any: ...
+
+    def restore(self, data: Any, unpack: Unpack) -> None: ...

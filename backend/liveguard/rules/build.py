@@ -5,7 +5,8 @@ offline run the same rules in the same order:
 
 1. the loop-guard family (off with ``policy.enabled=False``, i.e. ``AGENT_EVAL_LOOP_GUARD=0``);
 2. the allow-set family, whenever an allow-set is given;
-3. the defect family (soft findings).
+3. the defect family (soft findings);
+4. the step limits, when the policy sets ``run_steps`` or ``thread_steps``.
 
 ``allow_set`` is pure data; its limits and tool overrides must already be applied to
 ``policy`` (``AllowSet.apply``), as :class:`~liveguard.monitor.Monitor` does.
@@ -19,6 +20,7 @@ from liveguard.policy import Policy
 from liveguard.rules.base import Rule
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
 from liveguard.rules.defects import ToolEntropyCollapse
+from liveguard.rules.limits import StepLimits
 from liveguard.rules.revisits import NodeRevisits
 from liveguard.rules.tools import ToolNoProgress
 from liveguard.rules.transitions import TransitionRules
@@ -50,4 +52,6 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
     if allow_set is not None:
         rules.append(TransitionRules(allow_set, policy))
     rules.append(ToolEntropyCollapse())
+    if policy.run_steps is not None or policy.thread_steps is not None:
+        rules.append(StepLimits(policy))
     return rules

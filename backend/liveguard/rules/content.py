@@ -7,10 +7,11 @@ Keys pair the node with the digest, so two nodes saying "OK" are not a repeat.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, prefix
+from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, prefix
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -56,6 +57,19 @@ class Stall:
     def finish(self) -> list[Violation] | None:
         return None
 
+    def snapshot(self, pack: Pack) -> Any:
+        prev = self._prev
+        if prev is None:
+            return None
+        return [pack(prev[0]), pack(prev[1]), self._run, self._start]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        if data is None:
+            self._prev, self._run, self._start = None, 0, 0
+            return
+        node, key, self._run, self._start = data
+        self._prev = (unpack(node), unpack(key))
+
 
 class RepeatedContent:
     """repeated_content: the same node + content N times in the last M message steps."""
@@ -98,6 +112,22 @@ class RepeatedContent:
 
     def finish(self) -> list[Violation] | None:
         return None
+
+    def snapshot(self, pack: Pack) -> Any:
+        return [[pack(node), pack(key), index] for (node, key), index in self._window]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        self._window.clear()
+        self._counts.clear()
+        for node, key, index in data:
+            if len(self._window) == self._window.maxlen:  # a narrower window than the saved one
+                old = self._window[0][0]
+                self._counts[old] -= 1
+                if not self._counts[old]:
+                    del self._counts[old]
+            pair = (unpack(node), unpack(key))
+            self._window.append((pair, index))
+            self._counts[pair] = self._counts.get(pair, 0) + 1
 
 
 class ContentCycle:
@@ -174,3 +204,20 @@ class ContentCycle:
 
     def finish(self) -> list[Violation] | None:
         return None
+
+    def snapshot(self, pack: Pack) -> Any:
+        history = [
+            [pack(node), pack(key), kind, -1 if tool is None else pack(tool), index]
+            for node, key, kind, tool, index in self._history
+        ]
+        return [history, [self._match[p] for p in sorted(self._match)]]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        history, match = data
+        self._history.clear()
+        for node, key, kind, tool, index in history:
+            self._history.append(
+                (unpack(node), unpack(key), kind, None if tool < 0 else unpack(tool), index)
+            )
+        for p, value in zip(sorted(self._match), match, strict=False):
+            self._match[p] = value

@@ -9,9 +9,10 @@ and the set of tool names seen before them.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from liveguard.model import Violation
-from liveguard.rules.base import TOOL, Observation
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack
 
 __all__ = ["ToolEntropyCollapse"]
 
@@ -51,3 +52,13 @@ class ToolEntropyCollapse:
                 detail={"tool": tool, "distinct_before": len(self._start), "recent": self._recent},
             )
         ]
+
+    def snapshot(self, pack: Pack) -> Any:
+        tail = [[index, pack(node), pack(tool)] for index, node, tool in self._tail]
+        return [tail, sorted(pack(tool) for tool in self._start), self._calls]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        tail, start, self._calls = data
+        self._tail.clear()
+        self._tail.extend((index, unpack(node), unpack(tool)) for index, node, tool in tail)
+        self._start = {unpack(tool) for tool in start}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation
+from liveguard.rules.base import Observation, Pack, Unpack
 
 __all__ = ["NodeRevisits"]
 
@@ -59,3 +60,20 @@ class NodeRevisits:
 
     def finish(self) -> list[Violation] | None:
         return None
+
+    def snapshot(self, pack: Pack) -> Any:
+        return [pack(node) for node in self._window]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        self._window.clear()
+        self._counts.clear()
+        for packed in data:
+            window, counts = self._window, self._counts
+            if len(window) == window.maxlen:
+                old = window[0]
+                counts[old] -= 1
+                if not counts[old]:
+                    del counts[old]
+            node = unpack(packed)
+            window.append(node)
+            counts[node] = counts.get(node, 0) + 1

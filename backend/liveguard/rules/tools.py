@@ -1,78 +1,128 @@
-"""tool_no_progress: the same (tool, canonical args, result) repeated in a window of tool steps."""
+"""tool_no_progress: the same (tool, canonical args, result) repeated over recent tool turns.
+
+A **turn** is the tool calls of one model message. The Monitor hands a parallel turn's
+tool steps over together, in a canonical order, once the turn is complete (see
+:class:`~liveguard.monitor.Monitor`); a tool step with no tool-call request before it is a
+turn of its own. So a sequential agent has one tool step per turn, and for it every
+threshold and window below reads exactly as "tool steps".
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import TOOL, Observation, prefix
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack, prefix
 
 __all__ = ["ToolNoProgress"]
 
+_MAX_ENTRIES = 256
+"""Hard bound on remembered (turn, signature) pairs, whatever a turn's width."""
+
 
 class ToolNoProgress:
-    """Fires when a tool signature reaches its repeat threshold within the tool window.
+    """Fires when a tool signature reaches its repeat threshold within the window of turns.
 
     The signature includes the result (or error), so a poll that goes running,
     running, done never fires, and a retry whose error changes is progress.
     Non-retryable failures (``"retryable": false``) fire sooner. Per-tool
     overrides set other thresholds or windows, or exempt pollers.
+
+    Parallel turns, precisely:
+
+    * a signature counts at most once per turn (two identical calls in one message are
+      one attempt);
+    * a turn **makes progress** when at least one of its signatures is not among the
+      signatures of the previous ``window`` turns (the widest tool window);
+    * an appearance of a signature **counts** when the signature is new in that turn,
+      or when the turn made no progress. A constant side call (``whoami()``) issued beside
+      calls that bring something new is therefore never counted after its first
+      appearance; once every call of a turn repeats, all of them count again;
+    * a signature fires when its counted appearances in the last ``window`` turns reach
+      the threshold, at the index of its own step in the turn.
+
+    The result depends only on the set of signatures per turn, never on the order in
+    which parallel calls finished.
     """
 
     code = "tool_no_progress"
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
-        self._order: deque[tuple[int, str]] = deque(maxlen=widest)
-        self._seen: dict[str, deque[tuple[int, int]]] = {}
-        self._ordinal = 0
+        self._widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
+        # (turn, signature, step index, counted): one entry per distinct signature per turn
+        self._entries: deque[tuple[int, str, int, bool]] = deque(maxlen=_MAX_ENTRIES)
+        self._turn: list[Observation] = []
+        self._turns = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
             return None
-        ordinal = self._ordinal = self._ordinal + 1
-        order, seen, sig = self._order, self._seen, obs.key
-        if len(order) == order.maxlen:
-            _, old = order[0]
-            positions = seen[old]
-            positions.popleft()
-            if not positions:
-                del seen[old]
-        order.append((ordinal, sig))
-        mine = seen.get(sig)
-        if mine is None:
-            mine = seen[sig] = deque()
-        mine.append((ordinal, obs.index))
-        positions = mine
-        if len(positions) == 1:
+        self._turn.append(obs)
+        if not obs.last:
             return None
-        limits = self._policy.tool_limits(obs.tool)
+        turn, self._turn = self._turn, []
+        return self._close(turn)
+
+    def _close(self, turn: list[Observation]) -> list[Violation] | None:
+        number = self._turns = self._turns + 1
+        entries, oldest = self._entries, number - self._widest
+        while entries and entries[0][0] <= oldest:
+            entries.popleft()
+        known = {sig for _, sig, _, _ in entries}
+        mine: dict[str, Observation] = {}
+        for obs in turn:
+            mine.setdefault(obs.key, obs)
+        progress = any(sig not in known for sig in mine)
+        found: list[Violation] | None = None
+        for sig, obs in mine.items():
+            counted = sig not in known or not progress
+            entries.append((number, sig, obs.index, counted))
+            if not counted:
+                continue
+            hit = self._check(number, sig, obs)
+            if hit is not None:
+                found = [*found, hit] if found else [hit]
+        return found
+
+    def _check(self, number: int, sig: str, obs: Observation) -> Violation | None:
+        limits = self._policy.tool_limits(obs.tool or "")
         if limits is None:
             return None
         repeats, window, nonretryable = limits
         threshold = nonretryable if obs.nonretryable else repeats
-        recent = [index for o, index in positions if o > ordinal - window]
+        recent = [index for t, s, index, c in self._entries if c and s == sig and t > number - window]
         if len(recent) != threshold:
             return None
-        return [
-            Violation(
-                code=self.code,
-                severity="hard",
-                step=obs.index,
-                node=obs.node,
-                count=len(recent),
-                detail={
-                    "tool": obs.tool,
-                    "digest": prefix(sig),
-                    "window": window,
-                    "threshold": threshold,
-                    "nonretryable": obs.nonretryable,
-                    "steps": recent,
-                },
-            )
-        ]
+        return Violation(
+            code=self.code,
+            severity="hard",
+            step=obs.index,
+            node=obs.node,
+            count=len(recent),
+            detail={
+                "tool": obs.tool,
+                "digest": prefix(sig),
+                "window": window,
+                "threshold": threshold,
+                "nonretryable": obs.nonretryable,
+                "steps": recent,
+            },
+        )
 
     def finish(self) -> list[Violation] | None:
         return None
+
+    def snapshot(self, pack: Pack) -> Any:
+        entries = [[t, pack(sig), index, int(c)] for t, sig, index, c in self._entries]
+        return [self._turns, entries, [obs.pack(pack) for obs in self._turn]]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        self._turns, entries, turn = data
+        self._entries.clear()
+        self._entries.extend((t, unpack(sig), index, bool(c)) for t, sig, index, c in entries)
+        self._turn = [Observation.unpack(obs, unpack) for obs in turn]
+        for obs in self._turn:
+            obs.last = False

@@ -7,11 +7,11 @@ node's ceiling, and runs that finish where no edge leads to ``__end__``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation
+from liveguard.rules.base import Observation, Pack, Unpack
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -80,3 +80,17 @@ class TransitionRules:
                 detail={"exits": sorted(self._allowed.get(last.node, ()))},
             )
         ]
+
+    def snapshot(self, pack: Pack) -> Any:
+        last = self._last
+        return [
+            [[pack(node), visits] for node, visits in self._visits.items()],
+            pack(self._prev),
+            None if last is None else last.pack(pack),
+        ]
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        visits, prev, last = data
+        self._visits = {unpack(node): count for node, count in visits}
+        self._prev = unpack(prev)
+        self._last = None if last is None else Observation.unpack(last, unpack)
