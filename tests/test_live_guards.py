@@ -339,7 +339,7 @@ def test_passthrough_and_validation() -> None:
         configured.invoke(campaign.initial_input("looping"))
     assert guard(guarded).graph is graph  # re-guarding wraps the graph, not the wrapper
     with pytest.raises(ValueError, match="on_violation"):
-        guard(graph, on_violation="end")  # type: ignore[arg-type]
+        guard(graph, exit_behavior="end")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="severity"):
         guard(graph, severity="medium")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="compiled LangGraph graph"):
@@ -426,14 +426,15 @@ def test_middleware_stop_leaves_a_valid_thread(saver: SqliteSaver) -> None:
     with pytest.raises(NoProgressError):
         agent.invoke(sql_agent.initial_input("looping"), thread("agent"))
     messages = agent.get_state(thread("agent")).values["messages"]
-    assert [m.type for m in messages] == ["human", "ai", "tool", "ai", "tool"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai", "tool", "ai"]
+    assert messages[-1].content == STOP_TEXT  # the stop is saved with the thread
     answered = {m.tool_call_id for m in messages if m.type == "tool"}
     assert answered == {c["id"] for m in messages if m.type == "ai" for c in m.tool_calls}
 
 
 def test_middleware_end_mode_finishes_with_a_stop_message() -> None:
     ran = Executions()
-    agent = build_agent("looping", LivenessMiddleware(on_violation="end"))
+    agent = build_agent("looping", LivenessMiddleware(exit_behavior="end"))
     result = agent.invoke(sql_agent.initial_input("looping"), counted(ran))
     last = result["messages"][-1]
     assert isinstance(last, AIMessage)
@@ -448,8 +449,8 @@ def test_middleware_end_mode_finishes_with_a_stop_message() -> None:
 def test_middleware_leaves_a_healthy_agent_alone() -> None:
     inputs = sql_agent.initial_input("healthy")
     expected = build_agent("healthy").invoke(inputs)
-    for on_violation in ("raise", "end"):
-        got = build_agent("healthy", LivenessMiddleware(on_violation=on_violation)).invoke(inputs)
+    for behavior in ("error", "end", "continue", "interrupt", "warn"):
+        got = build_agent("healthy", LivenessMiddleware(exit_behavior=behavior)).invoke(inputs)
         assert got["messages"][-1].content == "Totals per region: east 200, north 165, south 140."
         assert without_ids(got) == without_ids(expected)
 
@@ -460,7 +461,7 @@ def test_two_invocations_never_share_a_monitor() -> None:
     for _ in range(3):
         assert healthy.invoke(sql_agent.initial_input("healthy"))["messages"][-1].content.startswith(
             "Totals")
-    ending = build_agent("looping", LivenessMiddleware(on_violation="end"))
+    ending = build_agent("looping", LivenessMiddleware(exit_behavior="end"))
     for _ in range(2):  # a leaked stop would end run two before its first model call
         ran = Executions()
         result = ending.invoke(sql_agent.initial_input("looping"), counted(ran))
@@ -487,8 +488,10 @@ def test_middleware_guards_ainvoke_and_astream() -> None:
         with pytest.raises(NoProgressError):
             await adrain(agent.astream(inputs, stream_mode="updates"), chunks)
         # the 2nd failing call's result is kept; the next model call raises instead of running
-        assert [next(iter(c)) for c in chunks] == ["model", "tools", "model", "tools"]
-        ending = build_agent("looping", LivenessMiddleware(on_violation="end"), summaries=False)
+        names = [next(iter(c)) for c in chunks]
+        assert [n for n in names if n != "LivenessMiddleware.after_model"] == [
+            "model", "tools", "model", "tools", "model"]  # the last model step: the stop message
+        ending = build_agent("looping", LivenessMiddleware(exit_behavior="end"), summaries=False)
 
         async def one() -> tuple[str, int]:
             ran = Executions()
@@ -517,7 +520,7 @@ def test_middleware_first_in_the_list_reads_tool_results_from_commands() -> None
 
 
 def test_a_retry_middleware_around_it_cannot_restart_a_stopped_run() -> None:
-    """ModelRetryMiddleware retries any exception, NoProgressError too: the run stays stopped."""
+    """The stop is a response, the error comes from after_model: a retry never sees it."""
     ran = Executions()
     agent = create_agent(
         ScriptedChatModel(script=sql_agent.script_for("looping")),
@@ -525,9 +528,9 @@ def test_a_retry_middleware_around_it_cannot_restart_a_stopped_run() -> None:
         middleware=[ModelRetryMiddleware(max_retries=2, initial_delay=0, jitter=False),
                     LivenessMiddleware()],
     )
-    result = agent.invoke(sql_agent.initial_input("looping"), counted(ran))
-    assert (ran.model_calls, ran.tool_calls) == (2, 2)  # the retries never reached the model
-    assert "NoProgressError: tool_no_progress at step 3" in result["messages"][-1].content
+    with pytest.raises(NoProgressError, match="tool_no_progress at step 3"):
+        agent.invoke(sql_agent.initial_input("looping"), counted(ran))
+    assert (ran.model_calls, ran.tool_calls) == (2, 2)  # no retry reached the model
 
 
 @tool
@@ -567,6 +570,10 @@ def test_middleware_guard_failure_is_logged_and_the_agent_finishes(
 
 
 def test_middleware_validates_its_arguments() -> None:
-    with pytest.raises(ValueError, match="on_violation"):
-        LivenessMiddleware(on_violation="warn")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exit_behavior"):
+        LivenessMiddleware(exit_behavior="stop")  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match="on_violation"):
+        assert LivenessMiddleware(on_violation="raise").exit_behavior == "error"
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="on_violation"):
+        LivenessMiddleware(on_violation="stop")
     assert LivenessMiddleware().policy == Policy.from_env(Policy.tool_agent())

@@ -197,6 +197,10 @@ class Monitor:
                 found += hits
         return found
 
+    def digest(self, step: Step) -> str:
+        """The content digest the rules compare for ``step`` (a violation's ``digest`` prefixes it)."""
+        return self._observation(step, self._index).key
+
     def _observation(self, step: Step, index: int) -> Observation:
         fp = self._fp
         if step.tool is not None:

@@ -1,4 +1,4 @@
-"""``LivenessMiddleware`` for ``langchain.agents.create_agent``.
+"""``LivenessMiddleware`` for ``langchain.agents.create_agent``: thread-level liveness.
 
 ::
 
@@ -6,66 +6,86 @@
     from liveguard import NoProgressError
     from liveguard.integrations.langchain import LivenessMiddleware
 
-    agent = create_agent(model, tools, middleware=[LivenessMiddleware()])
+    agent = create_agent(model, tools, middleware=[LivenessMiddleware()], checkpointer=saver)
     try:
-        agent.invoke({"messages": [{"role": "user", "content": "..."}]})
+        agent.invoke({"messages": [{"role": "user", "content": "..."}]}, config)
     except NoProgressError as exc:
         print(exc.violation.code)          # e.g. tool_no_progress
 
-What it observes, in order, through one :class:`~liveguard.monitor.Monitor` per agent run
-    * every model response (``wrap_model_call``): ``Step(node="model", output=<AIMessage>)``;
-      a tool-call request is judged by the tool rule, a plain answer by the content rules;
-    * every tool result (``wrap_tool_call``): ``Step(node="tools", tool=<name>,
-      args=<call args>, result=<ToolMessage content>, error=<content if status is
-      "error">)``. A tool that returns a ``Command`` is read through the ``ToolMessage`` in
-      its update (or, without one, the rest of its update).
+Liveness is thread state
+    The Monitor's bounded state (:meth:`~liveguard.monitor.Monitor.snapshot`), the stop
+    and the tool-call ledger live in the agent state under ``"liveguard"`` (a private
+    channel of the middleware's ``state_schema``, as LangChain's ``ToolCallLimitMiddleware``
+    keeps ``thread_tool_call_count``). With a checkpointer they are saved with the thread:
+    one thread has one liveness history across invokes, human-in-the-loop resumes and
+    process restarts. Without a checkpointer every invocation starts fresh.
 
-On a hard violation
-    ``on_violation="raise"`` (default) raises :class:`~liveguard.errors.NoProgressError`
-    and the error propagates out of ``agent.invoke`` / ``ainvoke`` / ``stream``. ``"end"``
-    ends the run gracefully with an ``AIMessage`` naming the stop by code only
-    (``"Stopped by liveguard: tool_no_progress at step 3"``, the violation in
-    ``response_metadata["liveguard"]``); it has no tool calls, so ``create_agent`` routes
-    to the end. Either way no further model call is made and the thread stays valid
-    (every tool call keeps its answer):
+What it observes, at each model call (``wrap_model_call``), from the state
+    * the last tool turn: the ``ToolMessage``\\ s answering the last ``AIMessage``'s tool
+      calls, once per turn, as ``Step(node="tools", tool=, args=, result=, error=)``; a
+      parallel turn is one turn (see :class:`~liveguard.monitor.Monitor`);
+    * the model's response: ``Step(node="model", output=<AIMessage>)``.
 
-    * a violating *model response* is dropped before it is committed (its tool calls
-      never run): ``"raise"`` raises from the model node, ``"end"`` replaces the
-      response with the stop message;
-    * a violating *tool result* is returned as usual (the tool has already run, and the
-      other calls of the same turn finish); the next model call then raises or returns
-      the stop message instead of calling the model.
+    Reading tool results from the checkpointed state, not from the tool hooks, is what
+    makes the result the same in one process or one process per resume, and the same
+    whatever order parallel calls finish in.
 
-Per-run scoping
-    A run is one top-level ``invoke`` / ``ainvoke`` / ``stream`` / ``astream`` / ``batch``
-    item. LangGraph gives each such call a fresh ``RunControl`` (``Runtime.control``; the
-    tool hooks reach the same ``Runtime`` through their ``ToolRuntime.config``); the
-    middleware keys its Monitors by that object, so two invocations, even on the same
-    thread, never share state, and concurrent runs through one agent stay apart. At most
-    ``max_runs`` (1024) runs are tracked at once; the least recently active is forgotten
-    first. An agent used as a subgraph node inherits its parent's ``RunControl``: all its
-    calls within one parent run share one Monitor. Without a ``RunControl`` (a runtime
-    that does not provide one) the middleware scopes by ``thread_id`` and logs that once.
+At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
+    ``"error"`` (default)
+        The run ends with a stop message (``"Stopped by liveguard: <code> at step <n>"``,
+        the violation in ``response_metadata["liveguard"]``), the stop is saved with the
+        thread, and :class:`~liveguard.errors.NoProgressError` is raised by the
+        middleware's ``after_model`` hook. A violating model response is dropped (its
+        tool calls never run).
+    ``"end"``
+        The same stop message and saved stop, without raising.
+    ``"continue"``
+        The debounce. On ``tool_no_progress`` the repeated (tool, args) is blocked: every
+        later identical call is answered with a ``ToolMessage`` (status ``"error"``) saying
+        that this exact call was already tried N times with the same outcome and was not
+        run again, and that the model should change the input or stop. The debounced
+        call never reaches the tool. After ``ceiling`` debounced calls in one run (default
+        3), or at any other hard violation, the run ends as with ``"end"``.
+    ``"interrupt"``
+        ``interrupt({"liveguard": {...}})`` pauses the thread for a person, carrying the
+        codes, counts and steps (never text). Resume with ``Command(resume="approve")``
+        (the windows are cleared and the model is called), ``"reject"`` (ends as
+        ``"end"``) or ``{"action": "edit", "message": "..."}`` (approve, and the message
+        is added as a human turn before the model is called).
+    ``"warn"``
+        A WARNING on the ``liveguard.guard`` logger; the run goes on.
+
+    ``on_violation=`` is the deprecated name of ``exit_behavior`` (``"raise"`` means
+    ``"error"``).
+
+A stopped thread stays stopped
+    A later invoke or resume on a thread whose last stop was hard answers at once from
+    the saved stop, without calling the model or a tool (``"error"`` raises the same
+    ``NoProgressError``; ``"end"`` / ``"continue"`` return the stop message;
+    ``"interrupt"`` asks the person again), until someone clears it:
+    :func:`liveguard.clear` or ``liveguard threads clear``.
+
+The tool-call ledger
+    Each executed (tool, args digest) pair gets one entry: the outcome flag (``ok``,
+    ``failed``, ``nonretryable`` for ``"retryable": false``), how often, and whether it is
+    blocked. The last ``ledger_size`` (16) entries are kept in the state and appended to
+    the system message of every model request, a part of the context that
+    ``SummarizationMiddleware`` does not rewrite: the model still sees the earlier
+    identical failure after the bulky result was summarised away.
+
+Run and thread limits
+    ``Policy(run_steps=..., thread_steps=...)``: ``run_*`` resets per invocation (a resume
+    is a new invocation), ``thread_*`` persists with the thread (``step_limit``).
 
 Placement
-    Put it *first* in ``middleware=[...]`` when you also use retry or fallback middleware:
-    the first middleware is the outermost, and ``ModelRetryMiddleware`` retries any
-    exception raised inside it, a ``NoProgressError`` included (a stopped run stays
-    stopped, so retries only burn the retry budget; with ``on_failure="continue"`` the
-    run then ends on the retry middleware's error message rather than the error). It
-    adds no graph node (``wrap_*`` hooks only); like any ``wrap_model_call`` middleware,
-    it makes ``create_agent`` draw a ``model -> model`` edge.
-
-Policy
-    ``Policy.from_env(Policy.tool_agent())`` by default (no revisit counting on ``model``
-    and ``tools``; ``AGENT_EVAL_LOOP_GUARD=0`` turns the rules off). With ``allow_set`` the
-    transition rules see the steps as ``model`` / ``tools`` visits. End-of-run findings
-    (``dead_end``) are not checked: the middleware has no end-of-run hook.
+    First in ``middleware=[...]``. It adds one graph node (``LivenessMiddleware.after_model``,
+    which raises in ``"error"`` mode) and wraps model and tool calls; a retry middleware
+    around it sees the stop message, never an exception, so it cannot restart a stopped run.
 
 The guard's own failures (an unfingerprintable payload, a bug) are logged on the
-``liveguard.guard`` logger by code and exception type, and the guard stands down for the
-rest of that run; the agent continues. Logs carry codes, counts, digest prefixes, node
-names and step indices, never step text.
+``liveguard.guard`` logger by code and exception type, and the guard stands down for that
+call; the agent continues. Logs carry codes, counts, digest prefixes, node names and step
+indices, never step text.
 
 Importing this module imports LangChain; ``import liveguard`` never does.
 """
@@ -73,38 +93,61 @@ Importing this module imports LangChain; ``import liveguard`` never does.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, NotRequired
 
 from langchain.agents.middleware import (
     AgentMiddleware,
+    AgentState,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
 )
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 
 from liveguard.errors import NoProgressError
-from liveguard.integrations.langgraph import RunGuard, log, log_guard_failure
+from liveguard.fingerprint import fingerprint
+from liveguard.integrations.langgraph import log, log_guard_failure, log_violation
 from liveguard.model import Step, Violation
-from liveguard.monitor import Monitor
+from liveguard.monitor import Monitor, _nonretryable
 from liveguard.policy import Policy
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["MODEL_NODE", "TOOLS_NODE", "LivenessMiddleware", "stop_message"]
+__all__ = [
+    "EXIT_BEHAVIORS",
+    "MODEL_NODE",
+    "STATE_KEY",
+    "TOOLS_NODE",
+    "LivenessMiddleware",
+    "LivenessState",
+    "stop_message",
+]
 
 MODEL_NODE: Final = "model"
 """Node name of model steps (``create_agent``'s model node)."""
 TOOLS_NODE: Final = "tools"
 """Node name of tool steps (``create_agent``'s tool node)."""
+STATE_KEY: Final = "liveguard"
+"""The agent-state key holding the thread's liveness state."""
 
-OnViolation = Literal["raise", "end"]
+ExitBehavior = Literal["error", "end", "continue", "interrupt", "warn"]
+EXIT_BEHAVIORS: Final = ("error", "end", "continue", "interrupt", "warn")
+_ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
+_DEBOUNCED: Final = "debounced"
 ToolResult = ToolMessage | Command[Any]
+
+
+class LivenessState(AgentState[Any]):
+    """``create_agent`` state plus the thread's liveness state (private, checkpointed)."""
+
+    liveguard: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
 
 
 def stop_message(violation: Violation) -> AIMessage:
@@ -115,123 +158,430 @@ def stop_message(violation: Violation) -> AIMessage:
     )
 
 
+def args_digest(args: Any) -> str:
+    """The 16-hex-digit digest of a call's canonical arguments (the ledger's key)."""
+    return fingerprint(args)[:16]
+
+
+# -- the thread's liveness state ------------------------------------------------------------------
+class _Thread:
+    """The saved value under ``state["liveguard"]``, unpacked for one model call."""
+
+    __slots__ = ("debounced", "ledger", "monitor", "seen", "stop")
+
+    def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
+        saved = saved if isinstance(saved, Mapping) else {}
+        snapshot = saved.get("m")
+        self.monitor = (
+            Monitor.restore(snapshot, policy, allow_set) if snapshot else Monitor(policy, allow_set)
+        )
+        self.seen: str | None = saved.get("seen")
+        stop = saved.get("stop")
+        self.stop: Violation | None = Violation.model_validate(stop) if stop else None
+        self.ledger: list[list[Any]] = [list(e) for e in saved.get("ledger", ())]
+        self.debounced: int = int(saved.get("debounced", 0))
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "m": self.monitor.snapshot(),
+            "seen": self.seen,
+            "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
+            "ledger": self.ledger,
+            "debounced": self.debounced,
+        }
+
+    def record(self, tool: str, digest: str, flag: str, size: int) -> None:
+        """One execution of (tool, digest) with this outcome; most recent last."""
+        for i, (name, dig, _, count, blocked) in enumerate(self.ledger):
+            if name == tool and dig == digest:
+                del self.ledger[i]
+                self.ledger.append([tool, digest, flag, count + 1, blocked])
+                return
+        self.ledger.append([tool, digest, flag, 1, False])
+        del self.ledger[:-size]
+
+    def block(self, tool: str, digest: str) -> None:
+        for entry in self.ledger:
+            if entry[0] == tool and entry[1] == digest:
+                entry[4] = True
+
+    def entry(self, tool: str, digest: str) -> list[Any] | None:
+        return next((e for e in self.ledger if e[0] == tool and e[1] == digest), None)
+
+
+def ledger_text(ledger: list[list[Any]]) -> str:
+    """The ledger as the model sees it: tool, args digest, outcome, count, blocked."""
+    lines = ["Tool-call ledger (liveguard): earlier tool calls in this thread, by tool and "
+             "arguments digest. Do not repeat a call that failed; change its input or stop."]
+    for tool, digest, flag, count, blocked in ledger:
+        outcome = {"ok": "ok", "failed": "failed",
+                   "nonretryable": "failed (retryable: false)"}.get(flag, flag)
+        lines.append(f"- {tool} args#{digest}: {outcome} x{count}" + (" [blocked]" if blocked else ""))
+    return "\n".join(lines)
+
+
+def _flag(message: ToolMessage) -> str:
+    if _nonretryable(message.content):
+        return "nonretryable"
+    return "failed" if message.status == "error" else "ok"
+
+
 class _Run:
-    """One agent run: its guard and the violation that stopped it, once one has."""
+    """One invocation's in-memory counters (debounces), keyed by its ``RunControl``."""
 
-    __slots__ = ("guard", "stopped")
+    __slots__ = ("debounced", "disabled")
 
-    def __init__(self, guard: RunGuard) -> None:
-        self.guard = guard
-        self.stopped: Violation | None = None
+    def __init__(self) -> None:
+        self.debounced = 0
+        self.disabled = False  # the guard failed in this run: stand down until it ends
 
 
-class LivenessMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Stops a ``create_agent`` run at the first hard liveness violation.
+class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
+    """Stops a ``create_agent`` thread at the first hard liveness violation.
 
-    See the module docstring for what is observed, how runs are scoped and what
-    ``on_violation`` does.
+    See the module docstring for what is observed, what is kept with the thread and
+    what each ``exit_behavior`` does.
     """
 
+    state_schema = LivenessState
     max_runs: int = 1024
-    """Runs tracked at once; the least recently active is forgotten first."""
+    """Runs whose debounce counts are tracked at once; the least recent is forgotten."""
 
     def __init__(
         self,
         *,
         policy: Policy | None = None,
         allow_set: AllowSet | None = None,
-        on_violation: OnViolation = "raise",
+        exit_behavior: ExitBehavior | None = None,
+        on_violation: str | None = None,
+        ceiling: int = 3,
+        ledger_size: int = 16,
+        show_ledger: bool = True,
     ) -> None:
         super().__init__()
-        if on_violation not in ("raise", "end"):
-            raise ValueError(f"on_violation must be 'raise' or 'end', got {on_violation!r}")
+        if on_violation is not None:
+            warnings.warn(
+                "LivenessMiddleware(on_violation=...) is deprecated; use exit_behavior=",
+                DeprecationWarning, stacklevel=2,
+            )
+            if exit_behavior is not None:
+                raise ValueError("pass exit_behavior or on_violation, not both")
+            if on_violation not in _ALIASES:
+                raise ValueError(
+                    f"on_violation must be one of {sorted(_ALIASES)}, got {on_violation!r}"
+                )
+            exit_behavior = _ALIASES[on_violation]  # type: ignore[assignment]
+        behavior = "error" if exit_behavior is None else exit_behavior
+        if behavior not in EXIT_BEHAVIORS:
+            raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
+        if ceiling < 1 or ledger_size < 1:
+            raise ValueError("ceiling and ledger_size must be at least 1")
         self.policy = Policy.from_env(Policy.tool_agent()) if policy is None else policy
         self.allow_set = allow_set
-        self.on_violation: OnViolation = on_violation
+        self.exit_behavior: ExitBehavior = behavior
+        self.ceiling = ceiling
+        self.ledger_size = ledger_size
+        self.show_ledger = show_ledger
         Monitor(self.policy, allow_set)  # fail fast on a policy the allow-set cannot refine
         self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
+        self._last_run: OrderedDict[Hashable, Hashable] = OrderedDict()  # thread -> run
         self._lock = threading.Lock()
         self._warned_unscoped = False
 
-    # -- hooks: sync and async share everything but the await ----------------------------------
+    @property
+    def on_violation(self) -> str:
+        """Deprecated name of :attr:`exit_behavior`."""
+        return self.exit_behavior
+
+    # -- hooks ----------------------------------------------------------------------------------
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        run = self._run(request.runtime)
-        if run is not None and run.stopped is not None:
-            return self._stop(run, run.stopped)
-        return self._after_model(run, handler(request))
+    ) -> Any:
+        call = self._begin(request)
+        if call.answer is not None:
+            return call.answer
+        return self._after_model(call, handler(call.request))
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        run = self._run(request.runtime)
-        if run is not None and run.stopped is not None:
-            return self._stop(run, run.stopped)
-        return self._after_model(run, await handler(request))
+    ) -> Any:
+        call = self._begin(request)
+        if call.answer is not None:
+            return call.answer
+        return self._after_model(call, await handler(call.request))
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """``"error"`` mode: raise once the stop is saved with the thread."""
+        if self.exit_behavior != "error":
+            return None
+        saved = state.get(STATE_KEY) if isinstance(state, Mapping) else None
+        stop = saved.get("stop") if isinstance(saved, Mapping) else None
+        if stop:
+            raise NoProgressError(Violation.model_validate(stop))
+        return None
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return self.after_model(state, runtime)
 
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolResult],
     ) -> ToolResult:
-        run = self._run(request.runtime)
-        return self._after_tool(run, request, handler(request))
+        answer = self._debounce(request)
+        return handler(request) if answer is None else answer
 
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
-        run = self._run(request.runtime)
-        return self._after_tool(run, request, await handler(request))
+        answer = self._debounce(request)
+        return await handler(request) if answer is None else answer
 
-    # -- shared logic ---------------------------------------------------------------------------
-    def _after_model(self, run: _Run | None, response: ModelResponse[Any]) -> ModelResponse[Any]:
-        if run is None:
+    # -- the model call -------------------------------------------------------------------------
+    def _begin(self, request: ModelRequest[Any]) -> _Call:
+        """Restore the thread, observe the last tool turn, act on a stop; or stand down."""
+        call = _Call(request)
+        run = call.run = self._run(request.runtime)
+        if run is None or run.disabled:
+            return call
+        try:
+            state = request.state if isinstance(request.state, Mapping) else {}
+            thread = call.thread = _Thread(state.get(STATE_KEY), self.policy, self.allow_set)
+            if self._new_run(request.runtime):
+                thread.monitor.new_run()
+            if thread.stop is not None:  # a stopped thread stays stopped
+                call.answer = self._act(call, thread.stop, saved=True)
+                return call
+            violation = self._observe_turn(call, state.get("messages") or [])
+            if violation is not None:
+                call.answer = self._act(call, violation)
+                if call.answer is not None:
+                    return call
+            if self.show_ledger and thread.ledger:
+                call.request = _with_ledger(call.request, thread.ledger)
+        except NoProgressError:
+            raise
+        except Exception as exc:
+            if _is_graph_bubble(exc):
+                raise
+            log_guard_failure(exc)
+            call.thread = None
+            run.disabled = True
+        return call
+
+    def _after_model(self, call: _Call, response: Any) -> Any:
+        thread = call.thread
+        if thread is None:
             return response
-        violation = run.guard.check(lambda: [Step(node=MODEL_NODE, output=_last_ai(response))])
-        return response if violation is None else self._stop(run, violation)
+        try:
+            message = _last_ai(response)
+            found = thread.monitor.observe(Step(node=MODEL_NODE, output=message))
+            violation = self._first(found)
+            if violation is not None:
+                answer = self._act(call, violation)
+                if answer is not None:
+                    return answer
+            return self._respond(call, response)
+        except NoProgressError:
+            raise
+        except Exception as exc:
+            if _is_graph_bubble(exc):
+                raise
+            log_guard_failure(exc, thread.monitor.steps_seen)
+            if call.run is not None:
+                call.run.disabled = True
+            return response
 
-    def _after_tool(self, run: _Run | None, request: ToolCallRequest, result: ToolResult) -> ToolResult:
-        if run is not None:
-            violation = run.guard.check(lambda: [_tool_step(request.tool_call, result)])
-            if violation is not None and run.stopped is None:
-                run.stopped = violation  # acted on at the next model call
-        return result
+    def _observe_turn(self, call: _Call, messages: list[Any]) -> Violation | None:
+        """Feed the last tool turn (once) to the Monitor and the ledger."""
+        thread = call.thread
+        assert thread is not None
+        turn = _last_turn(messages)
+        if turn is None:
+            return None
+        marker, pairs = turn
+        if marker == thread.seen:
+            return None
+        thread.seen = marker
+        found: list[Violation] = []
+        debounced = 0
+        for tool_call, message in pairs:
+            if message.additional_kwargs.get("liveguard") == _DEBOUNCED:
+                debounced += 1
+                continue
+            name = tool_call.get("name") or "unknown_tool"
+            args = tool_call.get("args")
+            content = message.content
+            error = content if message.status == "error" else None
+            digest = args_digest(args)
+            thread.record(name, digest, _flag(message), self.ledger_size)
+            step = Step(node=TOOLS_NODE, tool=name, args=args, result=content, error=error)
+            if self.exit_behavior == "continue":
+                call.sigs[thread.monitor.digest(step)[:12]] = (name, digest)
+            found += thread.monitor.observe(step)
+        thread.debounced += debounced
+        if debounced:
+            run = call.run
+            if run is not None:
+                run.debounced += debounced
+                if run.debounced >= self.ceiling and self.exit_behavior == "continue":
+                    last = thread.monitor.steps_seen
+                    return Violation(code="debounce_ceiling", severity="hard", step=max(last - 1, 0),
+                                     node=TOOLS_NODE, count=run.debounced,
+                                     detail={"ceiling": self.ceiling})
+        return self._first(found)
 
-    def _stop(self, run: _Run, violation: Violation) -> ModelResponse[Any]:
-        """In place of a model call: raise, or the response that ends the run.
+    def _first(self, found: list[Violation]) -> Violation | None:
+        for violation in found:
+            if violation.hard:
+                return violation
+        return None
 
-        The run stays stopped: a retry middleware that re-calls the model gets the same
-        answer, never a fresh Monitor.
-        """
-        run.stopped = violation
-        if self.on_violation == "raise":
-            raise NoProgressError(violation)
-        return ModelResponse(result=[stop_message(violation)])
+    # -- acting on a violation ------------------------------------------------------------------
+    def _act(
+        self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
+        """The answer in place of the model call, or None to call the model anyway."""
+        thread = call.thread
+        assert thread is not None
+        behavior = self.exit_behavior
+        if behavior == "warn":
+            log_violation(violation, "run continues (exit_behavior=warn)")
+            return None
+        if behavior == "continue" and violation.code == "tool_no_progress" and not saved:
+            blocked = call.sigs.get(str(violation.detail.get("digest")))
+            if blocked is not None:
+                thread.block(*blocked)
+                log_violation(violation, "call blocked, run continues (exit_behavior=continue)")
+                return None
+        if behavior == "interrupt":
+            return self._interrupt(call, violation)
+        if saved:
+            if behavior == "error":
+                raise NoProgressError(violation)
+            log_violation(violation, "thread already stopped")
+            return ModelResponse(result=[stop_message(violation)])
+        log_violation(violation, "stopping the run")
+        thread.stop = violation
+        return self._respond(call, ModelResponse(result=[stop_message(violation)]))
 
-    # -- per-run scoping ------------------------------------------------------------------------
+    def _interrupt(self, call: _Call, violation: Violation) -> Any:
+        thread = call.thread
+        assert thread is not None
+        payload = {
+            "liveguard": {
+                "code": violation.code,
+                "step": violation.step,
+                "node": violation.node,
+                "count": violation.count,
+                "detail": violation.model_dump(mode="json")["detail"],
+                "options": ["approve", "reject", "edit"],
+            }
+        }
+        log_violation(violation, "pausing the thread for a person (exit_behavior=interrupt)")
+        decision = interrupt(payload)
+        action = decision.get("action") if isinstance(decision, Mapping) else decision
+        if action == "reject":
+            thread.stop = violation
+            return self._respond(call, ModelResponse(result=[stop_message(violation)]))
+        if action not in ("approve", "edit"):
+            raise ValueError(
+                f"liveguard interrupt: resume with 'approve', 'reject' or "
+                f"{{'action': 'edit', 'message': ...}}, got {action!r}"
+            )
+        # approve / edit: clear the stop and the windows, keep the ledger and the counters
+        thread.stop = None
+        thread.monitor = Monitor(self.policy, self.allow_set)
+        if action == "edit":
+            text = decision.get("message") if isinstance(decision, Mapping) else None
+            if not isinstance(text, str) or not text:
+                raise ValueError("liveguard interrupt: 'edit' needs a non-empty 'message'")
+            human = HumanMessage(content=text)
+            call.extra.append(human)
+            call.request = call.request.override(messages=[*call.request.messages, human])
+        return None
+
+    def _respond(self, call: _Call, response: Any) -> Any:
+        """The response plus the thread's liveness state (and any edit) as a state update."""
+        thread = call.thread
+        if thread is None:
+            return response
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        if call.extra:  # an edit: the person's message goes before the model's answer
+            response = ModelResponse(
+                result=[*call.extra, *response.result],
+                structured_response=response.structured_response,
+            )
+        update: dict[str, Any] = {STATE_KEY: thread.dump()}
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    # -- tool calls: the debounce ---------------------------------------------------------------
+    def _debounce(self, request: ToolCallRequest) -> ToolMessage | None:
+        if self.exit_behavior != "continue":
+            return None
+        try:
+            state = request.state if isinstance(request.state, Mapping) else {}
+            saved = state.get(STATE_KEY)
+            ledger = saved.get("ledger") if isinstance(saved, Mapping) else None
+            if not ledger:
+                return None
+            call = request.tool_call
+            name = call.get("name") or "unknown_tool"
+            digest = args_digest(call.get("args"))
+            entry = next((e for e in ledger if e[0] == name and e[1] == digest and e[4]), None)
+            if entry is None:
+                return None
+            outcome = {"ok": "the same result", "failed": "the same failure",
+                       "nonretryable": "the same failure (retryable: false)"}.get(entry[2], "the same result")
+            log.warning("liveguard: debounced %s args#%s (tried %d times)", name, digest, entry[3])
+            return ToolMessage(
+                content=(
+                    f"Not run: this exact call ({name}, args#{digest}) was already tried "
+                    f"{entry[3]} times with {outcome}. Change the input or stop."
+                ),
+                tool_call_id=call.get("id") or "",
+                name=name,
+                status="error",
+                additional_kwargs={"liveguard": _DEBOUNCED},
+            )
+        except Exception as exc:
+            log_guard_failure(exc)
+            return None
+
+    # -- run scoping ----------------------------------------------------------------------------
+    def _new_run(self, runtime: Any) -> bool:
+        """True on the first model call of an invocation on this thread (in this process)."""
+        key = self._key(runtime)
+        thread = _thread_id(runtime)
+        with self._lock:
+            last = self._last_run.get(thread)
+            if last is key:
+                self._last_run.move_to_end(thread)
+                return False
+            self._last_run[thread] = key
+            while len(self._last_run) > self.max_runs:
+                self._last_run.popitem(last=False)
+            return True
+
     def _run(self, runtime: Any) -> _Run | None:
-        """This run's state, created on its first step; None if the scope cannot be found."""
         try:
             key = self._key(runtime)
             with self._lock:
                 run = self._runs.get(key)
                 if run is None:
-                    run = self._runs[key] = _Run(
-                        RunGuard(self.policy, self.allow_set, severity="hard")
-                    )
+                    run = self._runs[key] = _Run()
                     while len(self._runs) > self.max_runs:
                         self._runs.popitem(last=False)
                 else:
                     self._runs.move_to_end(key)
                 return run
-        except Exception as exc:  # the guard's own failure never kills the agent
+        except Exception as exc:
             log_guard_failure(exc)
             return None
 
@@ -251,37 +601,78 @@ class LivenessMiddleware(AgentMiddleware[Any, Any, Any]):
         if not self._warned_unscoped:
             self._warned_unscoped = True
             log.warning("liveguard: no RunControl in the runtime; runs are scoped by thread_id")
-        info = getattr(runtime, "execution_info", None)
-        return ("thread", getattr(info, "thread_id", None))
+        return ("thread", _thread_id(runtime))
 
 
-# -- steps ----------------------------------------------------------------------------------------
+class _Call:
+    """One model call's working set."""
+
+    __slots__ = ("answer", "extra", "request", "run", "sigs", "thread")
+
+    def __init__(self, request: ModelRequest[Any]) -> None:
+        self.request = request
+        self.run: _Run | None = None
+        self.sigs: dict[str, tuple[str, str]] = {}  # digest prefix -> (tool, args digest)
+        self.thread: _Thread | None = None
+        self.answer: Any = None
+        self.extra: list[Any] = []
+
+
+def _is_graph_bubble(exc: BaseException) -> bool:
+    """LangGraph's interrupt / control-flow exceptions must pass through untouched."""
+    from langgraph.errors import GraphBubbleUp
+
+    return isinstance(exc, GraphBubbleUp)
+
+
+def _thread_id(runtime: Any) -> Hashable:
+    info = getattr(runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    if thread is None:
+        config = getattr(runtime, "config", None)
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return ("thread", thread)
+
+
+def _with_ledger(request: ModelRequest[Any], ledger: list[list[Any]]) -> ModelRequest[Any]:
+    text = ledger_text(ledger)
+    system = request.system_message
+    if system is None:
+        return request.override(system_message=SystemMessage(content=text))
+    content = system.content
+    if isinstance(content, str):
+        new: Any = f"{content}\n\n{text}" if content else text
+    else:
+        new = [*content, {"type": "text", "text": text}]
+    return request.override(system_message=SystemMessage(content=new))
+
+
+# -- reading the state ------------------------------------------------------------------------------
 def _last_ai(response: Any) -> AIMessage | None:
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    if isinstance(response, AIMessage):
+        return response
     messages = response.result if isinstance(response, ModelResponse) else [response]
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-def _tool_step(call: Mapping[str, Any], result: Any) -> Step:
-    name = call.get("name") or "unknown_tool"
-    args = call.get("args")
-    message = _tool_message(result, call.get("id"))
-    if message is None:
-        update = getattr(result, "update", None)
-        rest = {k: v for k, v in update.items() if k != "messages"} if isinstance(update, Mapping) else None
-        return Step(node=TOOLS_NODE, tool=name, args=args, result=rest or None)
-    content = message.content
-    error = content if message.status == "error" else None
-    return Step(node=TOOLS_NODE, tool=name, args=args, result=content, error=error)
-
-
-def _tool_message(result: Any, call_id: Any) -> ToolMessage | None:
-    if isinstance(result, ToolMessage):
-        return result
-    update = getattr(result, "update", None)
-    messages = update.get("messages") if isinstance(update, Mapping) else None
-    if isinstance(messages, ToolMessage):
-        messages = [messages]
-    if not isinstance(messages, list | tuple):
-        return None
-    found = [m for m in messages if isinstance(m, ToolMessage)]
-    return next((m for m in found if m.tool_call_id == call_id), found[-1] if found else None)
+def _last_turn(messages: list[Any]) -> tuple[str, list[tuple[Mapping[str, Any], ToolMessage]]] | None:
+    """(marker, [(tool call, its ToolMessage)]) of the last AI message's answered tool calls."""
+    answers: dict[str, ToolMessage] = {}
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            answers.setdefault(message.tool_call_id, message)
+            continue
+        if isinstance(message, AIMessage):
+            calls = message.tool_calls
+            if not calls:
+                return None
+            pairs = [(c, answers[c["id"]]) for c in calls if c.get("id") in answers]
+            if not pairs:
+                return None
+            marker = f"{message.id}|{calls[0].get('id')}|{len(pairs)}"
+            return marker, pairs
+        return None  # a human / system message after the last turn: nothing new
+    return None
