@@ -338,8 +338,10 @@ def test_passthrough_and_validation() -> None:
     with pytest.raises(NoProgressError):
         configured.invoke(campaign.initial_input("looping"))
     assert guard(guarded).graph is graph  # re-guarding wraps the graph, not the wrapper
-    with pytest.raises(ValueError, match="on_violation"):
-        guard(graph, exit_behavior="end")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="exit_behavior"):
+        guard(graph, exit_behavior="stop")  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match="on_violation"):
+        assert guard(graph, on_violation="raise").exit_behavior == "error"
     with pytest.raises(ValueError, match="severity"):
         guard(graph, severity="medium")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="compiled LangGraph graph"):
@@ -357,7 +359,7 @@ def test_warn_mode_logs_codes_never_text_and_lets_the_run_finish(
         guard(graph).invoke({})  # the same loop, guarded, stops at the 2nd identical poll
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="liveguard.guard"):
-        final = guard(graph, on_violation="warn").invoke({})
+        final = guard(graph, exit_behavior="warn").invoke({})
     assert final == graph.invoke({})
     assert final["polls"] == ["poll"] * 6
     codes = [r.getMessage().split()[1] for r in caplog.records]

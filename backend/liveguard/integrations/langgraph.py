@@ -76,7 +76,8 @@ import logging
 import re
 import threading
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -91,7 +92,10 @@ if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
 __all__ = [
+    "EXIT_BEHAVIORS",
     "GUARD_ERROR",
+    "THREAD_KEY",
+    "THREAD_NS",
     "GuardedGraph",
     "RunGuard",
     "default_policy",
@@ -100,8 +104,18 @@ __all__ = [
     "log_violation",
 ]
 
-OnViolation = Literal["raise", "warn"]
+ExitBehavior = Literal["error", "end", "continue", "interrupt", "warn"]
+EXIT_BEHAVIORS: Final = ("error", "end", "continue", "interrupt", "warn")
+_ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
 SeverityFloor = Literal["hard", "soft"]
+
+THREAD_NS: Final = "__liveguard__"
+"""Checkpoint namespace of guard()'s per-thread liveness record."""
+THREAD_KEY: Final = "liveguard"
+"""Channel name of the record inside that checkpoint."""
+_RECORD_ID: Final = "00000000-0000-0000-0000-000000000000"
+_CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
+_LIVEGUARD: Final = "__liveguard__"
 
 GUARD_ERROR: Final = "guard_error"
 """Log code of a guard's own failure (the guard stands down; the agent runs on)."""
@@ -129,6 +143,11 @@ class RunGuard:
 
     __slots__ = ("_allow_set", "_lock", "_monitor", "_policy", "_severity", "_warn", "disabled")
 
+    @property
+    def monitor(self) -> Monitor | None:
+        """The Monitor (None before the first step)."""
+        return self._monitor
+
     def __init__(
         self,
         policy: Policy,
@@ -136,12 +155,13 @@ class RunGuard:
         *,
         severity: SeverityFloor = "hard",
         warn: bool = False,
+        monitor: Monitor | None = None,
     ) -> None:
         self._policy = policy
         self._allow_set = allow_set
         self._severity = severity
         self._warn = warn
-        self._monitor: Monitor | None = None
+        self._monitor: Monitor | None = monitor
         self._lock = threading.Lock()
         self.disabled = False
 
@@ -237,44 +257,63 @@ def default_policy(graph: Any) -> Policy:
 
 # -- stream shapes ------------------------------------------------------------------------------
 class _Shape:
-    """What the caller asked to see, and what the guard asks the graph for."""
+    """What the caller asked to see, and what the guard asks the graph for.
 
-    __slots__ = ("as_list", "modes", "request", "subgraphs", "v2")
+    The guard streams with ``"updates"`` and, when the graph has subgraphs, with
+    ``subgraphs=True`` (so subgraph steps reach the Monitor) and gives the caller back exactly the parts, in exactly the shape,
+    it asked for.
+    """
 
-    def __init__(self, stream_mode: Any, default_mode: Any, kwargs: Mapping[str, Any]) -> None:
+    __slots__ = ("as_list", "inner", "modes", "request", "subgraphs", "v2")
+
+    def __init__(
+        self, stream_mode: Any, default_mode: Any, kwargs: Mapping[str, Any], nested: bool = False
+    ) -> None:
         mode = default_mode if stream_mode is None else stream_mode
         self.modes: tuple[str, ...] = (mode,) if isinstance(mode, str) else tuple(mode)
         # LangGraph yields (mode, chunk) tuples only when stream_mode is a list.
         self.as_list = isinstance(mode, list)
         self.subgraphs = bool(kwargs.get("subgraphs", False))
+        self.inner = self.subgraphs or nested  # what the guard streams with
         self.v2 = kwargs.get("version", "v1") == "v2"
         self.request = list(self.modes) if "updates" in self.modes else [*self.modes, "updates"]
 
     def split(self, part: Any) -> tuple[Any, str, Any]:
-        """(namespace, mode, payload) of one part streamed with ``self.request``."""
+        """(namespace, mode, payload) of one part streamed with ``self.request``, subgraphs on."""
         if self.v2:
             return part["ns"], part["type"], part["data"]
-        if self.subgraphs:
+        if self.inner:
             ns, mode, payload = part
             return ns, mode, payload
         mode, payload = part
         return (), mode, payload
 
-    def outward(self, part: Any, ns: Any, payload: Any) -> Any:
+    def outward(self, part: Any, ns: Any, mode: str, payload: Any) -> Any:
         """The part as the caller would get it from the unguarded graph."""
-        if self.v2 or self.as_list:
+        if self.v2:
             return part
+        if self.as_list:
+            return (ns, mode, payload) if self.subgraphs else (mode, payload)
         return (ns, payload) if self.subgraphs else payload
+
+    def wants(self, ns: Any, mode: str) -> bool:
+        return mode in self.modes and (self.subgraphs or not ns)
+
+
+def _prefix(ns: tuple[str, ...]) -> str:
+    """``("outer:<task id>", "sub:<task id>")`` -> ``"outer:sub"``: the readers' naming."""
+    return ":".join(segment.split(":", 1)[0] for segment in ns)
 
 
 class _StreamRun:
-    """One guarded call: reshapes parts for the caller and feeds root updates to the guard."""
+    """One guarded call: reshapes parts for the caller and feeds every update to the guard."""
 
-    __slots__ = ("_guard", "_shape", "_stepper", "interrupted", "request")
+    __slots__ = ("_guard", "_shape", "_stepper", "interrupted", "nested", "request")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
         self.request = shape.request
+        self.nested = shape.inner
         self._guard = run_guard
         self._stepper = UpdateStepper()
         self.interrupted = False
@@ -283,204 +322,405 @@ class _StreamRun:
         shape = self._shape
         ns, mode, payload = shape.split(part)
         violation = None
-        if mode == "updates" and not ns:
-            if isinstance(payload, Mapping) and _INTERRUPT in payload:
-                self.interrupted = True
-            violation = self._guard.check(lambda: self._stepper.feed(payload))
-        return (shape.outward(part, ns, payload) if mode in shape.modes else _SKIP), violation
+        if mode == "updates" and isinstance(payload, Mapping):
+            if ns:
+                prefix = _prefix(tuple(ns))
+                chunk: Any = {
+                    f"{prefix}:{node}": update for node, update in payload.items()
+                    if isinstance(node, str) and not node.startswith("__")
+                }
+            else:
+                chunk = payload
+                if _INTERRUPT in payload:
+                    self.interrupted = True
+            if chunk:
+                violation = self._guard.check(lambda: self._stepper.feed(chunk))
+        return (shape.outward(part, ns, mode, payload) if shape.wants(ns, mode) else _SKIP), violation
 
     def finish(self) -> Violation | None:
         return None if self.interrupted else self._guard.finish()
 
+    def stop_part(self, value: dict[str, Any]) -> Any:
+        """An ``updates`` part naming the stop, in the caller's shape (or _SKIP)."""
+        shape = self._shape
+        payload = {_LIVEGUARD: value}
+        if "updates" not in shape.modes:
+            return _SKIP
+        if shape.v2:
+            return {"type": "updates", "ns": (), "data": payload}
+        return shape.outward(None, (), "updates", payload)
 
-class _Invocation:
-    """``invoke`` on top of a stream, as LangGraph's own ``Pregel.invoke`` does it."""
 
-    __slots__ = ("chunks", "interrupts", "latest", "request", "values", "version")
+# -- thread state for guard(): one record per thread, kept in the graph's checkpointer -----------
+class _ThreadStore:
+    """The thread's liveness state in the checkpointer, beside the graph's own checkpoints.
 
-    def __init__(self, stream_mode: str, version: str) -> None:
-        self.values = stream_mode == "values"
-        self.version = version
-        self.request: Any = (
-            ["updates", "values"] if self.values and version != "v2" else stream_mode
-        )
-        self.latest: Any = None
-        self.interrupts: list[Any] = []
-        self.chunks: list[Any] = []
+    One checkpoint under ``checkpoint_ns="__liveguard__"`` (a namespace LangGraph never
+    uses) with a fixed id, overwritten on each save: one row per thread, read once at the
+    start of a call and written once at its end; ``delete_thread`` removes it with the
+    thread. Works with any ``BaseCheckpointSaver`` (memory, SQLite, Postgres).
+    """
 
-    def add(self, chunk: Any) -> None:
-        if not self.values:
-            self.chunks.append(chunk)
-        elif self.version == "v2":
-            self.latest = chunk["data"]
-            self.interrupts.extend(chunk.get("interrupts", ()))
-        else:
-            mode, payload = chunk if len(chunk) == 2 else chunk[1:]
-            if mode == "updates" and isinstance(payload, dict):
-                if (found := payload.get(_INTERRUPT)) is not None:
-                    self.interrupts.extend(found)
-            elif mode == "values":
-                self.latest = payload
+    __slots__ = ("config", "saver")
 
-    def result(self) -> Any:
-        if not self.values:
-            return self.chunks
-        if self.version == "v2":
-            from langgraph.types import GraphOutput
+    def __init__(self, saver: Any, thread_id: str, ns: str) -> None:
+        self.saver = saver
+        self.config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": THREAD_NS + ns,
+                                        "checkpoint_id": _RECORD_ID}}
 
-            return GraphOutput(value=self.latest, interrupts=tuple(self.interrupts))
-        if self.interrupts:
-            latest = self.latest
-            if isinstance(latest, dict):
-                return {**latest, _INTERRUPT: self.interrupts}
-            return {_INTERRUPT: self.interrupts}
-        return self.latest
+    @classmethod
+    def of(cls, graph: Any, config: Any) -> _ThreadStore | None:
+        configurable = {**(getattr(graph, "config", None) or {}).get("configurable", {}),
+                        **((config or {}).get("configurable") or {})}
+        thread_id = configurable.get("thread_id")
+        saver = configurable.get(_CHECKPOINTER_KEY) or getattr(graph, "checkpointer", None)
+        if thread_id is None or saver is None or isinstance(saver, bool):
+            return None
+        if not callable(getattr(saver, "put", None)):
+            return None
+        return cls(saver, str(thread_id), str(configurable.get("checkpoint_ns") or ""))
+
+    def load(self) -> dict[str, Any] | None:
+        found = self.saver.get_tuple(self.config)
+        return _record_value(found)
+
+    async def aload(self) -> dict[str, Any] | None:
+        try:
+            found = await self.saver.aget_tuple(self.config)
+        except NotImplementedError:
+            found = self.saver.get_tuple(self.config)
+        return _record_value(found)
+
+    def _put_args(self, value: dict[str, Any]) -> tuple[Any, ...]:
+        from langgraph.checkpoint.base import empty_checkpoint
+
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = _RECORD_ID
+        checkpoint["channel_values"] = {THREAD_KEY: value}
+        checkpoint["channel_versions"] = {THREAD_KEY: "1"}
+        config = {"configurable": {k: v for k, v in self.config["configurable"].items()
+                                   if k != "checkpoint_id"}}
+        return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: "1"}
+
+    def save(self, value: dict[str, Any]) -> None:
+        self.saver.put(*self._put_args(value))
+
+    async def asave(self, value: dict[str, Any]) -> None:
+        try:
+            await self.saver.aput(*self._put_args(value))
+        except NotImplementedError:
+            self.saver.put(*self._put_args(value))
+
+
+def _record_value(found: Any) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    value = found.checkpoint.get("channel_values", {}).get(THREAD_KEY)
+    return value if isinstance(value, dict) else None
+
+
+class _GuardCall:
+    """One guarded call's thread state: the Monitor to continue from and any saved stop."""
+
+    __slots__ = ("guarded", "record", "run", "store")
+
+    def __init__(self, guarded: GuardedGraph, store: _ThreadStore | None,
+                 record: dict[str, Any] | None, shape: _Shape) -> None:
+        settings = guarded._lg
+        self.guarded = guarded
+        self.store = store
+        self.record: dict[str, Any] = dict(record or {})
+        monitor = None
+        snapshot = self.record.get("m")
+        if snapshot:
+            try:
+                monitor = Monitor.restore(snapshot, settings.policy, settings.allow_set)
+            except Exception as exc:  # a guard failure never kills the graph: start afresh
+                log_guard_failure(exc)
+        if monitor is not None:
+            monitor.new_run()
+        self.run = _StreamRun(shape, RunGuard(
+            settings.policy, settings.allow_set, severity=settings.severity,
+            warn=settings.exit_behavior in ("warn", "continue"), monitor=monitor,
+        ))
+
+    @property
+    def stop(self) -> Violation | None:
+        stop = self.record.get("stop")
+        return Violation.model_validate(stop) if stop else None
+
+    def dump(self, stop: Violation | None) -> dict[str, Any] | None:
+        if self.store is None:
+            return None
+        monitor = self.run._guard.monitor
+        record = dict(self.record)
+        if monitor is not None:
+            record["m"] = monitor.snapshot()
+        if stop is not None:
+            record["stop"] = stop.model_dump(mode="json")
+            record["held"] = self.guarded._lg.exit_behavior == "interrupt"
+        return record
+
+
+class _Settings:
+    """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
+
+    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "policy", "severity")
+
+    def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
+                 exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.allow_set = allow_set
+        self.exit_behavior: ExitBehavior = exit_behavior
+        self.severity: SeverityFloor = severity
+        self.ceiling = ceiling
+        self._nested: bool | None = None
+
+    def nested(self, graph: Any) -> bool:
+        """Whether the graph has subgraphs (then the guard streams their steps too).
+
+        Only then: ``subgraphs=True`` makes LangGraph stream eagerly, so a stop may land
+        one superstep later than on a flat graph.
+        """
+        if self._nested is None:
+            try:
+                self._nested = any(True for _ in graph.get_subgraphs())
+            except Exception:
+                self._nested = False
+        return self._nested
 
 
 # -- the wrapper --------------------------------------------------------------------------------
 class GuardedGraph:
-    """A compiled LangGraph graph whose runs stop at the first liveness violation.
+    """A compiled LangGraph graph whose threads stop at the first liveness violation.
 
-    ``invoke``, ``ainvoke``, ``stream`` and ``astream`` take the wrapped graph's arguments
-    and return what it returns; ``get_graph``, ``get_state``, ``get_state_history`` and any
-    other attribute are the wrapped graph's. See the module docstring for the contract.
+    ``guard(graph)`` returns an instance of a subclass of both this class and the graph's
+    own class (``CompiledStateGraph``, ``Pregel``): a Pregel whose ``stream`` / ``astream``
+    are guarded. Every public execution method of a Pregel (``invoke``, ``ainvoke``,
+    ``batch``, ``abatch``, ``stream_events``, ``astream_events``, ...) runs through them,
+    ``with_config`` returns a guarded copy, and the object can be a node of another graph
+    or the graph served from ``langgraph.json``.
     """
 
-    def __init__(
-        self,
-        graph: Any,
-        *,
-        policy: Policy,
-        allow_set: AllowSet | None = None,
-        on_violation: OnViolation = "raise",
-        severity: SeverityFloor = "hard",
-    ) -> None:
-        self._graph = graph
-        self.policy = policy
-        self.allow_set = allow_set
-        self.on_violation: OnViolation = on_violation
-        self.severity: SeverityFloor = severity
+    _lg: _Settings
 
+    def __init__(self, *args: Any, _lg: _Settings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lg = _lg
+
+    # -- the guard's settings -------------------------------------------------------------------
     @property
     def graph(self) -> Any:
         """The wrapped graph (unguarded)."""
-        return self._graph
+        return self._lg.inner
 
-    def _new_run(self, stream_mode: Any, kwargs: Mapping[str, Any]) -> _StreamRun:
-        shape = _Shape(stream_mode, getattr(self._graph, "stream_mode", "values"), kwargs)
-        run_guard = RunGuard(
-            self.policy, self.allow_set, severity=self.severity, warn=self.on_violation == "warn"
-        )
-        return _StreamRun(shape, run_guard)
+    @property
+    def policy(self) -> Policy:
+        return self._lg.policy
+
+    @property
+    def allow_set(self) -> AllowSet | None:
+        return self._lg.allow_set
+
+    @property
+    def exit_behavior(self) -> ExitBehavior:
+        return self._lg.exit_behavior
+
+    @property
+    def on_violation(self) -> str:
+        """Deprecated name of :attr:`exit_behavior`."""
+        return self._lg.exit_behavior
+
+    @property
+    def severity(self) -> SeverityFloor:
+        return self._lg.severity
+
+    def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],
+               record: dict[str, Any] | None, store: _ThreadStore | None) -> _GuardCall:
+        shape = _Shape(stream_mode, getattr(self, "stream_mode", "values"), kwargs,
+                       nested=self._lg.nested(self))
+        return _GuardCall(self, store, record, shape)
+
+    def _resume(self, call: _GuardCall, input: Any) -> tuple[Any, bool]:
+        """(input to run, run it?) for a thread the guard holds or stopped."""
+        stop = call.stop
+        if stop is None:
+            return input, True
+        decision = getattr(input, "resume", None) if call.record.get("held") else None
+        action = decision.get("action") if isinstance(decision, Mapping) else decision
+        if action in ("approve", "edit"):
+            call.record.pop("stop", None)
+            call.record.pop("held", None)
+            call.record.pop("m", None)
+            call.run = _GuardCall(self, call.store, call.record, call.run._shape).run
+            if action == "edit":
+                from langgraph.types import Command
+
+                update = decision.get("update") if isinstance(decision, Mapping) else None
+                return Command(update=update or {}), True
+            return None, True
+        if action == "reject":
+            call.record["held"] = False
+        return input, False
+
+    def _stopped(self, call: _GuardCall) -> NoProgressError | None:
+        """At once, without running a node: the saved stop of a stopped thread."""
+        stop = call.stop
+        assert stop is not None
+        if call.record.get("held"):
+            log_violation(stop, "thread held for a person: resume with Command(resume='approve'|'reject')")
+            return None
+        log_violation(stop, "thread already stopped (clear it with liveguard.clear)")
+        return NoProgressError(stop) if self._lg.exit_behavior == "error" else None
+
+    def _on_violation(self, call: _GuardCall, stop: Violation) -> tuple[Any, NoProgressError | None]:
+        """(a part to yield, an error to raise) for a violation the guard acts on."""
+        behavior = self._lg.exit_behavior
+        value = {"code": stop.code, "step": stop.step, "node": stop.node, "count": stop.count}
+        if behavior == "error":
+            return _SKIP, NoProgressError(stop)
+        if behavior == "interrupt":
+            from langgraph.types import Interrupt
+
+            part = call.run.stop_part(value)
+            interrupt = Interrupt(value={"liveguard": {**value, "options": ["approve", "reject",
+                                                                             "edit"]}},
+                                  id="liveguard")
+            return _interrupt_part(call.run._shape, interrupt) if part is not _SKIP else _SKIP, None
+        return call.run.stop_part(value), None
 
     # -- streaming ------------------------------------------------------------------------------
     def stream(
         self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
     ) -> Iterator[Any]:
-        """The wrapped graph's ``stream``, guarded; raises ``NoProgressError`` to stop it."""
-        run = self._new_run(stream_mode, kwargs)
-        inner = self._graph.stream(input, config, stream_mode=run.request, **kwargs)
-        with closing(inner):
-            for part in inner:
-                out, stop = run.process(part)
-                if out is not _SKIP:
-                    yield out
-                if stop is not None:
-                    raise NoProgressError(stop)
-            if (stop := run.finish()) is not None:
-                raise NoProgressError(stop)
+        """The graph's ``stream``, guarded; every other execution method runs through it."""
+        store = _ThreadStore.of(self, config)
+        record = _safe(store.load) if store is not None else None
+        call = self._begin(config, stream_mode, kwargs, record, store)
+        stop: Violation | None = None
+        try:
+            if call.stop is not None:
+                input, go = self._resume(call, input)
+                if not go or call.stop is not None:
+                    error = self._stopped(call)
+                    stop = call.stop
+                    if error is not None:
+                        raise error
+                    return
+            run = call.run
+            inner = super().stream(  # type: ignore[misc]
+                input, config, stream_mode=run.request, **{**kwargs, "subgraphs": run.nested}
+            )
+            with closing(inner):
+                for part in inner:
+                    out, found = run.process(part)
+                    if out is not _SKIP:
+                        yield out
+                    if found is not None and (stop := self._count(call, found)) is not None:
+                        extra, error = self._on_violation(call, stop)
+                        if extra is not _SKIP:
+                            yield extra
+                        if error is not None:
+                            raise error
+                        return
+                if (found := run.finish()) is not None:
+                    stop = found
+                    if self._lg.exit_behavior == "error":
+                        raise NoProgressError(found)
+        finally:
+            if store is not None and (value := call.dump(stop)) is not None:
+                _safe(lambda: store.save(value))
 
     async def astream(
         self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """The wrapped graph's ``astream``, guarded; raises ``NoProgressError`` to stop it."""
-        run = self._new_run(stream_mode, kwargs)
-        inner = self._graph.astream(input, config, stream_mode=run.request, **kwargs)
+        """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
+        store = _ThreadStore.of(self, config)
+        record = await _asafe(store.aload) if store is not None else None
+        call = self._begin(config, stream_mode, kwargs, record, store)
+        stop: Violation | None = None
         try:
-            async for part in inner:
-                out, stop = run.process(part)
-                if out is not _SKIP:
-                    yield out
-                if stop is not None:
-                    raise NoProgressError(stop)
-            if (stop := run.finish()) is not None:
-                raise NoProgressError(stop)
+            if call.stop is not None:
+                input, go = self._resume(call, input)
+                if not go or call.stop is not None:
+                    error = self._stopped(call)
+                    stop = call.stop
+                    if error is not None:
+                        raise error
+                    return
+            run = call.run
+            inner = super().astream(  # type: ignore[misc]
+                input, config, stream_mode=run.request, **{**kwargs, "subgraphs": run.nested}
+            )
+            try:
+                async for part in inner:
+                    out, found = run.process(part)
+                    if out is not _SKIP:
+                        yield out
+                    if found is not None and (stop := self._count(call, found)) is not None:
+                        extra, error = self._on_violation(call, stop)
+                        if extra is not _SKIP:
+                            yield extra
+                        if error is not None:
+                            raise error
+                        return
+                if (found := run.finish()) is not None:
+                    stop = found
+                    if self._lg.exit_behavior == "error":
+                        raise NoProgressError(found)
+            finally:
+                await inner.aclose()
         finally:
-            await inner.aclose()
+            if store is not None and (value := call.dump(stop)) is not None:
+                await _asafe(lambda: store.asave(value))
 
-    # -- invoke ---------------------------------------------------------------------------------
-    def _invocation(
-        self, stream_mode: str, output_keys: Any, version: str, kwargs: dict[str, Any]
-    ) -> _Invocation:
-        invocation = _Invocation(stream_mode, version)
-        kwargs["stream_mode"] = invocation.request
-        kwargs["output_keys"] = (
-            output_keys if output_keys is not None else getattr(self._graph, "output_channels", None)
-        )
-        if version != "v1":
-            kwargs["version"] = version
-        return invocation
-
-    def invoke(
-        self,
-        input: Any,
-        config: Any = None,
-        *,
-        stream_mode: str = "values",
-        output_keys: Any = None,
-        version: str = "v1",
-        **kwargs: Any,
-    ) -> Any:
-        """The wrapped graph's ``invoke``, guarded; raises ``NoProgressError`` to stop it."""
-        invocation = self._invocation(stream_mode, output_keys, version, kwargs)
-        for chunk in self.stream(input, config, **kwargs):
-            invocation.add(chunk)
-        return invocation.result()
-
-    async def ainvoke(
-        self,
-        input: Any,
-        config: Any = None,
-        *,
-        stream_mode: str = "values",
-        output_keys: Any = None,
-        version: str = "v1",
-        **kwargs: Any,
-    ) -> Any:
-        """The wrapped graph's ``ainvoke``, guarded; raises ``NoProgressError`` to stop it."""
-        invocation = self._invocation(stream_mode, output_keys, version, kwargs)
-        async for chunk in self.astream(input, config, **kwargs):
-            invocation.add(chunk)
-        return invocation.result()
-
-    # -- passthrough ----------------------------------------------------------------------------
-    def get_graph(self, *args: Any, **kwargs: Any) -> Any:
-        return self._graph.get_graph(*args, **kwargs)
-
-    def get_state(self, *args: Any, **kwargs: Any) -> Any:
-        return self._graph.get_state(*args, **kwargs)
-
-    def get_state_history(self, *args: Any, **kwargs: Any) -> Any:
-        return self._graph.get_state_history(*args, **kwargs)
-
-    def with_config(self, config: Any = None, **kwargs: Any) -> GuardedGraph:
-        """The wrapped graph's ``with_config``, guarded with the same settings."""
-        return GuardedGraph(
-            self._graph.with_config(config, **kwargs),
-            policy=self.policy,
-            allow_set=self.allow_set,
-            on_violation=self.on_violation,
-            severity=self.severity,
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_graph":  # not set yet (copy, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self._graph, name)
+    def _count(self, call: _GuardCall, found: Violation) -> Violation | None:
+        """The violation to stop on (``"continue"``: only at the ceiling)."""
+        if self._lg.exit_behavior != "continue":
+            return found
+        seen = int(call.record.get("violations", 0)) + 1
+        call.record["violations"] = seen
+        log_violation(found, f"run continues ({seen}/{self._lg.ceiling}, exit_behavior=continue)")
+        return found if seen >= self._lg.ceiling else None
 
     def __repr__(self) -> str:
-        name = getattr(self._graph, "name", type(self._graph).__name__)
-        return f"GuardedGraph({name!r}, on_violation={self.on_violation!r}, severity={self.severity!r})"
+        name = getattr(self, "name", type(self).__name__)
+        return (f"GuardedGraph({name!r}, exit_behavior={self._lg.exit_behavior!r}, "
+                f"severity={self._lg.severity!r})")
+
+
+def _interrupt_part(shape: _Shape, interrupt: Any) -> Any:
+    payload = {_INTERRUPT: (interrupt,)}
+    if shape.v2:
+        return {"type": "updates", "ns": (), "data": payload}
+    return shape.outward(None, (), "updates", payload)
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # the thread store failing never kills the graph
+        log_guard_failure(exc)
+        return None
+
+
+async def _asafe(fn: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return await fn()
+    except Exception as exc:
+        log_guard_failure(exc)
+        return None
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def _guarded_class(base: type) -> type:
+    cls = _CLASSES.get(base)
+    if cls is None:
+        cls = _CLASSES[base] = type(f"Guarded{base.__name__}", (GuardedGraph, base), {})
+    return cls
 
 
 def guard(
@@ -488,25 +728,44 @@ def guard(
     *,
     policy: Policy | None = None,
     allow_set: AllowSet | None = None,
-    on_violation: OnViolation = "raise",
+    exit_behavior: ExitBehavior | None = None,
+    on_violation: str | None = None,
     severity: SeverityFloor = "hard",
+    ceiling: int = 3,
 ) -> GuardedGraph:
-    """Wrap a compiled LangGraph graph so its runs stop at the first liveness violation.
+    """Guard a compiled LangGraph graph: its threads stop at the first liveness violation.
 
     ``policy`` defaults to :func:`default_policy` (the workflow preset, or the tool-agent
-    preset for a ``create_agent`` graph, with environment overrides). Arguments are
-    validated here: a bad policy or allow-set fails now, not mid-run.
+    preset for a ``create_agent`` graph, with environment overrides). ``exit_behavior``:
+    ``"error"`` (default), ``"end"``, ``"continue"``, ``"interrupt"`` or ``"warn"`` (see the
+    module docstring); ``on_violation`` is its deprecated name (``"raise"`` = ``"error"``).
+    Arguments are validated here: a bad policy or allow-set fails now, not mid-run.
     """
-    if on_violation not in ("raise", "warn"):
-        raise ValueError(f"on_violation must be 'raise' or 'warn', got {on_violation!r}")
+    if on_violation is not None:
+        warnings.warn("guard(on_violation=...) is deprecated; use exit_behavior=",
+                      DeprecationWarning, stacklevel=2)
+        if exit_behavior is not None:
+            raise ValueError("pass exit_behavior or on_violation, not both")
+        if on_violation not in _ALIASES:
+            raise ValueError(f"on_violation must be one of {sorted(_ALIASES)}, got {on_violation!r}")
+        exit_behavior = _ALIASES[on_violation]  # type: ignore[assignment]
+    behavior = "error" if exit_behavior is None else exit_behavior
+    if behavior not in EXIT_BEHAVIORS:
+        raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
     if severity not in ("hard", "soft"):
         raise ValueError(f"severity must be 'hard' or 'soft', got {severity!r}")
+    if ceiling < 1:
+        raise ValueError("ceiling must be at least 1")
     if isinstance(graph, GuardedGraph):
         graph = graph.graph
-    if not callable(getattr(graph, "stream", None)):
+    if not callable(getattr(graph, "stream", None)) or not hasattr(graph, "__dict__"):
         raise TypeError(f"guard() needs a compiled LangGraph graph, got {type(graph).__name__}")
     policy = default_policy(graph) if policy is None else policy
     Monitor(policy, allow_set)  # fail fast on a policy the allow-set cannot refine
-    return GuardedGraph(
-        graph, policy=policy, allow_set=allow_set, on_violation=on_violation, severity=severity
-    )
+    settings = _Settings(inner=graph, policy=policy, allow_set=allow_set,
+                         exit_behavior=behavior, severity=severity, ceiling=ceiling)
+    cls = _guarded_class(type(graph))
+    guarded: GuardedGraph = cls.__new__(cls)
+    guarded.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})
+    guarded._lg = settings
+    return guarded
