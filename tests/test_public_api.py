@@ -19,7 +19,9 @@ def test_all_is_exactly_the_public_names() -> None:
 def test_error_hierarchy_is_rooted() -> None:
     assert issubclass(errors.NoProgressError, errors.LivenessError)
     assert issubclass(errors.FingerprintError, ValueError)
-    for name in ("FingerprintError", "PolicyError", "TrajectoryReadError", "LivenessError"):
+    assert issubclass(errors.SnapshotError, ValueError)
+    for name in ("FingerprintError", "PolicyError", "TrajectoryReadError", "SnapshotError",
+                 "LivenessError"):
         assert issubclass(getattr(errors, name), errors.LiveguardError)
 
 

@@ -22,6 +22,7 @@ from liveguard.model import Expected, LevelScore, Step, Trajectory, Verdict, Vio
 from liveguard.monitor import Monitor, check_trajectory
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 from liveguard.readers.jsonl import read_jsonl
+from liveguard.threads import clear
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "build_eval_graph",
     "canonical_bytes",
     "check_trajectory",
+    "clear",
     "decide",
     "evaluate_trajectory",
     "fingerprint",

@@ -259,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     derive.add_argument("--graph-name", default=None, help="graph name (default: the module's last part)")
     derive.add_argument("-o", "--output", default=None, help="write here instead of stdout")
     derive.set_defaults(handler=_paths_derive)
+    importlib.import_module("liveguard.cli_threads").register(sub)
     return parser
 
 
