@@ -115,6 +115,7 @@ THREAD_KEY: Final = "liveguard"
 """Channel name of the record inside that checkpoint."""
 _RECORD_ID: Final = "00000000-0000-0000-0000-000000000000"
 _CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
+_RUNTIME_KEY: Final = "__pregel_runtime"
 _LIVEGUARD: Final = "__liveguard__"
 
 GUARD_ERROR: Final = "guard_error"
@@ -609,8 +610,10 @@ class GuardedGraph:
                         raise error
                     return
             run = call.run
+            control = _control(config, kwargs)
             inner = super().stream(  # type: ignore[misc]
-                input, config, stream_mode=run.request, **{**kwargs, "subgraphs": run.nested}
+                input, config, stream_mode=run.request,
+                **{**kwargs, "subgraphs": run.nested, "control": control},
             )
             with closing(inner):
                 for part in inner:
@@ -618,6 +621,7 @@ class GuardedGraph:
                     if out is not _SKIP:
                         yield out
                     if found is not None and (stop := self._count(call, found)) is not None:
+                        control.request_drain("liveguard")  # subgraphs stop at their next step
                         extra, error = self._on_violation(call, stop)
                         if extra is not _SKIP:
                             yield extra
@@ -650,8 +654,10 @@ class GuardedGraph:
                         raise error
                     return
             run = call.run
+            control = _control(config, kwargs)
             inner = super().astream(  # type: ignore[misc]
-                input, config, stream_mode=run.request, **{**kwargs, "subgraphs": run.nested}
+                input, config, stream_mode=run.request,
+                **{**kwargs, "subgraphs": run.nested, "control": control},
             )
             try:
                 async for part in inner:
@@ -659,6 +665,7 @@ class GuardedGraph:
                     if out is not _SKIP:
                         yield out
                     if found is not None and (stop := self._count(call, found)) is not None:
+                        control.request_drain("liveguard")  # subgraphs stop at their next step
                         extra, error = self._on_violation(call, stop)
                         if extra is not _SKIP:
                             yield extra
@@ -688,6 +695,24 @@ class GuardedGraph:
         name = getattr(self, "name", type(self).__name__)
         return (f"GuardedGraph({name!r}, exit_behavior={self._lg.exit_behavior!r}, "
                 f"severity={self._lg.severity!r})")
+
+
+def _control(config: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The run's ``RunControl``: the caller's, the parent graph's, or a new one.
+
+    The guard requests a drain on it when it stops the run, so a subgraph that is still
+    running (LangGraph runs it as one task of the parent) stops at its next step.
+    """
+    control = kwargs.get("control")
+    if control is not None:
+        return control
+    configurable = (config or {}).get("configurable") or {}
+    parent = getattr(configurable.get(_RUNTIME_KEY), "control", None)
+    if parent is not None:
+        return parent
+    from langgraph.runtime import RunControl
+
+    return RunControl()
 
 
 def _interrupt_part(shape: _Shape, interrupt: Any) -> Any:
