@@ -292,7 +292,8 @@ def test_a_loop_inside_a_subgraph_is_stopped() -> None:
 
 def test_a_guarded_graph_is_a_pregel_usable_as_a_node_and_with_config() -> None:
     inner = guard(ping_pong_subgraph())
-    assert isinstance(inner, Pregel) and isinstance(inner, GuardedGraph)
+    assert isinstance(inner, Pregel)
+    assert isinstance(inner, GuardedGraph)
     ran = Nodes()
     with pytest.raises(NoProgressError):
         parent_graph(inner).invoke({}, {"callbacks": [ran]})  # guarded graph as a node

@@ -576,6 +576,7 @@ def test_middleware_validates_its_arguments() -> None:
         LivenessMiddleware(exit_behavior="stop")  # type: ignore[arg-type]
     with pytest.warns(DeprecationWarning, match="on_violation"):
         assert LivenessMiddleware(on_violation="raise").exit_behavior == "error"
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="on_violation"):
+    with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(
+            ValueError, match="on_violation"):
         LivenessMiddleware(on_violation="stop")
     assert LivenessMiddleware().policy == Policy.from_env(Policy.tool_agent())

@@ -28,6 +28,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
+from pydantic import Field
 
 import liveguard
 from liveguard import NoProgressError, Policy
@@ -65,12 +66,13 @@ class RuleModel(BaseChatModel):
     After a human turn (or a person's edit) it calls ``fetch(url)``; after a failed
     ``fetch`` it calls it again (a looping agent), unless ``give_up`` is set; after any
     other tool result it answers. ``url`` can change per human turn through the turn's
-    text (``"url=<x>"``); a human turn with ``"key=<k>"`` calls ``lookup(k)`` instead. Tool call ids are derived from the number of messages, so a
+    text (``"url=<x>"``); a human turn with ``"key=<k>"`` calls ``lookup(k)`` instead.
+    Tool call ids are derived from the number of messages, so a
     replay in another process makes the same calls.
     """
 
     give_up: bool = False
-    seen: list[dict[str, Any]] = []
+    seen: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -288,7 +290,7 @@ def test_end_returns_the_stop_message_and_stays_stopped() -> None:
 def test_warn_logs_and_lets_the_thread_run(caplog: pytest.LogCaptureFixture) -> None:
     app = agent(InMemorySaver(), LivenessMiddleware(exit_behavior="warn"), give_up=False,
                 model=RuleModel(give_up=False))
-    with pytest.raises(Exception, match="[Rr]ecursion"):
+    with pytest.raises(Exception, match=r"[Rr]ecursion"):
         app.invoke(user("load it"), {**cfg("w"), "recursion_limit": 12})
     assert CALLS["fetch"] >= 4
     assert "tool_no_progress" in caplog.text

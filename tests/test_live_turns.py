@@ -157,7 +157,8 @@ def test_real_parallel_turns_are_silent_under_both_integrations(seed: int) -> No
     rng = random.Random(seed)
     DELAYS[:] = [rng.choice([0.0, 0.002, 0.004]) for _ in range(200)]
     guarded = guard(create_agent(ParallelModel(), [who, look]))
-    assert guarded.invoke({"messages": [{"role": "user", "content": "go"}]})["messages"][-1].content == "all done"
+    final = guarded.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert final["messages"][-1].content == "all done"
     middleware = create_agent(ParallelModel(), [who, look], checkpointer=InMemorySaver(),
                               middleware=[LivenessMiddleware()])
     result = middleware.invoke({"messages": [{"role": "user", "content": "go"}]},

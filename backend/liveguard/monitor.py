@@ -11,8 +11,9 @@ Parallel tool turns
     The Monitor holds those tool steps until the turn is complete (or the next tool-call
     request, or ``finish``, closes it short; message and contentless steps in between,
     such as hook nodes, are observed as usual), then hands them to the rules sorted by
-    (tool, digest), giving them the turn's step indices in that order. So the rules never see the order in which parallel
-    calls happened to finish. A tool step with no request before it is a turn of one.
+    (tool, digest), giving them the turn's step indices in that order. So the rules never
+    see the order in which parallel calls happened to finish. A tool step with no request
+    before it is a turn of one.
 
 Thread state
     ``snapshot()`` returns the Monitor's bounded state as a small, versioned, JSON-able
@@ -168,7 +169,7 @@ class Monitor:
         if version != SNAPSHOT_VERSION:
             raise SnapshotError(f"snapshot version {version!r}; this liveguard reads {SNAPSHOT_VERSION}")
         try:
-            strings = list(snapshot["s"])
+            strings: list[str] = [str(text) for text in snapshot["s"]]
 
             def unpack(i: int) -> str:
                 return strings[i]
@@ -198,7 +199,7 @@ class Monitor:
         return found
 
     def digest(self, step: Step) -> str:
-        """The content digest the rules compare for ``step`` (a violation's ``digest`` prefixes it)."""
+        """The digest the rules compare for ``step`` (a violation's ``digest`` prefixes it)."""
         return self._observation(step, self._index).key
 
     def _observation(self, step: Step, index: int) -> Observation:

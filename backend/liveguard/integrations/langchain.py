@@ -669,7 +669,9 @@ def _last_turn(messages: list[Any]) -> tuple[str, list[tuple[Mapping[str, Any], 
             calls = message.tool_calls
             if not calls:
                 return None
-            pairs = [(c, answers[c["id"]]) for c in calls if c.get("id") in answers]
+            pairs: list[tuple[Mapping[str, Any], ToolMessage]] = [
+                (c, answers[c["id"]]) for c in calls if c["id"] is not None and c["id"] in answers
+            ]
             if not pairs:
                 return None
             marker = f"{message.id}|{calls[0].get('id')}|{len(pairs)}"

@@ -261,7 +261,8 @@ class _Shape:
     """What the caller asked to see, and what the guard asks the graph for.
 
     The guard streams with ``"updates"`` and, when the graph has subgraphs, with
-    ``subgraphs=True`` (so subgraph steps reach the Monitor) and gives the caller back exactly the parts, in exactly the shape,
+    ``subgraphs=True`` (so subgraph steps reach the Monitor) and gives the caller back
+    exactly the parts, in exactly the shape,
     it asked for.
     """
 
@@ -570,7 +571,7 @@ class GuardedGraph:
         stop = call.stop
         assert stop is not None
         if call.record.get("held"):
-            log_violation(stop, "thread held for a person: resume with Command(resume='approve'|'reject')")
+            log_violation(stop, "thread held: resume with Command(resume='approve'|'reject')")
             return None
         log_violation(stop, "thread already stopped (clear it with liveguard.clear)")
         return NoProgressError(stop) if self._lg.exit_behavior == "error" else None
@@ -790,7 +791,7 @@ def guard(
     settings = _Settings(inner=graph, policy=policy, allow_set=allow_set,
                          exit_behavior=behavior, severity=severity, ceiling=ceiling)
     cls = _guarded_class(type(graph))
-    guarded: GuardedGraph = cls.__new__(cls)
+    guarded: GuardedGraph = object.__new__(cls)
     guarded.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})
     guarded._lg = settings
     return guarded

@@ -2,9 +2,9 @@
 
 A rule is a small object with ``observe(obs) -> list[Violation] | None``,
 ``finish() -> list[Violation] | None`` and, for thread-level liveness, ``snapshot(pack)``
-/ ``restore(data, unpack)`` of its bounded state as plain JSON-able lists (strings are
-interned by the Monitor: ``pack(text) -> int``, ``unpack(int) -> text``). The Monitor computes one :class:`Observation`
-per step (digests included) and hands it to each rule in turn: a trivial loop,
+/ ``restore(data, unpack)`` of its bounded state as plain JSON-able lists (strings
+are interned by the Monitor: ``pack(text) -> int``, ``unpack(int) -> text``). The
+Monitor computes one :class:`Observation` per step (digests included) and hands it to each rule in turn: a trivial loop,
 like a structlog processor chain. Rules keep only bounded windows of digests.
 """
 
