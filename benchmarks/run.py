@@ -404,6 +404,14 @@ def print_scale(s: dict[str, Any]) -> None:
         )
 
 
+def live_section(repeats: int) -> int:
+    """The live guards' cost per step and their thread record (``benchmarks/live.py``)."""
+    from live import live_bench, print_live
+
+    print_live(live_bench(repeats))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="liveguard cost benchmark (a report).")
     parser.add_argument("--repeats", type=int, default=15, help="timed repeats per contender")
@@ -412,7 +420,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--pure", action="store_true", help="force the pure-Python path even if _canon is built"
     )
+    parser.add_argument("--live", action="store_true", help="only the live guards' section")
     args = parser.parse_args(argv)
+    if args.live:
+        return live_section(args.repeats)
     began = time.perf_counter()
 
     built = FP_MODULE._native is not None
@@ -481,6 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nsummary ({label})")
     for title, ok, figure in checks:
         print(f"  {'PASS' if ok else 'MISS'}  {title:<50} {figure}")
+    live_section(max(5, args.repeats // 3))
     elapsed = time.perf_counter() - began
     print(f"\nelapsed {elapsed:.1f} s")
 

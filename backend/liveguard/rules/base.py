@@ -4,20 +4,49 @@ A rule is a small object with ``observe(obs) -> list[Violation] | None``,
 ``finish() -> list[Violation] | None`` and, for thread-level liveness, ``snapshot(pack)``
 / ``restore(data, unpack)`` of its bounded state as plain JSON-able lists (strings
 are interned by the Monitor: ``pack(text) -> int``, ``unpack(int) -> text``). The
-Monitor computes one :class:`Observation` per step (digests included) and hands it to each rule in turn: a trivial loop,
-like a structlog processor chain. Rules keep only bounded windows of digests.
+Monitor computes one :class:`Observation` per step (digests included) and hands it to
+each rule in turn: a trivial loop, like a structlog processor chain. Rules keep only
+bounded windows of digests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Protocol, TypeVar
 
 from liveguard.model import Violation
 
 __all__ = [
-    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "Unpack", "prefix",
+    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "Unpack", "Window",
+    "prefix",
 ]
+
+_T = TypeVar("_T")
+
+
+class Window(list[_T]):
+    """A bounded FIFO window: a list that drops its oldest item when full.
+
+    Rules' windows are short (6 to 24 items); a list this size takes a few hundred bytes
+    where a ``deque`` takes a 64-slot block (~760 B) whatever its length, which is most of
+    a Monitor's memory.
+    """
+
+    __slots__ = ("maxlen",)
+
+    def __init__(self, maxlen: int, items: Iterable[_T] = ()) -> None:
+        super().__init__()
+        self.maxlen = maxlen
+        for item in items:
+            self.append(item)
+
+    def append(self, item: _T) -> None:
+        if len(self) >= self.maxlen:
+            del self[0]
+        list.append(self, item)
+
+    def popleft(self) -> _T:
+        return self.pop(0)
 
 Pack = Callable[[str], int]
 """Interns a string for a snapshot: the same text always gets the same small int."""

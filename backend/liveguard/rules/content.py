@@ -6,12 +6,11 @@ Keys pair the node with the digest, so two nodes saying "OK" are not a repeat.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, prefix
+from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, Window, prefix
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -78,7 +77,7 @@ class RepeatedContent:
 
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
-        self._window: deque[tuple[tuple[str, str], int]] = deque(maxlen=policy.repeat_window)
+        self._window: Window[tuple[tuple[str, str], int]] = Window(policy.repeat_window)
         self._counts: dict[tuple[str, str], int] = {}
 
     def observe(self, obs: Observation) -> list[Violation] | None:
@@ -146,7 +145,7 @@ class ContentCycle:
         self._policy = policy
         self._periods = sorted(policy.cycle_periods)
         self._max = self._periods[-1]
-        self._history: deque[tuple[str, str, int, str | None, int]] = deque(maxlen=self._max)
+        self._history: Window[tuple[str, str, int, str | None, int]] = Window(self._max)
         self._match = dict.fromkeys(range(1, self._max + 1), 0)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
@@ -168,7 +167,7 @@ class ContentCycle:
                 break  # a shorter period explains it (period 1 is a stall/repeat)
             repeats = self._repeats_needed(p)
             if repeats is not None and match[p] == p * (repeats - 1):
-                block = list(history)[-p:]
+                block = history[-p:]
                 fired = [
                     Violation(
                         code=self.code,
@@ -191,7 +190,7 @@ class ContentCycle:
     def _repeats_needed(self, period: int) -> int | None:
         """Repetitions a block of this period must show; None when a tool in it is exempt."""
         needed = self._policy.cycle_repeats
-        block = list(self._history)[-period:]
+        block = self._history[-period:]
         for _, _, kind, tool, _ in block:
             if kind == MESSAGE:
                 continue

@@ -8,11 +8,10 @@ and the set of tool names seen before them.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from liveguard.model import Violation
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack, Window
 
 __all__ = ["ToolEntropyCollapse"]
 
@@ -25,7 +24,7 @@ class ToolEntropyCollapse:
             raise ValueError("recent and min_start_tools must be >= 1")
         self._recent = recent
         self._min_start = min_start_tools
-        self._tail: deque[tuple[int, str, str]] = deque(maxlen=recent)
+        self._tail: Window[tuple[int, str, str]] = Window(recent)
         self._start: set[str] = set()
         self._calls = 0
 
@@ -60,5 +59,6 @@ class ToolEntropyCollapse:
     def restore(self, data: Any, unpack: Unpack) -> None:
         tail, start, self._calls = data
         self._tail.clear()
-        self._tail.extend((index, unpack(node), unpack(tool)) for index, node, tool in tail)
+        for index, node, tool in tail:
+            self._tail.append((index, unpack(node), unpack(tool)))
         self._start = {unpack(tool) for tool in start}

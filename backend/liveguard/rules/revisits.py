@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation, Pack, Unpack
+from liveguard.rules.base import Observation, Pack, Unpack, Window
 
 __all__ = ["NodeRevisits"]
 
@@ -23,7 +22,7 @@ class NodeRevisits:
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        self._window: deque[str] = deque(maxlen=policy.window)
+        self._window: Window[str] = Window(policy.window)
         self._counts: dict[str, int] = {}
         self._limits: dict[str, int | None] = {}
 

@@ -9,12 +9,11 @@ threshold and window below reads exactly as "tool steps".
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack, prefix
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack, Window, prefix
 
 __all__ = ["ToolNoProgress"]
 
@@ -53,7 +52,7 @@ class ToolNoProgress:
         self._policy = policy
         self._widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
         # (turn, signature, step index, counted): one entry per distinct signature per turn
-        self._entries: deque[tuple[int, str, int, bool]] = deque(maxlen=_MAX_ENTRIES)
+        self._entries: Window[tuple[int, str, int, bool]] = Window(_MAX_ENTRIES)
         self._turn: list[Observation] = []
         self._turns = 0
 
@@ -122,7 +121,8 @@ class ToolNoProgress:
     def restore(self, data: Any, unpack: Unpack) -> None:
         self._turns, entries, turn = data
         self._entries.clear()
-        self._entries.extend((t, unpack(sig), index, bool(c)) for t, sig, index, c in entries)
+        for t, sig, index, c in entries:
+            self._entries.append((t, unpack(sig), index, bool(c)))
         self._turn = [Observation.unpack(obs, unpack) for obs in turn]
         for obs in self._turn:
             obs.last = False

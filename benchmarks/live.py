@@ -1,0 +1,161 @@
+"""The live guards' cost: ``benchmarks/run.py --live`` (and the last section of ``make bench``).
+
+* ``guard()``: a ``create_agent`` run of 20 tool turns (scripted model, real tool), guarded
+  vs unguarded, per step; and the same with an InMemorySaver thread (the guard then
+  reads and writes its thread record once per call).
+* ``LivenessMiddleware``: the same agent with the middleware vs with a no-op middleware
+  that has the same hooks (``wrap_model_call``, ``wrap_tool_call``, ``after_model``).
+* The thread record: ``Monitor.snapshot()`` as JSON after 200 steps, the middleware's
+  saved state after the run, one Monitor's memory, and the guard's cost per resume
+  (load + save of the record) on InMemorySaver and on SqliteSaver on a file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TURNS = 20
+
+
+def _agent(middleware: list[Any], saver: Any = None) -> Any:
+    sys.path.insert(0, str(ROOT))
+    from graphs._scripted import ScriptedChatModel
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, ToolCall
+    from langchain_core.tools import tool
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    script = [AIMessage(content="", tool_calls=[ToolCall(name="lookup", args={"key": f"k{i}"},
+                                                         id=f"c{i}")]) for i in range(TURNS)]
+    script.append(AIMessage(content="done"))
+    return create_agent(ScriptedChatModel(script=tuple(script)), [lookup],
+                        middleware=middleware, checkpointer=saver)
+
+
+def _noop() -> Any:
+    from langchain.agents.middleware import AgentMiddleware
+
+    class NoOp(AgentMiddleware[Any, Any, Any]):
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            return handler(request)
+
+        def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            return handler(request)
+
+        def after_model(self, state: Any, runtime: Any) -> None:
+            return None
+
+    return NoOp()
+
+
+def _median_ns(fns: Mapping[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    times: dict[str, list[int]] = {k: [] for k in fns}
+    names = list(fns)
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            start = time.perf_counter_ns()
+            fns[name]()
+            times[name].append(time.perf_counter_ns() - start)
+    return {k: median(v) for k, v in times.items()}
+
+
+def live_bench(repeats: int) -> dict[str, Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from liveguard import Monitor, Policy, Step
+    from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
+    from liveguard.integrations.langgraph import _ThreadStore, guard
+
+    inputs = {"messages": [{"role": "user", "content": "go"}]}
+    steps = 2 * TURNS + 1
+    plain = _agent([])
+    guarded = guard(_agent([]))
+    saver = InMemorySaver()
+    plain_t, guarded_t = _agent([], saver), guard(_agent([], saver))
+    counter = iter(range(10**9))
+
+    def thread() -> dict[str, Any]:
+        return {"configurable": {"thread_id": f"t{next(counter)}"}}
+
+    g = _median_ns({
+        "unguarded": lambda: plain.invoke(inputs),
+        "guard": lambda: guarded.invoke(inputs),
+        "unguarded+saver": lambda: plain_t.invoke(inputs, thread()),
+        "guard+saver": lambda: guarded_t.invoke(inputs, thread()),
+    }, repeats)
+    noop, live = _agent([_noop()]), _agent([LivenessMiddleware()])
+    m = _median_ns({"noop": lambda: noop.invoke(inputs), "liveness": lambda: live.invoke(inputs)},
+                   repeats)
+
+    # the thread record
+    monitor = Monitor(Policy.tool_agent())
+    for i in range(100):
+        monitor.observe(Step(node="model", output={"tool_calls": [
+            {"name": "run_sql", "args": {"q": f"select {i}"}, "id": f"c{i}"}]}))
+        monitor.observe(Step(node="tools", tool="run_sql", args={"q": f"select {i}"},
+                             result=f"{i} rows"))
+    snapshot = len(json.dumps(monitor.snapshot(), separators=(",", ":")))
+    live_saved = _agent([LivenessMiddleware()], InMemorySaver())
+    cfg = {"configurable": {"thread_id": "size"}}
+    live_saved.invoke(inputs, cfg)
+    state = len(json.dumps(live_saved.get_state(cfg).values[STATE_KEY], separators=(",", ":")))
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    monitors = [Monitor(Policy.tool_agent()) for _ in range(50)]
+    for mon in monitors:
+        for i in range(100):
+            mon.observe(Step(node="model", output={"tool_calls": [
+                {"name": "run_sql", "args": {"q": f"select {i}"}, "id": f"c{i}"}]}))
+            mon.observe(Step(node="tools", tool="run_sql", args={"q": f"select {i}"},
+                             result=f"{i} rows"))
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    memory = sum(s.size_diff for s in after.compare_to(before, "filename")) / len(monitors)
+
+    resume: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(Path(tmp) / "bench.sqlite", check_same_thread=False)
+        for name, store_saver in (("memory", InMemorySaver()), ("sqlite", SqliteSaver(conn))):
+            app = guard(_agent([], store_saver))
+            store = _ThreadStore.of(app, cfg)
+            assert store is not None
+            value = {"m": monitor.snapshot()}
+            store.save(value)
+            resume[name] = _median_ns({"io": lambda s=store, v=value: (s.load(), s.save(v))},
+                                      max(repeats, 20))["io"]
+        conn.close()
+    return {"steps": steps, "guard": g, "middleware": m, "snapshot_bytes": snapshot,
+            "middleware_state_bytes": state, "monitor_bytes": memory, "resume_ns": resume}
+
+
+def print_live(r: dict[str, Any]) -> None:
+    g, m, n = r["guard"], r["middleware"], r["steps"]
+    print(f"\nlive guards: create_agent, {TURNS} tool turns ({n} graph steps per run), median")
+    print(f"  unguarded       {g['unguarded'] / n / 1e3:8.1f} us/step")
+    print(f"  guard()         {g['guard'] / n / 1e3:8.1f} us/step   "
+          f"{g['guard'] / g['unguarded']:.3f}x unguarded")
+    print(f"  unguarded+saver {g['unguarded+saver'] / n / 1e3:8.1f} us/step")
+    print(f"  guard()+saver   {g['guard+saver'] / n / 1e3:8.1f} us/step   "
+          f"{g['guard+saver'] / g['unguarded+saver']:.3f}x (thread record read + written once)")
+    print(f"  no-op middleware{m['noop'] / n / 1e3:8.1f} us/step")
+    print(f"  Liveness mw     {m['liveness'] / n / 1e3:8.1f} us/step   "
+          f"{m['liveness'] / m['noop']:.3f}x the no-op middleware")
+    print(f"  snapshot: {r['snapshot_bytes']} B JSON after 200 steps; middleware state "
+          f"{r['middleware_state_bytes']} B after the run; one Monitor {r['monitor_bytes'] / 1024:.1f} KiB")
+    print("  guard() cost per resume (record load + save): " + ", ".join(
+        f"{k} {v / 1e3:.0f} us" for k, v in r["resume_ns"].items()))
