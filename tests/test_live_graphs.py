@@ -225,9 +225,15 @@ def test_end_and_interrupt_behaviours(sqlite_file: SqliteSaver) -> None:
     again = held.invoke(Command(resume="approve"), cfg("held", ran))
     assert again["__interrupt__"]  # approved: it ran on, and paused at the next repeat
     assert ran.names == ["poll", "poll"]
+    edited = Nodes()
+    out = held.invoke(Command(resume={"action": "edit", "update": {"summary": "inbox: reply"}}),
+                      cfg("held", edited))
+    assert edited.names[:1] == ["poll"]  # the person's update applied, and the run went on
+    assert out["__interrupt__"]
     rejected = Nodes()
     held.invoke(Command(resume="reject"), cfg("held", rejected))
     assert rejected.names == []
+    assert held.invoke(Command(resume="approve"), cfg("held")) is None  # rejected: stays stopped
 
 
 # ------------------------------------------------------------------------------------ subgraphs

@@ -605,8 +605,7 @@ class GuardedGraph:
             if call.stop is not None:
                 input, go = self._resume(call, input)
                 if not go or call.stop is not None:
-                    error = self._stopped(call)
-                    stop = call.stop
+                    error = self._stopped(call)  # the record keeps its stop as it is
                     if error is not None:
                         raise error
                     return
@@ -649,8 +648,7 @@ class GuardedGraph:
             if call.stop is not None:
                 input, go = self._resume(call, input)
                 if not go or call.stop is not None:
-                    error = self._stopped(call)
-                    stop = call.stop
+                    error = self._stopped(call)  # the record keeps its stop as it is
                     if error is not None:
                         raise error
                     return
