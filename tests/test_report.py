@@ -30,9 +30,9 @@ from liveguard.allowset import END, START, AllowSet, load_allowsets
 from liveguard.gate import GateDecision, decide
 from liveguard.model import Verdict
 from liveguard.report import COLORS, ReportRun, render_report
+from prereq import require_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1280, 2400
 
 
@@ -359,15 +359,11 @@ def test_png_decoder_roundtrip() -> None:
 # -- headless Chromium ---------------------------------------------------------------------------
 def chromium(tmp_path: Path, *args: str) -> bytes:
     """Run headless Chromium (bounded, own process group); return its stdout."""
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the report's render test needs Debian's chromium package "
-            "(.ci/run installs it; locally: apt-get update && apt-get install -y chromium)"
-        )
+    browser = require_chromium()  # skips loudly outside CI; fails under CI=true
     profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=tmp_path)
     home = tempfile.mkdtemp(prefix="home-", dir=tmp_path)
     cmd = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        str(browser), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
         "--hide-scrollbars", "--force-device-scale-factor=1", *args,

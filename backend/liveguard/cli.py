@@ -7,9 +7,10 @@ Commands:
   report PATH... -o FILE    a self-contained HTML report
   paths check FILE...       static checks of allow-sets
   paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
+                            (--check FILE: diff against a checked-in allow-set instead)
 
-Exit status: 0 done; 1 ``score --strict`` with a failing run or ``paths check`` with an
-error finding; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
+Exit status: 0 done; 1 ``score --strict`` with a failing run, ``paths check`` with an
+error finding or ``paths derive --check`` with a difference; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
 """
 
 from __future__ import annotations
@@ -257,7 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
     derive = paths_sub.add_parser("derive", help="allow-set YAML from a compiled LangGraph graph")
     derive.add_argument("target", metavar="MODULE:ATTR")
     derive.add_argument("--graph-name", default=None, help="graph name (default: the module's last part)")
-    derive.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    derive_out = derive.add_mutually_exclusive_group()
+    derive_out.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    derive_out.add_argument(
+        "--check", default=None, metavar="FILE",
+        help="compare the derived transitions with an allow-set file; exit 1 on a difference",
+    )
     derive.set_defaults(handler=_paths_derive)
     return parser
 
@@ -301,6 +307,8 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
     transitions, warnings = derive_transitions(target)
     for warning in warnings:
         print(f"liveguard: warning: {warning}", file=sys.stderr)
+    if args.check:
+        return _paths_derive_check(args.check, transitions, out)
     name = args.graph_name or module_name.rsplit(".", 1)[-1]
     text = yaml.safe_dump(
         {"graph": name, "transitions": transitions}, sort_keys=False, default_flow_style=None
@@ -309,6 +317,27 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
+    return EXIT_OK
+
+
+def _paths_derive_check(path: str, derived: dict[str, list[str]], out: TextIO) -> int:
+    """Diff derived transitions against a checked-in allow-set; the file is only read.
+
+    ``-`` lines are hops the file allows but the graph no longer has; ``+`` lines are hops
+    the graph has but the file does not allow. ``limits``, ``tools`` and ``description``
+    are not compared.
+    """
+    existing = load_allowset(path)  # AllowSetError -> exit 2 in main()
+    have = {(s, t) for s, targets in existing.transitions.items() for t in targets}
+    want = {(s, t) for s, targets in derived.items() for t in targets}
+    for sign, edges in (("-", have - want), ("+", want - have)):
+        for source, target in sorted(edges):
+            out.write(f"{path}: {sign} {source} -> {target}\n")
+    if have != want:
+        out.write(f"{path}: differs from the graph ({len(have - want)} hops only in the file, "
+                  f"{len(want - have)} only in the graph)\n")
+        return EXIT_FAILED
+    out.write(f"{path}: transitions match the graph ({len(want)} hops)\n")
     return EXIT_OK
 
 
