@@ -1,7 +1,7 @@
 # liveguard: the README's commands. Everything runs inside .venv.
 PY ?= python3
 # The tests of the fingerprint path, re-run with the C accelerator off by `make test-pure`.
-PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_native.py tests/test_monitor.py tests/test_messages.py
+PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py tests/test_monitor.py
 VENV := .venv
 BIN := $(VENV)/bin
 
@@ -16,7 +16,8 @@ $(BIN)/liveguard: pyproject.toml setup.py constraints.txt backend/liveguard/_can
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
-	@$(BIN)/python -c 'import liveguard.fingerprint as f; print("liveguard: C accelerator", "built" if f._native else "NOT built (no C compiler?): pure-Python fingerprints")'
+	@$(BIN)/python -c 'import importlib; f = importlib.import_module("liveguard.fingerprint"); \
+	  print("liveguard: C accelerator", "built" if f._native else "NOT built (no C compiler?): pure-Python fingerprints")'
 	@touch $@
 
 # Headless Chromium for the report's render test (tests/test_report.py). Installed from Debian

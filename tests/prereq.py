@@ -20,12 +20,12 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
-def missing(what: str, hint: str) -> None:
-    """Fail under CI=true, else skip with a reason that says what to install."""
+def missing(what: str, hint: str, *, module: bool = False) -> None:
+    """Fail under CI=true, else skip (the test, or the whole ``module``) saying what to install."""
     message = f"{what} is missing: {hint}"
     if in_ci():
-        pytest.fail(f"{message} (CI=true: a missing prerequisite fails, it never skips)")
-    pytest.skip(f"SKIPPED, NOT TESTED: {message}")
+        pytest.fail(f"{message} (CI=true: a missing prerequisite fails, it never skips)", pytrace=False)
+    pytest.skip(f"SKIPPED, NOT TESTED: {message}", allow_module_level=module)
 
 
 def find_chromium() -> Path | None:

@@ -41,5 +41,6 @@ def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test-pure" in ci
     assert "LIVEGUARD_NO_CANON=1" in makefile
-    assert "apt-get install" in makefile and "apt-get update" in makefile
+    assert "apt-get install" in makefile
+    assert "apt-get update" in makefile
     assert "apt-get" not in ci  # the browser is make install's job, so a fresh machine gets it too

@@ -7,10 +7,9 @@ Commands:
   report PATH... -o FILE    a self-contained HTML report
   paths check FILE...       static checks of allow-sets
   paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
-                            (--check FILE: diff against a checked-in allow-set instead)
 
-Exit status: 0 done; 1 ``score --strict`` with a failing run, ``paths check`` with an
-error finding or ``paths derive --check`` with a difference; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
+Exit status: 0 done; 1 ``score --strict`` with a failing run or ``paths check`` with an
+error finding; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
 """
 
 from __future__ import annotations
