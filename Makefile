@@ -1,7 +1,8 @@
 # liveguard: the README's commands. Everything runs inside .venv.
 PY ?= python3
 # The tests of the fingerprint path, re-run with the C accelerator off by `make test-pure`.
-PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py tests/test_monitor.py
+PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
+  tests/test_messages.py tests/test_monitor.py tests/test_stream_reader.py tests/test_golden_datasets.py
 VENV := .venv
 BIN := $(VENV)/bin
 

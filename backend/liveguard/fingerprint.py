@@ -46,6 +46,7 @@ import orjson
 import xxhash
 
 from liveguard.errors import FingerprintError
+from liveguard.messages import is_message_shaped
 
 NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
 """Set to ``1`` to switch the C accelerator off (read once, at import): the pure-Python path."""
@@ -113,20 +114,6 @@ if _native is not None:
     # Decline, and _convert's _Unsupported (raised through the extension's callback). Any
     # other exception is a real error and propagates.
     _DECLINE = (_native.Decline, _Unsupported)
-
-
-def _is_message_shaped(d: Mapping[Any, Any]) -> bool:
-    """OpenAI/LangChain message dicts, content blocks and tool-call dicts.
-
-    Their ids and provider metadata are volatile; elsewhere an ``id`` is data.
-    """
-    if "role" in d or "tool_call_id" in d:
-        return True
-    if "name" in d and ("args" in d or "arguments" in d):
-        return True
-    if "function" in d and "type" in d:
-        return True
-    return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
 
 
 _IS_MESSAGE: dict[type, bool] = {}
@@ -331,7 +318,7 @@ class Fingerprinter:
     def _fast_dict(self, d: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         if depth >= MAX_DEPTH:
             raise _Declined
-        drop = self._ignore_msg if _is_message_shaped(d) else self._ignore
+        drop = self._ignore_msg if is_message_shaped(d) else self._ignore
         out: dict[str, Any] = {}
         origins: dict[str, str] | None = None
         for key, value in d.items():
@@ -372,7 +359,7 @@ class Fingerprinter:
     def _walk_dict(self, d: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str, Any]:
         ident = self._enter(d, active)
         drop = self._ignore
-        if _is_message_shaped(d):
+        if is_message_shaped(d):
             drop = drop | MESSAGE_VOLATILE_KEYS
         out: dict[str, Any] = {}
         origins: dict[str, str] = {}

@@ -82,7 +82,8 @@ import functools
 import importlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,7 @@ import orjson
 from pydantic import ValidationError
 
 from liveguard.errors import TrajectoryReadError
+from liveguard.messages import field, is_tool_message, tool_step
 from liveguard.model import Expected, Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 
@@ -328,7 +330,7 @@ class _Run:
     start: float
     dotted_order: str
     session_id: str | None
-    children: list[_Run] = field(default_factory=list)
+    children: list[_Run] = dc_field(default_factory=list)
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -355,12 +357,6 @@ class _Run:
         return (-1 if step is None else step, self.start, self.dotted_order)
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
 def _timestamp(value: Any) -> float:
     """Seconds since the epoch; ``inf`` (sorts last) when missing or unreadable."""
     if isinstance(value, str):
@@ -377,17 +373,17 @@ def _timestamp(value: Any) -> float:
 
 
 def _run_id(obj: Any) -> str | None:
-    ident = _get(obj, "id")
+    ident = field(obj, "id")
     return str(ident) if ident is not None and str(ident) else None
 
 
 def _status_of(obj: Any, error: str | None) -> str | None:
-    status = _get(obj, "status")
+    status = field(obj, "status")
     if isinstance(status, str) and status:
         return status
     if error:
         return "error"
-    if _get(obj, "end_time") is not None:
+    if field(obj, "end_time") is not None:
         return "success"
     return None
 
@@ -412,14 +408,14 @@ def _normalize(obj: Any, adopted: Mapping[str, list[Any]], depth: int, seen: set
         raise _OddRunError(f"run {ident} appears twice in the tree (a cycle?)")
     seen.add(ident)
     where = f"run {ident}: " if depth else ""
-    extra = _to_json(_get(obj, "extra")) or {}
+    extra = _to_json(field(obj, "extra")) or {}
     if not isinstance(extra, dict):
         raise _OddRunError(f"{where}extra is {type(extra).__name__}, not an object")
-    error = _get(obj, "error")
+    error = field(obj, "error")
     error = None if error is None else str(error)
-    name, run_type = _get(obj, "name"), _get(obj, "run_type")
-    session = _get(obj, "session_id")
-    children_in = _get(obj, "child_runs") or []
+    name, run_type = field(obj, "name"), field(obj, "run_type")
+    session = field(obj, "session_id")
+    children_in = field(obj, "child_runs") or []
     if not isinstance(children_in, list | tuple):
         raise _OddRunError(f"{where}child_runs is {type(children_in).__name__}, not a list")
     children = list(children_in) + list(adopted.get(ident, ()))
@@ -428,12 +424,12 @@ def _normalize(obj: Any, adopted: Mapping[str, list[Any]], depth: int, seen: set
         name=name if isinstance(name, str) else "",
         run_type=run_type if isinstance(run_type, str) else "",
         extra=extra,
-        inputs=_to_json(_get(obj, "inputs")),
-        outputs=_to_json(_get(obj, "outputs")),
+        inputs=_to_json(field(obj, "inputs")),
+        outputs=_to_json(field(obj, "outputs")),
         error=error,
         status=_status_of(obj, error),
-        start=_timestamp(_get(obj, "start_time")),
-        dotted_order=str(_get(obj, "dotted_order") or ""),
+        start=_timestamp(field(obj, "start_time")),
+        dotted_order=str(field(obj, "dotted_order") or ""),
         session_id=None if session is None else str(session),
     )
     known: set[str] = set()
@@ -509,7 +505,7 @@ def _message_content(value: Any) -> tuple[Any, bool]:
     if isinstance(value, Mapping):
         kwargs = _lc_constructor(value)
         message = kwargs if kwargs is not None else value
-        if "content" in message and ("tool_call_id" in message or message.get("type") == "tool"):
+        if "content" in message and is_tool_message(message):
             return message.get("content"), message.get("status") == "error"
     return value, False
 
@@ -572,11 +568,8 @@ class _TreeReader:
             result, failed = _message_content(outputs["output"])
             if _is_command(result):
                 result = result.get("update")
-        error = _error_text(tool.error)
-        if error is None and failed:
-            error = result
-        return Step(node=name, tool=tool.name or "unknown_tool", args=_tool_args(tool),
-                    result=result, error=error)
+        return tool_step(name, tool.name, _tool_args(tool), result, failed=failed,
+                         error=_error_text(tool.error))
 
 
 def _tool_messages(update: Any) -> list[Mapping[str, Any]]:
@@ -587,8 +580,7 @@ def _tool_messages(update: Any) -> list[Mapping[str, Any]]:
             continue
         messages = item.get("messages")
         messages = messages if isinstance(messages, list) else [messages]
-        found += [m for m in messages if isinstance(m, Mapping) and (
-            m.get("tool_call_id") is not None or m.get("type") == "tool" or m.get("role") == "tool")]
+        found += [m for m in messages if isinstance(m, Mapping) and is_tool_message(m)]
     return found
 
 
@@ -761,26 +753,26 @@ def run_to_dict(run: Any) -> dict[str, Any]:
     Payloads are serialized with the LangSmith client's serializer; ``serialized`` (the
     object that ran) is left out, as LangSmith's run reads leave it out.
     """
-    error = _get(run, "error")
+    error = field(run, "error")
     data: dict[str, Any] = {
         "id": _run_id(run),
-        "name": _get(run, "name"),
-        "run_type": _get(run, "run_type"),
-        "start_time": _to_json(_get(run, "start_time")),
-        "end_time": _to_json(_get(run, "end_time")),
+        "name": field(run, "name"),
+        "run_type": field(run, "run_type"),
+        "start_time": _to_json(field(run, "start_time")),
+        "end_time": _to_json(field(run, "end_time")),
         "status": _status_of(run, None if error is None else str(error)),
         "error": error,
-        "extra": _to_json(_get(run, "extra")),
-        "inputs": _to_json(_get(run, "inputs")),
-        "outputs": _to_json(_get(run, "outputs")),
-        "events": _to_json(_get(run, "events")),
-        "tags": _to_json(_get(run, "tags")),
-        "parent_run_id": _to_json(_get(run, "parent_run_id")),
-        "trace_id": _to_json(_get(run, "trace_id")),
-        "dotted_order": _get(run, "dotted_order"),
-        "session_id": _to_json(_get(run, "session_id")),
+        "extra": _to_json(field(run, "extra")),
+        "inputs": _to_json(field(run, "inputs")),
+        "outputs": _to_json(field(run, "outputs")),
+        "events": _to_json(field(run, "events")),
+        "tags": _to_json(field(run, "tags")),
+        "parent_run_id": _to_json(field(run, "parent_run_id")),
+        "trace_id": _to_json(field(run, "trace_id")),
+        "dotted_order": field(run, "dotted_order"),
+        "session_id": _to_json(field(run, "session_id")),
     }
-    data["child_runs"] = [run_to_dict(child) for child in (_get(run, "child_runs") or [])]
+    data["child_runs"] = [run_to_dict(child) for child in (field(run, "child_runs") or [])]
     return data
 
 
@@ -979,7 +971,7 @@ def list_project_trajectories(
     for root in roots:
         run_id = _source_of(root)
         try:
-            tree = _call_quietly(client.read_run, _get(root, "id"), load_child_runs=True)
+            tree = _call_quietly(client.read_run, field(root, "id"), load_child_runs=True)
         except Exception as exc:
             yield TrajectoryReadError(run_id, f"cannot read run: {type(exc).__name__}: {exc}")
             continue
