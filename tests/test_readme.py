@@ -44,3 +44,12 @@ def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser() -> None:
     assert "apt-get install" in makefile
     assert "apt-get update" in makefile
     assert "apt-get" not in ci  # the browser is make install's job, so a fresh machine gets it too
+
+
+def test_openevals_evaluator_example_runs() -> None:
+    """The evaluators' example: a message list in openevals' convention, looping on one query."""
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", README, flags=re.S)
+                 if "create_liveness_evaluator" in b]
+    scope: dict[str, object] = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    assert scope["result"]["score"] == 0  # type: ignore[index]

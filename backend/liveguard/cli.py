@@ -72,14 +72,14 @@ def _langsmith_client() -> Any:
 
 
 def _langsmith_items(project: str) -> list[Trajectory | TrajectoryReadError]:
-    from liveguard.langsmith import list_project_trajectories
+    from liveguard.integrations.langsmith import list_project_trajectories
 
     return list(list_project_trajectories(_langsmith_client(), project))
 
 
 def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO) -> int:
-    """One ``liveness`` feedback row per scored LangSmith run: score 1/0, comment = codes."""
-    from liveguard.langsmith import push_feedback
+    """One ``liveness`` feedback row per scored LangSmith run (``feedback_for``: hard codes)."""
+    from liveguard.integrations.langsmith import feedback_for, push_feedback
 
     client = _langsmith_client()
     pushed = 0
@@ -87,8 +87,7 @@ def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO
         run = items.get(row.run_id or "")
         if row.verdict is None or run is None:
             continue
-        push_feedback(client, row.run_id, key="liveness", score=int(row.verdict.passed),
-                      comment=",".join(row.verdict.hard_codes) or "ok",
+        push_feedback(client, row.run_id, **feedback_for(row.verdict),
                       session_id=(run.metadata or {}).get("session_id"))
         pushed += 1
     out.write(f"-- pushed {pushed} feedback row(s) to LangSmith\n")
