@@ -171,7 +171,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
                       path=r.path, error=r.error) for r in rows]
-    Path(args.output).write_text(render_report(runs, decision, args.allow_sets), encoding="utf-8")
+    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow", inputs=args.paths)
+    Path(args.output).write_text(page, encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
