@@ -25,9 +25,10 @@ Diagram encoding (classes are stable; tests and styles rely on them):
 * ``g.edge`` — one per (from, to) pair, ``data-from`` / ``data-to`` / ``data-count``;
   ``legal`` (in the allow-set, grey), ``legal traversed`` (taken by some run: blue,
   thicker with the count, labelled ``×N``), ``illegal`` (a hop an ``illegal_transition``
-  violation fired on, or one the allow-set does not list: red, dashed). Layout is layered by BFS depth from ``__start__``; ``__end__`` sits at the
-  bottom; back-edges run in lanes on the left, forward skips in lanes on the right,
-  self-loops sit on a node's top-right corner.
+  violation fired on, or one the allow-set does not list: red, dashed). Layout is layered
+  by BFS depth from ``__start__``; ``__end__`` sits at the bottom; back-edges run in lanes
+  on the left, forward skips in lanes on the right, self-loops sit on a node's top-right
+  corner.
 
 A run's observed path is ``__start__`` → its steps' nodes → ``__end__``; the last hop is
 drawn only when the allow-set lets the last node finish (the Monitor's own notion of a
