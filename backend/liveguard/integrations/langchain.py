@@ -113,6 +113,7 @@ from langgraph.types import Command, interrupt
 from liveguard.errors import NoProgressError
 from liveguard.fingerprint import fingerprint
 from liveguard.integrations.langgraph import log, log_guard_failure, log_violation
+from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
 from liveguard.policy import Policy
@@ -415,13 +416,11 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             if message.additional_kwargs.get("liveguard") == _DEBOUNCED:
                 debounced += 1
                 continue
-            name = tool_call.get("name") or "unknown_tool"
-            args = tool_call.get("args")
-            content = message.content
-            error = content if message.status == "error" else None
+            args = tool_call_args(tool_call)
+            step = tool_message_step(TOOLS_NODE, message, name=tool_call_name(tool_call), args=args)
+            name = step.tool or UNKNOWN_TOOL
             digest = args_digest(args)
             thread.record(name, digest, _flag(message), self.ledger_size)
-            step = Step(node=TOOLS_NODE, tool=name, args=args, result=content, error=error)
             if self.exit_behavior == "continue":
                 call.sigs[thread.monitor.digest(step)[:12]] = (name, digest)
             found += thread.monitor.observe(step)
@@ -532,8 +531,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             if not ledger:
                 return None
             call = request.tool_call
-            name = call.get("name") or "unknown_tool"
-            digest = args_digest(call.get("args"))
+            name = tool_call_name(call) or UNKNOWN_TOOL
+            digest = args_digest(tool_call_args(call))
             entry = next((e for e in ledger if e[0] == name and e[1] == digest and e[4]), None)
             if entry is None:
                 return None
