@@ -31,9 +31,11 @@ from langgraph.types import Command
 from pydantic import Field
 
 import liveguard
+import liveguard.threads
 from liveguard import NoProgressError, Policy
 from liveguard.cli import main as cli_main
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware, args_digest
+from liveguard.integrations.langgraph import guard
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
@@ -207,14 +209,46 @@ def test_human_in_the_loop_approvals_in_one_process(sqlite_file: SqliteSaver) ->
     CALLS["fetch"] = 0
     guarded = agent(sqlite_file, LivenessMiddleware(), hitl, give_up=False)
     guarded.invoke(user("load it"), cfg("hitl"))
-    stops = 0
+    outcomes = []
     for _ in range(9):
         try:
-            guarded.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("hitl"))
-        except NoProgressError:
-            stops += 1
+            out = guarded.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("hitl"))
+            outcomes.append("paused" if out.get("__interrupt__") else "done")
+        except NoProgressError as exc:
+            outcomes.append(exc.violation.code)
+    assert outcomes == ["paused"] + ["tool_no_progress"] * 8
     assert CALLS["fetch"] == 2
-    assert stops >= 1
+
+
+@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+def test_guard_on_an_agent_thread_sees_the_loop_across_turns_and_approvals(
+    saver_kind: str, sqlite_file: SqliteSaver
+) -> None:
+    """The same two cases through ``guard()``: its thread record lives in the checkpointer."""
+    saver = InMemorySaver() if saver_kind == "memory" else sqlite_file
+    chat = guard(agent(saver))
+    outcomes = []
+    for _ in range(6):
+        try:
+            chat.invoke(user("try again"), cfg("chat"))
+            outcomes.append("ok")
+        except NoProgressError as exc:
+            outcomes.append(exc.violation.code)
+    assert outcomes[0] == "ok"
+    assert set(outcomes[1:]) == {"tool_no_progress"}
+    assert CALLS["fetch"] == 2
+
+    CALLS["fetch"] = 0
+    hitl = guard(agent(saver, HumanInTheLoopMiddleware(interrupt_on={"fetch": True}), give_up=False))
+    hitl.invoke(user("url=https://a.example"), cfg("hitl"))
+    for _ in range(5):
+        try:
+            hitl.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("hitl"))
+        except NoProgressError as exc:
+            assert exc.violation.code == "tool_no_progress"
+    assert CALLS["fetch"] == 2
+    status = liveguard.threads.thread_status(hitl, cfg("hitl"))["guard"]
+    assert status["stop"]["detail"]["nonretryable"] is True
 
 
 HITL_SCRIPT = textwrap.dedent("""

@@ -342,6 +342,18 @@ class _StreamRun:
     def finish(self) -> Violation | None:
         return None if self.interrupted else self._guard.finish()
 
+    def seed(self, snapshot: Any) -> None:
+        """A resumed call: remember the tool calls of the thread's last AI message.
+
+        Its tool results arrive in this call while the request came in an earlier one;
+        without the calls the stepper could not give those results their arguments.
+        """
+        values = getattr(snapshot, "values", None)
+        messages = values.get("messages") if isinstance(values, Mapping) else None
+        if isinstance(messages, list):
+            for message in messages[-16:]:
+                self._stepper._remember(message)  # noqa: SLF001 - the stepper's own memory
+
     def stop_part(self, value: dict[str, Any]) -> Any:
         """An ``updates`` part naming the stop, in the caller's shape (or _SKIP)."""
         shape = self._shape
@@ -610,6 +622,8 @@ class GuardedGraph:
                         raise error
                     return
             run = call.run
+            if store is not None and record is not None and _is_resume(input):
+                _safe(lambda: run.seed(self.get_state(config)))
             control = _control(config, kwargs)
             inner = super().stream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
@@ -653,6 +667,9 @@ class GuardedGraph:
                         raise error
                     return
             run = call.run
+            if store is not None and record is not None and _is_resume(input):
+                state = await _asafe(lambda: self.aget_state(config))
+                _safe(lambda: run.seed(state))
             control = _control(config, kwargs)
             inner = super().astream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
@@ -694,6 +711,11 @@ class GuardedGraph:
         name = getattr(self, "name", type(self).__name__)
         return (f"GuardedGraph({name!r}, exit_behavior={self._lg.exit_behavior!r}, "
                 f"severity={self._lg.severity!r})")
+
+
+def _is_resume(input: Any) -> bool:
+    """``None`` or a ``Command``: the call goes on from where the thread stopped."""
+    return input is None or type(input).__name__ == "Command"
 
 
 def _control(config: Any, kwargs: Mapping[str, Any]) -> Any:
