@@ -12,37 +12,53 @@
         print(exc.violation.code, exc.violation.step)   # e.g. no_progress_stall 5
 
 How it works
-    :class:`GuardedGraph` runs the wrapped graph's own ``stream`` / ``astream`` with
-    ``"updates"`` added to whatever ``stream_mode`` the caller asked for. Each root-graph
-    ``"updates"`` chunk goes through :class:`~liveguard.readers.stream.UpdateStepper` into a
-    fresh :class:`~liveguard.monitor.Monitor` (one per call: ``invoke``, ``stream``, ...).
-    The caller gets exactly the chunks, in exactly the shape, the unguarded graph would
-    yield (a single mode gives bare chunks, a list of modes ``(mode, chunk)`` tuples,
-    ``subgraphs=True`` namespaced tuples, ``version="v2"`` stream parts). On the first
-    violation that matches ``severity``, the guard yields that chunk if the caller asked
-    for it, then raises :class:`~liveguard.errors.NoProgressError` from inside the loop and
-    closes the graph's stream: no further node runs. With a checkpointer the thread keeps
-    the offending step's writes and ``get_state(config).next`` names the node that would
-    have run next.
+    ``guard(graph)`` returns the graph itself, guarded: an instance of a subclass of both
+    :class:`GuardedGraph` and the graph's own class (``CompiledStateGraph``, ``Pregel``)
+    whose ``stream`` / ``astream`` are guarded. Every other execution method of a Pregel
+    (``invoke``, ``ainvoke``, ``batch``, ``abatch``, ``stream_events``,
+    ``astream_events``, ...) runs through them, ``with_config`` / ``copy`` keep the guard,
+    and the guarded graph can be a node of another graph or the graph of
+    ``langgraph.json``. The guard streams the graph with ``"updates"`` added to whatever
+    ``stream_mode`` the caller asked for, and with ``subgraphs=True`` when the graph has
+    subgraphs; each update goes through :class:`~liveguard.readers.stream.UpdateStepper`
+    into the thread's :class:`~liveguard.monitor.Monitor` (subgraph nodes named
+    ``parent:child``, as the readers name them). The caller gets exactly the chunks, in
+    exactly the shape, the unguarded graph would yield. When nothing fires, results equal
+    the unguarded graph's.
 
-``invoke`` / ``ainvoke``
-    Built on the guarded stream exactly as LangGraph builds its own ``invoke`` on
-    ``stream``: ``stream_mode="values"`` (the default) streams ``["updates", "values"]``
-    with ``output_keys`` defaulting to the graph's output channels, returns the last
-    ``"values"`` chunk, and adds ``"__interrupt__"`` when the run was interrupted;
-    ``version="v2"`` returns a ``GraphOutput``; any other ``stream_mode`` returns the list
-    of chunks. When nothing fires, the result equals the unguarded ``invoke``.
+The thread's liveness
+    With a checkpointer and a ``thread_id``, the Monitor's snapshot and any stop live in
+    one record per thread in the graph's checkpointer (``checkpoint_ns="__liveguard__"``,
+    a fixed checkpoint id, overwritten): read once when a call starts and written once
+    when it ends. A loop across invokes, ``interrupt()`` resumes and process restarts is
+    one loop. A resumed call (input ``None`` or a ``Command``) first reads the thread's
+    last messages so the tool results it streams get their calls' arguments. Without a
+    checkpointer each call is its own run and nothing is saved.
 
-``on_violation``
-    ``"raise"`` (default) stops the run. ``"warn"`` logs a WARNING on the
-    ``liveguard.guard`` logger (code, step, node, count, digest prefix; never text) and
-    lets the run go on.
+At a violation (``exit_behavior``)
+    ``"error"`` (default): :class:`~liveguard.errors.NoProgressError` from inside the
+    stream loop; the guard also requests a drain on the run's ``RunControl`` so a
+    subgraph still running (one task of its parent) stops at its next step. ``"end"``:
+    the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
+    chunk). ``"continue"``: no node can be "not executed", so violations are logged and
+    the run ends at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
+    ``__interrupt__`` carrying ``{"liveguard": {code, step, node, count}}``; resume with
+    ``Command(resume="approve")`` (windows cleared, the run goes on),
+    ``Command(resume="reject")`` (stays stopped) or ``Command(resume={"action": "edit",
+    "update": {...}})``. ``"warn"``: a WARNING on the ``liveguard.guard`` logger (code,
+    step, node, count, digest prefix; never text); the run goes on. ``on_violation`` is
+    the deprecated name (``"raise"`` = ``"error"``).
+
+A stopped thread stays stopped
+    Every later call on a thread whose saved stop is hard answers at once, without
+    running a node: ``"error"`` raises the same ``NoProgressError``; ``"end"`` returns
+    nothing; an ``"interrupt"`` hold waits for a decision. :func:`liveguard.clear` (or
+    ``liveguard threads clear``) lifts it.
 
 ``severity``
     ``"hard"`` (default) acts on hard violations only. ``"soft"`` acts on every violation,
     including end-of-run findings (``dead_end`` with an allow-set), which are checked
-    after the graph's last chunk (never after an interrupt): in ``"raise"`` mode that
-    raises after the run has completed.
+    after the graph's last chunk (never after an interrupt).
 
 Default policy
     ``Policy.from_env()`` (the workflow preset plus ``AGENT_EVAL_*`` overrides, read when
@@ -52,21 +68,20 @@ Default policy
     nodes exempt from revisit counting. Pass ``policy=`` to choose yourself.
 
 The guard's own failures
-    Any exception inside the stepper or the Monitor (a ``FingerprintError`` on a payload
-    of an unsupported type, a bug) is logged as ``code=guard_error`` with the exception
-    type and code location, never its message, and the guard stands down for the rest of
-    that call; the graph runs on.
+    Any exception inside the stepper, the Monitor or the thread record (a
+    ``FingerprintError`` on a payload of an unsupported type, a bug, an unreadable
+    record) is logged as ``code=guard_error`` with the exception type and code location,
+    never its message, and the guard stands down for the rest of that call; the graph
+    runs on.
 
 Limits
-    Only root-graph updates are observed (a subgraph's inner steps are not, whatever
-    ``subgraphs`` says; its parent node's update is). Each call is a new run: resuming a
-    thread after an interrupt starts a fresh Monitor. ``output_keys`` narrows the updates
-    the guard sees as it narrows the caller's. ``batch``, ``stream_events`` and other
-    Runnable methods reached through attribute passthrough run *unguarded*;
-    ``with_config`` returns a guarded graph. A ``GuardedGraph`` is not a Runnable, so it
-    cannot be added as a node of another graph: guard the outer graph instead.
+    With subgraphs the guard streams with ``subgraphs=True``, which makes LangGraph stream
+    eagerly: a stop can land a step or so after the violating step. ``output_keys``
+    narrows the updates the guard sees as it narrows the caller's. A run stopped by
+    ``"error"`` keeps the writes of the steps that ran; ``get_state(config).next`` names
+    the node that would have run next.
 
-LangGraph is never imported by this module (the wrapped graph brings its own), so
+LangGraph is imported lazily (the wrapped graph brings its own), so
 ``import liveguard.integrations.langgraph`` stays framework-free.
 """
 
