@@ -241,11 +241,14 @@ def test_guard_on_an_agent_thread_sees_the_loop_across_turns_and_approvals(
     CALLS["fetch"] = 0
     hitl = guard(agent(saver, HumanInTheLoopMiddleware(interrupt_on={"fetch": True}), give_up=False))
     hitl.invoke(user("url=https://a.example"), cfg("hitl"))
+    codes = []
     for _ in range(5):
         try:
             hitl.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("hitl"))
+            codes.append("paused")
         except NoProgressError as exc:
-            assert exc.violation.code == "tool_no_progress"
+            codes.append(exc.violation.code)
+    assert codes == ["paused"] + ["tool_no_progress"] * 4
     assert CALLS["fetch"] == 2
     status = liveguard.threads.thread_status(hitl, cfg("hitl"))["guard"]
     assert status["stop"]["detail"]["nonretryable"] is True

@@ -367,7 +367,7 @@ class _StreamRun:
         messages = values.get("messages") if isinstance(values, Mapping) else None
         if isinstance(messages, list):
             for message in messages[-16:]:
-                self._stepper._remember(message)  # noqa: SLF001 - the stepper's own memory
+                self._stepper._remember(message)  # the stepper's own call memory
 
     def stop_part(self, value: dict[str, Any]) -> Any:
         """An ``updates`` part naming the stop, in the caller's shape (or _SKIP)."""
