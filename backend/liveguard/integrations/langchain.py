@@ -92,7 +92,9 @@ Importing this module imports LangChain; ``import liveguard`` never does.
 
 from __future__ import annotations
 
+import itertools
 import threading
+import uuid
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping
@@ -187,7 +189,7 @@ class _Thread:
             "m": self.monitor.snapshot(),
             "seen": self.seen,
             "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
-            "ledger": self.ledger,
+            "ledger": [list(entry) for entry in self.ledger],
             "debounced": self.debounced,
         }
 
@@ -286,6 +288,10 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         Monitor(self.policy, allow_set)  # fail fast on a policy the allow-set cannot refine
         self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
         self._last_run: OrderedDict[Hashable, Hashable] = OrderedDict()  # thread -> run
+        # thread -> (token of the value last written, its unpacked state): a model call that
+        # finds that very value in the state continues in memory instead of restoring
+        self._cache: OrderedDict[Hashable, tuple[str, _Thread]] = OrderedDict()
+        self._tokens = (f"{uuid.uuid4().hex[:8]}-{n}" for n in itertools.count())
         self._lock = threading.Lock()
         self._warned_unscoped = False
 
@@ -353,7 +359,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             return call
         try:
             state = request.state if isinstance(request.state, Mapping) else {}
-            thread = call.thread = _Thread(state.get(STATE_KEY), self.policy, self.allow_set)
+            thread = call.thread = self._thread(request.runtime, state.get(STATE_KEY))
             if self._new_run(request.runtime):
                 thread.monitor.new_run()
             if thread.stop is not None:  # a stopped thread stays stopped
@@ -517,7 +523,13 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 result=[*call.extra, *response.result],
                 structured_response=response.structured_response,
             )
-        update: dict[str, Any] = {STATE_KEY: thread.dump()}
+        value = thread.dump()
+        value["k"] = token = next(self._tokens)
+        with self._lock:
+            self._cache[_thread_id(call.request.runtime)] = (token, thread)
+            while len(self._cache) > self.max_runs:
+                self._cache.popitem(last=False)
+        update: dict[str, Any] = {STATE_KEY: value}
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     # -- tool calls: the debounce ---------------------------------------------------------------
@@ -552,6 +564,17 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         except Exception as exc:
             log_guard_failure(exc)
             return None
+
+    def _thread(self, runtime: Any, saved: Any) -> _Thread:
+        """The thread's state: from memory when ``saved`` is what this process last wrote."""
+        token = saved.get("k") if isinstance(saved, Mapping) else None
+        if token is not None:
+            key = _thread_id(runtime)
+            with self._lock:
+                cached = self._cache.pop(key, None)
+            if cached is not None and cached[0] == token:
+                return cached[1]
+        return _Thread(saved, self.policy, self.allow_set)
 
     # -- run scoping ----------------------------------------------------------------------------
     def _new_run(self, runtime: Any) -> bool:
