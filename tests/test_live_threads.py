@@ -471,3 +471,19 @@ def test_cli_shows_and_clears_a_stopped_thread(
     assert cli_main(["threads", "clear", "cli_agent:graph", "--thread", "cli"]) == 2  # no saver
     assert cli_main(["threads", "clear", "nope", "--thread", "cli"]) == 2
     conn.close()
+
+
+def test_a_damaged_saved_state_starts_the_windows_afresh(caplog: pytest.LogCaptureFixture) -> None:
+    """A snapshot of another version never kills the agent: logged, then the windows restart."""
+    app = agent(InMemorySaver(), LivenessMiddleware(), give_up=False)
+    with pytest.raises(NoProgressError):
+        app.invoke(user("load it"), cfg("bad"))
+    liveguard.clear(app, cfg("bad"))
+    saved = app.get_state(cfg("bad")).values[STATE_KEY]
+    assert "k" not in saved  # clear() leaves no token: the next call restores from the state
+    app.update_state(cfg("bad"), {STATE_KEY: {**saved, "m": {"v": 99}}}, as_node="model")
+    CALLS["fetch"] = 0
+    with pytest.raises(NoProgressError):  # a fresh Monitor: two more tries, then the stop
+        app.invoke(user("url=https://example.net"), cfg("bad"))
+    assert CALLS["fetch"] == 2
+    assert "code=guard_error type=SnapshotError" in caplog.text

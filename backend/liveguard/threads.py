@@ -97,7 +97,8 @@ def clear(graph: Any, config: Any) -> Violation | None:
         if agent.get("stop"):
             cleared = Violation.model_validate(agent["stop"])
         ledger = [[*entry[:4], False] for entry in agent.get("ledger", [])]
-        value = {**agent, "stop": None, "m": None, "ledger": ledger}
+        value = {k: v for k, v in agent.items() if k != "k"}  # no token: no in-memory copy is reused
+        value.update(stop=None, m=None, ledger=ledger)
         graph.update_state(cfg, {_STATE_KEY: value}, as_node="model")
     store = _guard_store(graph, cfg)
     record = store.load() if store is not None else None

@@ -112,7 +112,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from liveguard.errors import NoProgressError
+from liveguard.errors import NoProgressError, SnapshotError
 from liveguard.fingerprint import fingerprint
 from liveguard.integrations.langgraph import log, log_guard_failure, log_violation
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
@@ -175,9 +175,13 @@ class _Thread:
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         saved = saved if isinstance(saved, Mapping) else {}
         snapshot = saved.get("m")
-        self.monitor = (
-            Monitor.restore(snapshot, policy, allow_set) if snapshot else Monitor(policy, allow_set)
-        )
+        self.monitor = Monitor(policy, allow_set)
+        if snapshot:
+            try:
+                self.monitor.load(snapshot)
+            except SnapshotError as exc:  # another version, or damaged: start the windows afresh
+                log_guard_failure(exc)
+                self.monitor = Monitor(policy, allow_set)
         self.seen: str | None = saved.get("seen")
         stop = saved.get("stop")
         self.stop: Violation | None = Violation.model_validate(stop) if stop else None

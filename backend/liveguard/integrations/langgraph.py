@@ -638,7 +638,7 @@ class GuardedGraph:
                     return
             run = call.run
             if store is not None and record is not None and _is_resume(input):
-                _safe(lambda: run.seed(self.get_state(config)))
+                _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
             control = _control(config, kwargs)
             inner = super().stream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
@@ -683,7 +683,7 @@ class GuardedGraph:
                     return
             run = call.run
             if store is not None and record is not None and _is_resume(input):
-                state = await _asafe(lambda: self.aget_state(config))
+                state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
                 _safe(lambda: run.seed(state))
             control = _control(config, kwargs)
             inner = super().astream(  # type: ignore[misc]
