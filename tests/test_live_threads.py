@@ -487,3 +487,37 @@ def test_a_damaged_saved_state_starts_the_windows_afresh(caplog: pytest.LogCaptu
         app.invoke(user("url=https://example.net"), cfg("bad"))
     assert CALLS["fetch"] == 2
     assert "code=guard_error type=SnapshotError" in caplog.text
+
+
+POLLS: dict[str, int] = {}
+
+
+@tool("fetch")
+def poll_job(url: str) -> str:
+    """Poll a job: running, running, then done (named fetch, so the rule model polls again)."""
+    POLLS[url] = POLLS.get(url, 0) + 1
+    if POLLS[url] < 3:
+        return json.dumps({"status": "running", "error": "not yet"})
+    return json.dumps({"status": "done"})
+
+
+def test_a_poll_that_resolves_stays_silent(caplog: pytest.LogCaptureFixture) -> None:
+    """running, running, done on three jobs of one thread: no stop, no warning."""
+    POLLS.clear()
+
+    class Poller(RuleModel):
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            if isinstance(last, ToolMessage) and "done" in last.text:
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(
+                    content=f"job finished after {len(messages)} messages"))])
+            self.give_up = False
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    app = agent(InMemorySaver(), LivenessMiddleware(), model=Poller(), tools=[poll_job])
+    for job in ("a", "b", "c"):
+        result = app.invoke(user(f"url=job-{job}"), cfg("poll"))
+        assert result["messages"][-1].content.startswith("job finished")
+    assert POLLS == {"job-a": 3, "job-b": 3, "job-c": 3}
+    assert "liveguard" not in caplog.text
