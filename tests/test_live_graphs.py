@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -245,14 +244,12 @@ class Pair(TypedDict, total=False):
 
 
 def ping_pong_subgraph() -> Any:
-    """Two agents bouncing the same messages; each step takes 10 ms, like a (very fast) model."""
+    """Two agents bouncing the same messages, as fast as Python goes."""
 
     def ping(state: Pair) -> dict[str, Any]:
-        time.sleep(0.01)
         return {"summary": "ping: please fix the link", "turns": ["ping"]}
 
     def pong(state: Pair) -> dict[str, Any]:
-        time.sleep(0.01)
         return {"summary": "pong: link still missing", "turns": ["pong"]}
 
     def route(state: Pair) -> str:
@@ -291,9 +288,30 @@ def test_a_loop_inside_a_subgraph_is_stopped() -> None:
     violation = stopped.value.violation
     assert violation.code == "content_cycle"
     assert violation.detail["nodes"] == ["review:ping", "review:pong"]
-    # the subgraph runs as one task of the parent: the guard drains the run, and the
-    # subgraph stops at its next step (a step or two after the violation, not 50 rounds)
-    assert ran.names.count("ping") <= 6
+    # stopped inside the subgraph, at the violating step (ping, pong, ping, pong)
+    assert ran.names == ["intake", "review", "ping", "pong", "ping", "pong"]
+
+    async def run_async() -> Any:
+        with pytest.raises(NoProgressError) as raised:
+            await guard(parent_graph(ping_pong_subgraph())).ainvoke({})
+        return raised.value.violation
+
+    assert asyncio.run(run_async()) == violation
+    seen: list[Any] = []  # the caller asks for subgraph parts: the same stop, each step once
+    with pytest.raises(NoProgressError) as streamed:
+        for part in guard(parent_graph(ping_pong_subgraph())).stream({}, subgraphs=True,
+                                                                     stream_mode="updates"):
+            seen.append(part)
+    assert streamed.value.violation == violation
+    assert seen[0] == ((), {"intake": {"summary": "intake"}})
+    assert all(ns[0].startswith("review:") for ns, _ in seen[1:])
+
+    ended, chunks = Nodes(), []
+    app = guard(parent_graph(ping_pong_subgraph()), exit_behavior="end")
+    for chunk in app.stream({}, {"callbacks": [ended]}, stream_mode="updates"):
+        chunks.append(chunk)
+    assert chunks[-1]["__liveguard__"]["code"] == "content_cycle"
+    assert ended.names.count("ping") <= 3  # drained: the subgraph stops before its next step
 
 
 def test_a_guarded_graph_is_a_pregel_usable_as_a_node_and_with_config() -> None:
@@ -303,7 +321,7 @@ def test_a_guarded_graph_is_a_pregel_usable_as_a_node_and_with_config() -> None:
     ran = Nodes()
     with pytest.raises(NoProgressError):
         parent_graph(inner).invoke({}, {"callbacks": [ran]})  # guarded graph as a node
-    assert ran.names.count("ping") <= 3  # the guarded subgraph stops itself, as a root
+    assert ran.names.count("ping") == 2  # the guarded subgraph stops itself, as a root
     configured = inner.with_config(recursion_limit=400)
     assert isinstance(configured, GuardedGraph)
     assert configured.config["recursion_limit"] == 400

@@ -19,10 +19,12 @@ How it works
     ``astream_events``, ...) runs through them, ``with_config`` / ``copy`` keep the guard,
     and the guarded graph can be a node of another graph or the graph of
     ``langgraph.json``. The guard streams the graph with ``"updates"`` added to whatever
-    ``stream_mode`` the caller asked for, and with ``subgraphs=True`` when the graph has
-    subgraphs; each update goes through :class:`~liveguard.readers.stream.UpdateStepper`
-    into the thread's :class:`~liveguard.monitor.Monitor` (subgraph nodes named
-    ``parent:child``, as the readers name them). The caller gets exactly the chunks, in
+    ``stream_mode`` the caller asked for; each root update goes through
+    :class:`~liveguard.readers.stream.UpdateStepper` into the thread's
+    :class:`~liveguard.monitor.Monitor`. When the graph has subgraphs, a callback handler
+    added to the run's config sees each subgraph node's output in the node's own thread
+    as the node ends, and feeds it to the same Monitor as a ``parent:child`` node (as the
+    readers name them), so a loop inside a subgraph is stopped at the violating step. The caller gets exactly the chunks, in
     exactly the shape, the unguarded graph would yield. When nothing fires, results equal
     the unguarded graph's.
 
@@ -37,8 +39,9 @@ The thread's liveness
 
 At a violation (``exit_behavior``)
     ``"error"`` (default): :class:`~liveguard.errors.NoProgressError` from inside the
-    stream loop; the guard also requests a drain on the run's ``RunControl`` so a
-    subgraph still running (one task of its parent) stops at its next step. ``"end"``:
+    stream loop (from inside the subgraph's node for a subgraph step); the guard also
+    requests a drain on the run's ``RunControl``, so with the other behaviours a subgraph
+    stops before its next step. ``"end"``:
     the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
     chunk). ``"continue"``: no node can be "not executed", so violations are logged and
     the run ends at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
@@ -75,8 +78,7 @@ The guard's own failures
     runs on.
 
 Limits
-    With subgraphs the guard streams with ``subgraphs=True``, which makes LangGraph stream
-    eagerly: a stop can land a step or so after the violating step. ``output_keys``
+    ``output_keys``
     narrows the updates the guard sees as it narrows the caller's. A run stopped by
     ``"error"`` keeps the writes of the steps that ran; ``get_state(config).next`` names
     the node that would have run next.
@@ -275,13 +277,12 @@ def default_policy(graph: Any) -> Policy:
 class _Shape:
     """What the caller asked to see, and what the guard asks the graph for.
 
-    The guard streams with ``"updates"`` and, when the graph has subgraphs, with
-    ``subgraphs=True`` (so subgraph steps reach the Monitor) and gives the caller back
-    exactly the parts, in exactly the shape,
+    The guard streams with ``"updates"`` added and gives the caller back exactly the
+    parts, in exactly the shape,
     it asked for.
     """
 
-    __slots__ = ("as_list", "inner", "modes", "request", "subgraphs", "v2")
+    __slots__ = ("as_list", "inner", "modes", "nested", "request", "subgraphs", "v2")
 
     def __init__(
         self, stream_mode: Any, default_mode: Any, kwargs: Mapping[str, Any], nested: bool = False
@@ -291,7 +292,8 @@ class _Shape:
         # LangGraph yields (mode, chunk) tuples only when stream_mode is a list.
         self.as_list = isinstance(mode, list)
         self.subgraphs = bool(kwargs.get("subgraphs", False))
-        self.inner = self.subgraphs or nested  # what the guard streams with
+        self.inner = self.subgraphs  # what the guard streams with
+        self.nested = nested  # the graph has subgraphs: a watcher sees their steps
         self.v2 = kwargs.get("version", "v1") == "v2"
         self.request = list(self.modes) if "updates" in self.modes else [*self.modes, "updates"]
 
@@ -317,45 +319,38 @@ class _Shape:
         return mode in self.modes and (self.subgraphs or not ns)
 
 
-def _prefix(ns: tuple[str, ...]) -> str:
-    """``("outer:<task id>", "sub:<task id>")`` -> ``"outer:sub"``: the readers' naming."""
-    return ":".join(segment.split(":", 1)[0] for segment in ns)
-
-
 class _StreamRun:
     """One guarded call: reshapes parts for the caller and feeds every update to the guard."""
 
-    __slots__ = ("_guard", "_shape", "_stepper", "interrupted", "nested", "request")
+    __slots__ = ("_guard", "_shape", "_stepper", "interrupted", "nested", "pending", "request",
+                 "request_subgraphs")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
         self.request = shape.request
-        self.nested = shape.inner
+        self.nested = shape.nested
         self._guard = run_guard
         self._stepper = UpdateStepper()
         self.interrupted = False
+        self.pending: Violation | None = None  # a stop found inside a subgraph
+        self.request_subgraphs = shape.inner
 
     def process(self, part: Any) -> tuple[Any, Violation | None]:
         shape = self._shape
         ns, mode, payload = shape.split(part)
         violation = None
-        if mode == "updates" and isinstance(payload, Mapping):
-            if ns:
-                prefix = _prefix(tuple(ns))
-                chunk: Any = {
-                    f"{prefix}:{node}": update for node, update in payload.items()
-                    if isinstance(node, str) and not node.startswith("__")
-                }
-            else:
-                chunk = payload
-                if _INTERRUPT in payload:
-                    self.interrupted = True
-            if chunk:
-                violation = self._guard.check(lambda: self._stepper.feed(chunk))
+        if mode == "updates" and isinstance(payload, Mapping) and not ns:  # subgraphs: the watcher
+            if _INTERRUPT in payload:
+                self.interrupted = True
+            violation = self._guard.check(lambda: self._stepper.feed(payload))
         return (shape.outward(part, ns, mode, payload) if shape.wants(ns, mode) else _SKIP), violation
 
     def finish(self) -> Violation | None:
         return None if self.interrupted else self._guard.finish()
+
+    def subgraph_step(self, node: str, output: Any) -> Violation | None:
+        """A subgraph node's output (from the watcher, in the node's own thread)."""
+        return self._guard.check(lambda: self._stepper.feed({node: output}))
 
     def seed(self, snapshot: Any) -> None:
         """A resumed call: remember the tool calls of the thread's last AI message.
@@ -640,23 +635,37 @@ class GuardedGraph:
             if store is not None and record is not None and _is_resume(input):
                 _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
             control = _control(config, kwargs)
+            config = _watched(config, run, lambda v: self._count(call, v), control, self._lg)
             inner = super().stream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
-                **{**kwargs, "subgraphs": run.nested, "control": control},
+                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
             )
             with closing(inner):
-                for part in inner:
-                    out, found = run.process(part)
-                    if out is not _SKIP:
-                        yield out
-                    if found is not None and (stop := self._count(call, found)) is not None:
-                        control.request_drain("liveguard")  # subgraphs stop at their next step
-                        extra, error = self._on_violation(call, stop)
-                        if extra is not _SKIP:
-                            yield extra
-                        if error is not None:
-                            raise error
-                        return
+                try:
+                    for part in inner:
+                        out, found = run.process(part)
+                        if out is not _SKIP:
+                            yield out
+                        stop = self._count(call, found) if found is not None else None
+                        if (stop := stop or run.pending) is not None:
+                            control.request_drain("liveguard")
+                            extra, error = self._on_violation(call, stop)
+                            if extra is not _SKIP:
+                                yield extra
+                            if error is not None:
+                                raise error
+                            return
+                except Exception as exc:
+                    inside = _subgraph_stop(run, exc)
+                    if inside is None:
+                        raise
+                    stop = inside
+                    extra, error = self._on_violation(call, stop)
+                    if extra is not _SKIP:
+                        yield extra
+                    if error is not None:
+                        raise error from None
+                    return
                 if (found := run.finish()) is not None:
                     stop = found
                     if self._lg.exit_behavior == "error":
@@ -665,7 +674,7 @@ class GuardedGraph:
             if store is not None and (value := call.dump(stop)) is not None:
                 _safe(lambda: store.save(value))
 
-    async def astream(
+    async def astream(  # noqa: PLR0915 - the async twin of stream, kept line for line alike
         self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
@@ -686,23 +695,37 @@ class GuardedGraph:
                 state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
                 _safe(lambda: run.seed(state))
             control = _control(config, kwargs)
+            config = _watched(config, run, lambda v: self._count(call, v), control, self._lg)
             inner = super().astream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
-                **{**kwargs, "subgraphs": run.nested, "control": control},
+                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
             )
             try:
-                async for part in inner:
-                    out, found = run.process(part)
-                    if out is not _SKIP:
-                        yield out
-                    if found is not None and (stop := self._count(call, found)) is not None:
-                        control.request_drain("liveguard")  # subgraphs stop at their next step
-                        extra, error = self._on_violation(call, stop)
-                        if extra is not _SKIP:
-                            yield extra
-                        if error is not None:
-                            raise error
-                        return
+                try:
+                    async for part in inner:
+                        out, found = run.process(part)
+                        if out is not _SKIP:
+                            yield out
+                        stop = self._count(call, found) if found is not None else None
+                        if (stop := stop or run.pending) is not None:
+                            control.request_drain("liveguard")
+                            extra, error = self._on_violation(call, stop)
+                            if extra is not _SKIP:
+                                yield extra
+                            if error is not None:
+                                raise error
+                            return
+                except Exception as exc:
+                    inside = _subgraph_stop(run, exc)
+                    if inside is None:
+                        raise
+                    stop = inside
+                    extra, error = self._on_violation(call, stop)
+                    if extra is not _SKIP:
+                        yield extra
+                    if error is not None:
+                        raise error from None
+                    return
                 if (found := run.finish()) is not None:
                     stop = found
                     if self._lg.exit_behavior == "error":
@@ -726,6 +749,69 @@ class GuardedGraph:
         name = getattr(self, "name", type(self).__name__)
         return (f"GuardedGraph({name!r}, exit_behavior={self._lg.exit_behavior!r}, "
                 f"severity={self._lg.severity!r})")
+
+
+def _subgraph_stop(run: _StreamRun, exc: BaseException) -> Violation | None:
+    """The stop behind an exception out of the graph, when a subgraph's watcher caused it."""
+    if run.pending is None:
+        return None
+    if isinstance(exc, NoProgressError) or type(exc).__name__ == "GraphDrained":
+        return run.pending
+    return None
+
+
+def _watched(config: Any, run: _StreamRun, decide: Callable[[Violation], Violation | None],
+             control: Any, settings: _Settings) -> Any:
+    """``config`` plus a callback handler that sees every subgraph node's output.
+
+    LangChain calls it in the node's own thread as the node ends, so a loop inside a
+    subgraph is stopped at the violating step: in ``"error"`` mode by raising
+    ``NoProgressError`` from the node; otherwise by draining the run (the subgraph stops
+    before its next step) and ending as the behaviour says.
+    """
+    if not run.nested:
+        return config
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables.config import merge_configs
+
+    configurable = (config or {}).get("configurable") or {}
+    base = len([s for s in str(configurable.get("checkpoint_ns") or "").split("|") if s])
+
+    class SubgraphWatch(BaseCallbackHandler):
+        raise_error = True
+        run_inline = True
+
+        def __init__(self) -> None:
+            self.names: dict[Any, str] = {}
+
+        def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
+                           metadata: Any = None, **kwargs: Any) -> None:
+            meta = metadata or {}
+            node = meta.get("langgraph_node")
+            ns = meta.get("langgraph_checkpoint_ns")
+            if node is None or kwargs.get("name") != node or not isinstance(ns, str):
+                return
+            names = [segment.split(":", 1)[0] for segment in ns.split("|")][base:]
+            if len(names) > 1:  # a node of a subgraph, not of this graph
+                self.names[run_id] = ":".join(names)
+
+        def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+            name = self.names.pop(run_id, None)
+            if name is None or run.pending is not None:
+                return
+            found = run.subgraph_step(name, outputs)
+            stop = decide(found) if found is not None else None
+            if stop is None:
+                return
+            run.pending = stop
+            control.request_drain("liveguard")
+            if settings.exit_behavior == "error":
+                raise NoProgressError(stop)
+
+        def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+            self.names.pop(run_id, None)
+
+    return merge_configs(config, {"callbacks": [SubgraphWatch()]})
 
 
 def _is_resume(input: Any) -> bool:
