@@ -25,8 +25,8 @@ How it works
     added to the run's config sees each subgraph node's output in the node's own thread
     as the node ends, and feeds it to the same Monitor as a ``parent:child`` node (as the
     readers name them), so a loop inside a subgraph is stopped at the violating step. The
-    caller gets exactly the chunks, in exactly the shape, the unguarded graph would yield. When nothing fires, results equal
-    the unguarded graph's.
+    caller gets exactly the chunks, in exactly the shape, the unguarded graph would yield.
+    When nothing fires, results equal the unguarded graph's.
 
 The thread's liveness
     With a checkpointer and a ``thread_id``, the Monitor's snapshot and any stop live in
