@@ -349,3 +349,38 @@ def test_every_entry_point_is_guarded() -> None:
     with pytest.raises(NoProgressError):
         for _ in app.stream_events({}, version="v3"):
             pass
+
+
+class Count(TypedDict, total=False):
+    n: int
+
+
+def counter_graph(saver: Any) -> Any:
+    """One node that counts: every step new content, so only the limits can fire."""
+
+    def step(state: Count) -> dict[str, Any]:
+        return {"n": state.get("n", 0) + 1}
+
+    def route(state: Count) -> str:
+        return "step" if state.get("n", 0) % 3 else END
+
+    builder = StateGraph(Count)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", route)
+    return builder.compile(checkpointer=saver, name="counter")
+
+
+def test_run_and_thread_step_limits_through_guard() -> None:
+    """Three steps per call: run_steps=3 never fires; thread_steps=7 fires in the 3rd call."""
+    policy = liveguard.Policy.workflow(run_steps=3, thread_steps=7,
+                                       nodes={"step": liveguard.NodePolicy(exempt=True)})
+    app = guard(counter_graph(InMemorySaver()), policy=policy)
+    outcomes = []
+    for _ in range(4):
+        try:
+            app.invoke({}, cfg("lim"))  # each call: three more steps on the same thread
+            outcomes.append("ok")
+        except NoProgressError as exc:
+            outcomes.append(f"{exc.violation.code}:{exc.violation.detail.get('scope')}")
+    assert outcomes == ["ok", "ok", "step_limit:thread", "step_limit:thread"]

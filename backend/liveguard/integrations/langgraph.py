@@ -489,7 +489,8 @@ class _GuardCall:
 class _Settings:
     """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
 
-    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "policy", "severity")
+    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "per_call_told",
+                 "policy", "severity")
 
     def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
                  exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int) -> None:
@@ -500,6 +501,7 @@ class _Settings:
         self.severity: SeverityFloor = severity
         self.ceiling = ceiling
         self._nested: bool | None = None
+        self.per_call_told = False
 
     def nested(self, graph: Any) -> bool:
         """Whether the graph has subgraphs (then the guard streams their steps too).
@@ -562,6 +564,10 @@ class GuardedGraph:
 
     def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],
                record: dict[str, Any] | None, store: _ThreadStore | None) -> _GuardCall:
+        if store is None and not self._lg.per_call_told:
+            self._lg.per_call_told = True
+            log.info("liveguard: no checkpointer or thread_id: liveness is per call, nothing is "
+                     "kept between calls")
         shape = _Shape(stream_mode, getattr(self, "stream_mode", "values"), kwargs,
                        nested=self._lg.nested(self))
         return _GuardCall(self, store, record, shape)
