@@ -67,7 +67,8 @@ COLORS: Mapping[str, str] = {
 }
 """The diagram's palette. The page itself uses none of these for anything else."""
 
-_DECISION_COLORS = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#a40e26"}
+_DECISION_COLORS = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#a40e26",
+                    "REFUSE": "#a40e26"}
 _FAIL = "#a40e26"
 _PASS = "#1a7f37"
 _ERROR = "#6e7781"
@@ -212,6 +213,7 @@ def _decision_block(decision: GateDecision | None, runs: Sequence[ReportRun]) ->
             *stats,
         ]
         items = [f"<li>{_e(r)}</li>" for r in decision.reasons]
+        items += [f'<li class="missing">missing evidence: {_e(m)}</li>' for m in decision.missing]
         if decision.rollback_runs:
             shown = decision.rollback_runs[:_MAX_LISTED]
             more = len(decision.rollback_runs) - len(shown)
