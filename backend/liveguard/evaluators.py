@@ -16,16 +16,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from liveguard.allowset import AllowSet
-from liveguard.gate import CELL_PASS, decide
+from liveguard.gate import GATE_PASS_RATE, decide
 from liveguard.judges import JudgeConfig
 from liveguard.model import Trajectory, Verdict
 from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
 from liveguard.scoring import policy_for
+from liveguard.settings import Settings
 
 __all__ = ["create_gate_evaluator", "create_liveness_evaluator", "create_verdict_evaluator"]
 
-GATE_SCORES: Mapping[str, float] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0}
+GATE_SCORES: Mapping[str, float] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0, "REFUSE": 0.0}
 
 Evaluator = Callable[..., dict[str, Any]]
 
@@ -59,12 +60,14 @@ def create_liveness_evaluator(
     """
     _check(allow_sets, policy)
     read = _reader(graph)
+    settings = Settings.from_env()  # the edge: the environment is read once, here
+    default = policy if policy is not None else settings.policy()
 
     def liveness(run: Any, example: Any = None) -> dict[str, Any]:
         trajectory = read(run)
-        default = policy if policy is not None else Policy.from_env()
         allow = (allow_sets or {}).get(trajectory.graph or "")
-        violations = check_trajectory(trajectory.steps, policy_for(trajectory, default), allow)
+        violations = check_trajectory(trajectory.steps, policy_for(trajectory, default, None, settings),
+                                      allow)
         hard = sorted({v.code for v in violations if v.severity == "hard"})
         return {"key": "liveness", "score": 0 if hard else 1, "comment": ",".join(hard) or "ok"}
 
@@ -83,9 +86,10 @@ def create_verdict_evaluator(
     if judge_config is not None and not isinstance(judge_config, JudgeConfig):
         raise TypeError("judge_config must be a liveguard JudgeConfig")
     read = _reader(graph)
+    settings = Settings.from_env()  # the edge: the environment is read once, here
 
     def verdict_of(run: Any, example: Any = None) -> dict[str, Any]:
-        verdict = _verdict(read(run), policy, allow_sets, judge_config)
+        verdict = _verdict(read(run), policy, allow_sets, judge_config, settings)
         score = verdict.composite if verdict.composite is not None else float(verdict.passed)
         codes = ",".join(verdict.hard_codes) or "none"
         return {"key": "verdict", "score": score,
@@ -98,7 +102,7 @@ def create_gate_evaluator(
     *,
     window: int = 50,
     min_runs: int = 10,
-    pass_rate: float = CELL_PASS,
+    pass_rate: float = GATE_PASS_RATE,
     policy: Policy | None = None,
     allow_sets: Mapping[str, AllowSet] | None = None,
     judges: bool = False,
@@ -107,15 +111,17 @@ def create_gate_evaluator(
     """Summary evaluator: ``(runs, examples) -> {"key": "release_gate", "score", "comment"}``.
 
     Score is 1 for PROMOTE, 0.5 for HOLD, 0 for ROLLBACK; the comment is the decision
-    and its reasons. Judges are off unless ``judges=True``.
+    and its reasons. ``judges=False`` (the default) is a structural-only evaluation, like
+    the CLI's ``--no-judges``; with ``judges=True`` an unjudged run holds the gate.
     """
     _check(allow_sets, policy)
     decide([], window=window, min_runs=min_runs, pass_rate=pass_rate)  # validates the bounds
     read = _reader(graph)
-    config = None if judges else JudgeConfig.from_env().model_copy(update={"kill_switch": True})
+    settings = Settings.from_env()  # the edge: the environment is read once, here
 
     def release_gate(runs: Sequence[Any], examples: Sequence[Any] | None = None) -> dict[str, Any]:
-        verdicts = [_verdict(read(run), policy, allow_sets, config) for run in runs]
+        verdicts = [_verdict(read(run), policy, allow_sets, None, settings, structural_only=not judges)
+                    for run in runs]
         decision = decide(verdicts, window=window, min_runs=min_runs, pass_rate=pass_rate)
         return {"key": "release_gate", "score": GATE_SCORES[decision.decision],
                 "comment": f"{decision.decision}: " + "; ".join(decision.reasons)}
@@ -128,14 +134,19 @@ def _verdict(
     policy: Policy | None,
     allow_sets: Mapping[str, AllowSet] | None,
     judge_config: JudgeConfig | None,
+    settings: Settings,
+    *,
+    structural_only: bool = False,
 ) -> Verdict:
     from liveguard.eval_graph import evaluate_trajectory
-    from liveguard.judges import Gateway
+    from liveguard.judges import JudgeClient
 
-    default = policy if policy is not None else Policy.from_env()
+    default = policy if policy is not None else settings.policy()
     return evaluate_trajectory(
         trajectory,
         allow_set=(allow_sets or {}).get(trajectory.graph or ""),
-        policy=policy_for(trajectory, default),
-        gateway=Gateway(judge_config) if judge_config is not None else None,
+        policy=policy_for(trajectory, default, None, settings),
+        client=JudgeClient(judge_config) if judge_config is not None else None,
+        structural_only=structural_only,
+        settings=settings,
     )
