@@ -6,8 +6,11 @@ nodes call it; nothing else decides whether a run passed.
 The decision rule (evidence or no pass):
 
 1. any hard violation → ``passed=False`` (``hard_violation``), whatever the scores;
-2. any missing or failed evidence (see :data:`MISSING_CODES`) → ``passed=False``
-   (``unjudged`` when the judges are what is missing, else ``incomplete_evidence``);
+2. any missing or failed evidence about the run itself (see :data:`MISSING_CODES`) →
+   ``passed=False`` (``unjudged`` when the judges are what is missing, else
+   ``incomplete_evidence``). ``no_allowset`` is the exception: it is a soft finding about
+   the batch's configuration (the run's own rules all ran), so it holds the gate, naming
+   the graphs, but does not fail the run;
 3. a structural-only evaluation (asked for explicitly) → ``passed=True``
    (``structural_only``);
 4. else the composite of the judged levels must reach :data:`PASS_MARK`.
@@ -49,6 +52,10 @@ MISSING_CODES: Final[Mapping[str, str]] = {
 """Prefixes of ``Verdict.missing`` entries (``prefix:detail``): each is missing evidence."""
 
 
+GATE_ONLY: Final = ("no_allowset:",)
+"""Missing-evidence prefixes that hold the gate without failing the run."""
+
+
 def _judge_gap(missing: Sequence[str]) -> bool:
     return any(m.startswith(("judge_error:", "judges_skipped:")) for m in missing)
 
@@ -59,8 +66,9 @@ def decide_run(
     """``(passed, reason)``: the one pass rule (see the module docstring)."""
     if hard:
         return False, "hard_violation"
-    if missing:
-        return False, "unjudged" if _judge_gap(missing) else "incomplete_evidence"
+    gaps = [m for m in missing if not m.startswith(GATE_ONLY)]
+    if gaps:
+        return False, "unjudged" if _judge_gap(gaps) else "incomplete_evidence"
     if structural_only:
         return True, "structural_only"
     if composite is None:
