@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.errors import LiveguardError, TrajectoryReadError, redact_location
 from liveguard.model import Expected, Trajectory, Verdict
 from liveguard.policy import Policy
 from liveguard.readers.jsonl import read_jsonl
@@ -162,7 +162,7 @@ async def ascore_runs(
     async def one(source: str, item: Trajectory | TrajectoryReadError) -> RunRow:
         nonlocal done
         if isinstance(item, TrajectoryReadError):
-            row = RunRow(source=item.source, error=item.reason)
+            row = RunRow(source=item.source, error=redact_location(item.reason))
         else:
             row = await _score_one(source, item)
         done += 1
