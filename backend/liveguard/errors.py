@@ -63,7 +63,8 @@ class LiveguardError(Exception):
 class FingerprintError(LiveguardError, ValueError):
     """A payload cannot be fingerprinted: unsupported type, cycle or excessive nesting.
 
-    ``path`` is a JSONPath-like location inside the payload (``$.args.rows[3]``).
+    ``path`` is a JSONPath-like location inside the payload (``$.args.#1f0c2a9e[3]``;
+    a user dict key appears only as a digest prefix, see :func:`safe_key`).
     """
 
     def __init__(self, reason: str, path: str = "$") -> None:
