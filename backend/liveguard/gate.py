@@ -1,7 +1,9 @@
 """The release gate and the auto-approve check: where verdicts become decisions.
 
-``decide(verdicts)`` looks at the last ``window`` runs (by ``start_time`` when every run
-carries one, else in input order) and decides, in this order:
+``decide(verdicts)`` looks at the last ``window`` runs and decides. The window is "the
+last N runs by start time" when every run carries a readable ISO start time
+(``Verdict.start_time``, from the run's ``metadata.start_time``), else the last N in
+input order (``GateDecision.order`` says which). In this order:
 
 * duplicate run ids or unreadable runs in the input → REFUSE (exit 2, naming them);
 * any hard liveness violation (a structural code: loops, stalls, illegal hops) → ROLLBACK;
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,6 +80,19 @@ class GateDecision(BaseModel):
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.decision]
+
+
+def _instant(text: str | None) -> float | None:
+    """Seconds since the epoch of an ISO start time (naive = UTC), or None."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
 
 
 def _ids(ids: Sequence[str], limit: int = 10) -> str:
@@ -141,8 +157,11 @@ def decide(
         raise ValueError("window must be >= 1, min_runs >= 0 and pass_rate within [0, 1]")
     counts = Counter(v.run_id for v in verdicts)
     dupes = sorted(set(duplicates) | {rid for rid, n in counts.items() if n > 1})
-    timed = bool(verdicts) and all(v.start_time for v in verdicts)
-    ordered = sorted(verdicts, key=lambda v: v.start_time or "") if timed else list(verdicts)
+    instants = [_instant(v.start_time) for v in verdicts]
+    timed = bool(verdicts) and all(t is not None for t in instants)
+    ordered = ([v for _, _, v in sorted(zip(instants, range(len(verdicts)), verdicts, strict=True),
+                                        key=lambda x: (x[0], x[1]))]
+               if timed else list(verdicts))
     recent = ordered[-window:]
     passed = sum(1 for v in recent if v.passed)
     rate = passed / len(recent) if recent else None
