@@ -120,8 +120,12 @@ def _env_notes(args: argparse.Namespace) -> list[str]:
 
 def _langsmith_client() -> Any:
     """The LangSmith client from the environment (LANGSMITH_ENDPOINT, LANGSMITH_API_KEY)."""
+    import logging
+
     import langsmith
 
+    # The client logs its own retries and warnings; the CLI reports a failure in one line.
+    logging.getLogger("langsmith").setLevel(logging.CRITICAL)
     return langsmith.Client()
 
 
