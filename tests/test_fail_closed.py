@@ -371,7 +371,8 @@ def test_graph_without_allowset_holds_the_gate(tmp_path: Path) -> None:
          "huge.yaml:7: tools.t.window: must be within 1..10000"),
         ("float.yaml", ALLOW + "tools:\n  t: {window: 1.0e+20}\n",
          "float.yaml:7: tools.t.window: must be an integer"),
-        ("limit.yaml", ALLOW + "limits:\n  a: 1000000\n", "limit.yaml:7: limits.a: limit must be within 1..10000"),
+        ("limit.yaml", ALLOW + "limits:\n  a: 1000000\n",
+         "limit.yaml:7: limits.a: limit must be within 1..10000"),
         ("latin1.yaml", None, "latin1.yaml:2: not valid UTF-8"),
     ],
 )
