@@ -74,6 +74,12 @@ PATTERNS: Final[Mapping[str, re.Pattern[str]]] = {
     ),
 }
 _FIELDS: Final = ("summary", "output", "args", "result", "error")
+_TRIGGERS: Final = re.compile(
+    r"ignore|disregard|forget|override|evaluator|judge|grader|scorer|reviewer model|score|"
+    r"rating|grade|mark|<\||\[/?inst|<</?sys|#|<(?:/)?(?:system|assistant)|end\s+of",
+    re.IGNORECASE,
+)
+"""A cheap pre-filter: text without any of these words cannot match a pattern."""
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
@@ -118,6 +124,8 @@ class EvaluatorInjection:
             if value is None:
                 continue
             text = _text_of(value)
+            if not _TRIGGERS.search(text):
+                continue
             found = [code for code, rx in PATTERNS.items() if rx.search(text)]
             if found:
                 fields.append(name)
