@@ -545,6 +545,11 @@ def test_report_never_overwrites_an_input(tmp_path: Path) -> None:
     in_dir = cli("report", str(tmp_path), "-o", str(tmp_path / "runs.jsonl"), "--no-judges")
     assert in_dir.returncode == 2
     assert runs.read_bytes() == before
+    allow_set = REPO / "expected_paths" / "campaign.yaml"
+    kept = allow_set.read_bytes()
+    default_dir = cli("report", str(runs), "-o", "expected_paths/campaign.yaml", "--no-judges", cwd=REPO)
+    assert default_dir.returncode == 2  # ./expected_paths/ is an input too
+    assert allow_set.read_bytes() == kept
 
 
 def test_piping_to_head_ends_quietly(tmp_path: Path) -> None:

@@ -203,7 +203,7 @@ def _decision(args: argparse.Namespace, rows: list[RunRow]) -> GateDecision:
     unreadable = [r.source for r in rows if r.verdict is None and r.run_id not in duplicates]
     verdicts = [r.verdict for r in rows if r.verdict is not None]
     if not rows:
-        unreadable = ["no runs found in the input"]
+        raise UsageError("no runs found in the input")
     try:
         return decide(verdicts, window=args.window, min_runs=args.min_runs,
                       pass_rate=args.pass_rate, unreadable=unreadable, duplicates=duplicates)
@@ -252,7 +252,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
 
     target = Path(args.output)
     inputs: list[Path] = []
-    for p in [*args.paths, *([args.paths_dir] if args.paths_dir else [])]:
+    allow_dir = args.paths_dir or (DEFAULT_PATHS if Path(DEFAULT_PATHS).is_dir() else None)
+    for p in [*args.paths, *([allow_dir] if allow_dir else [])]:
         path = Path(p)
         inputs += [q for q in path.iterdir() if q.is_file()] if path.is_dir() else [path]
     clash = next((p for p in inputs if _same_file(p, target)), None)
