@@ -146,6 +146,7 @@ def test_failed_judges_are_missing_evidence(case: JudgeCase, fake_openai: FakeOp
     assert gate.stdout.startswith("HOLD")
     codes = {m.split(":")[-1] for m in case.missing}
     assert "missing: judges failed: 1 run(s) unjudged" in gate.stdout
+    assert f"reason: 1 unjudged run(s) in the window: {', '.join(sorted(codes))}" in gate.stdout
     assert all(code in gate.stdout for code in codes)
     assert len(fake_openai.requests) - before == case.requests
 

@@ -51,6 +51,7 @@ A different concept from the judge pass mark, with its own constant."""
 
 Decision = Literal["PROMOTE", "HOLD", "ROLLBACK", "REFUSE"]
 EXIT_CODES: Final[Mapping[str, int]] = {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4, "REFUSE": 2}
+_JUDGE_GAPS: Final = ("judge_error:", "judges_skipped:")
 _FAMILY_FLAGS: Final[Mapping[str, str]] = {
     "loop_guard": "AGENT_EVAL_LOOP_GUARD=0",
     "trajectory_anomaly": "AGENT_EVAL_TRAJECTORY_ANOMALY=0",
@@ -183,6 +184,11 @@ def decide(
     elif missing:
         decision = "HOLD"
         incomplete = sum(1 for v in recent if v.missing)
+        unjudged = [v for v in recent if any(m.startswith(_JUDGE_GAPS) for m in v.missing)]
+        if unjudged:
+            codes = sorted({m.split(":")[-1] for v in unjudged for m in v.missing
+                            if m.startswith(_JUDGE_GAPS)})
+            reasons.append(f"{len(unjudged)} unjudged run(s) in the window: {', '.join(codes)}")
         reasons.append(f"missing evidence on {incomplete} run(s) in the window (see below)")
     elif len(recent) < min_runs:
         decision = "HOLD"
