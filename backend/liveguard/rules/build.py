@@ -8,6 +8,10 @@ offline run the same rules in the same order:
 3. the defect family (soft findings);
 4. the step limits, when the policy sets ``run_steps`` or ``thread_steps``.
 
+Step-text rules (``evaluator_injection_suspected``) need the step's text, which the
+Monitor's digest-only observations do not carry; :func:`build_step_rules` assembles
+them and the eval graph's ``detect_defects`` node runs them.
+
 ``allow_set`` is pure data; its limits and tool overrides must already be applied to
 ``policy`` (``AllowSet.apply``), as :class:`~liveguard.monitor.Monitor` does.
 """
@@ -20,6 +24,7 @@ from liveguard.policy import Policy
 from liveguard.rules.base import Rule
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
 from liveguard.rules.defects import ToolEntropyCollapse
+from liveguard.rules.injection import EvaluatorInjection
 from liveguard.rules.limits import StepLimits
 from liveguard.rules.revisits import NodeRevisits
 from liveguard.rules.tools import ToolNoProgress
@@ -28,7 +33,7 @@ from liveguard.rules.transitions import TransitionRules
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build"]
+__all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build", "build_step_rules"]
 
 LOOP_GUARD_CODES = frozenset(
     {"node_revisit_cycle", "no_progress_stall", "repeated_content", "content_cycle", "tool_no_progress"}
@@ -55,3 +60,8 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
     if policy.run_steps is not None or policy.thread_steps is not None:
         rules.append(StepLimits(policy))
     return rules
+
+
+def build_step_rules(policy: Policy | None = None) -> list[EvaluatorInjection]:
+    """The step-text rules (soft), in order. ``policy`` is reserved for their thresholds."""
+    return [EvaluatorInjection()]
