@@ -170,7 +170,7 @@ def args_digest(args: Any) -> str:
 class _Thread:
     """The saved value under ``state["liveguard"]``, unpacked for one model call."""
 
-    __slots__ = ("debounced", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("_text", "debounced", "ledger", "monitor", "seen", "stop")
 
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         saved = saved if isinstance(saved, Mapping) else {}
@@ -187,6 +187,13 @@ class _Thread:
         self.stop: Violation | None = Violation.model_validate(stop) if stop else None
         self.ledger: list[list[Any]] = [list(e) for e in saved.get("ledger", ())]
         self.debounced: int = int(saved.get("debounced", 0))
+        self._text: str | None = None  # the ledger as the model sees it, until it changes
+
+    @property
+    def ledger_text(self) -> str:
+        if self._text is None:
+            self._text = ledger_text(self.ledger)
+        return self._text
 
     def dump(self) -> dict[str, Any]:
         return {
@@ -199,6 +206,7 @@ class _Thread:
 
     def record(self, tool: str, digest: str, flag: str, size: int) -> None:
         """One execution of (tool, digest) with this outcome; most recent last."""
+        self._text = None
         for i, (name, dig, _, count, blocked) in enumerate(self.ledger):
             if name == tool and dig == digest:
                 del self.ledger[i]
@@ -208,6 +216,7 @@ class _Thread:
         del self.ledger[:-size]
 
     def block(self, tool: str, digest: str) -> None:
+        self._text = None
         for entry in self.ledger:
             if entry[0] == tool and entry[1] == digest:
                 entry[4] = True
@@ -298,6 +307,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         self._tokens = (f"{uuid.uuid4().hex[:8]}-{n}" for n in itertools.count())
         self._lock = threading.Lock()
         self._warned_unscoped = False
+        self._told_per_call = False
 
     @property
     def on_violation(self) -> str:
@@ -366,6 +376,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             thread = call.thread = self._thread(request.runtime, state.get(STATE_KEY))
             if self._new_run(request.runtime):
                 thread.monitor.new_run()
+                if not self._told_per_call:
+                    self._tell_per_call()
             if thread.stop is not None:  # a stopped thread stays stopped
                 call.answer = self._act(call, thread.stop, saved=True)
                 return call
@@ -375,7 +387,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 if call.answer is not None:
                     return call
             if self.show_ledger and thread.ledger:
-                call.request = _with_ledger(call.request, thread.ledger)
+                call.request = _with_ledger(call.request, thread.ledger_text)
         except NoProgressError:
             raise
         except Exception as exc:
@@ -569,6 +581,19 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             log_guard_failure(exc)
             return None
 
+    def _tell_per_call(self) -> None:
+        """Say once (INFO) when the agent has no checkpointer: liveness is then per call."""
+        from langgraph.config import get_config
+
+        self._told_per_call = True
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError:  # not inside a graph run: nothing to say
+            return
+        if configurable.get("__pregel_checkpointer") is None:
+            log.info("liveguard: the agent has no checkpointer: liveness is per call, nothing "
+                     "is kept between invocations")
+
     def _thread(self, runtime: Any, saved: Any) -> _Thread:
         """The thread's state: from memory when ``saved`` is what this process last wrote."""
         token = saved.get("k") if isinstance(saved, Mapping) else None
@@ -661,8 +686,7 @@ def _thread_id(runtime: Any) -> Hashable:
     return ("thread", thread)
 
 
-def _with_ledger(request: ModelRequest[Any], ledger: list[list[Any]]) -> ModelRequest[Any]:
-    text = ledger_text(ledger)
+def _with_ledger(request: ModelRequest[Any], text: str) -> ModelRequest[Any]:
     system = request.system_message
     if system is None:
         return request.override(system_message=SystemMessage(content=text))
