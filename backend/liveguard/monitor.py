@@ -129,25 +129,15 @@ class Monitor:
     # -- thread state -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """The Monitor's bounded state as plain JSON-able data (see the module docstring)."""
-        strings: list[str] = []
         ids: dict[str, int] = {}
 
         def pack(text: str) -> int:
-            found = ids.get(text)
-            if found is None:
-                found = ids[text] = len(strings)
-                strings.append(text)
-            return found
+            return ids.setdefault(text, len(ids))  # insertion order is the table's order
 
         rules = {type(rule).__name__: rule.snapshot(pack) for rule in self._rules}
-        return {
-            "v": SNAPSHOT_VERSION,
-            "n": self._index,
-            "e": self._expect,
-            "t": [obs.pack(pack) for obs in self._turn],
-            "r": rules,
-            "s": strings,
-        }
+        turn = [obs.pack(pack) for obs in self._turn]
+        return {"v": SNAPSHOT_VERSION, "n": self._index, "e": self._expect, "t": turn,
+                "r": rules, "s": list(ids)}
 
     @classmethod
     def restore(
