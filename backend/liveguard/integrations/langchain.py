@@ -304,7 +304,9 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         # thread -> (token of the value last written, its unpacked state): a model call that
         # finds that very value in the state continues in memory instead of restoring
         self._cache: OrderedDict[Hashable, tuple[str, _Thread]] = OrderedDict()
-        self._tokens = (f"{uuid.uuid4().hex[:8]}-{n}" for n in itertools.count())
+        # next() on a count is atomic; a generator would raise when two threads share it
+        self._prefix = uuid.uuid4().hex[:8]
+        self._counter = itertools.count()
         self._lock = threading.Lock()
         self._warned_unscoped = False
         self._told_per_call = False
@@ -540,7 +542,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 structured_response=response.structured_response,
             )
         value = thread.dump()
-        value["k"] = token = next(self._tokens)
+        value["k"] = token = f"{self._prefix}-{next(self._counter)}"
         with self._lock:
             self._cache[_thread_id(call.request.runtime)] = (token, thread)
             while len(self._cache) > self.max_runs:
