@@ -469,8 +469,7 @@ def test_two_invocations_never_share_a_monitor(caplog: pytest.LogCaptureFixture)
         result = ending.invoke(sql_agent.initial_input("looping"), counted(ran))
         assert result["messages"][-1].content == STOP_TEXT
         assert (ran.model_calls, ran.tool_calls) == (2, 2)
-    ran = Executions()  # batch: concurrent runs in threads, one Monitor each
-    for _ in range(3):
+    for _ in range(3):  # batch: concurrent runs in threads, one liveness state each
         ran = Executions()
         results = ending.batch([sql_agent.initial_input("looping")] * 4, counted(ran))
         assert [r["messages"][-1].content for r in results] == [STOP_TEXT] * 4
