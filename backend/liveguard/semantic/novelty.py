@@ -7,10 +7,12 @@ information, and :func:`is_novel` says whether a message adds any to what its no
 in the window:
 
 * **new facts**: numbers (``42``, ``3.5``, ``v2``), identifiers (``eu-west-1``,
-  ``test_auth``, ``api/v2/users``, ``HTTP``, ``OrderService``), quoted strings and
-  proper nouns inside a sentence, that none of the earlier messages had;
-* **growth**: at least ``growth`` times as many content words as the most similar
-  earlier message, and at least ``min_growth_words`` more (a draft that gained a section).
+  ``test_auth``, ``api/v2/users``, ``HTTP``, ``OrderService``; a plain hyphenated word
+  like ``per-region`` is not one), quoted strings and capitalised words inside a
+  sentence (not after a colon), that none of the earlier messages had;
+* **growth**: more content words than the most similar earlier message, by at least
+  ``min_growth_words`` and 20 %, of which ``min_growth_words`` are words no earlier
+  message used (a draft that gained a paragraph; a longer paraphrase reuses its words).
 
 Rewording changes the words, not the facts: paraphrases keep their numbers and names.
 """
@@ -25,10 +27,10 @@ __all__ = ["Info", "content_words", "facts", "is_novel"]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:]\d+)*%?")
 _IDENT = re.compile(
-    r"\b(?:[A-Za-z]+[-_./][\w./-]*\w|[A-Za-z]*\d[\w-]*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*)\b"
+    r"\b(?:[A-Za-z][\w-]*[_./][\w./-]*\w|[A-Za-z-]*\d[\w-]*|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*)\b"
 )
 _QUOTED = re.compile(r"[\"'`“‘]([^\"'`”’\n]{2,60})[\"'`”’]")
-_PROPER = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]{2,}\b")
+_PROPER = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b")  # mid-sentence; not after a colon
 _WORD = re.compile(r"[a-z][a-z']+")
 _STOPWORDS = (
     "a an the and or but if then else of to in on at by for with from as is are was were be been being "
@@ -57,13 +59,15 @@ def content_words(text: str) -> int:
 
 
 class Info:
-    """What the novelty test needs of one message: its facts and its size."""
+    """What the novelty test needs of one message: its facts, its size and its vocabulary."""
 
-    __slots__ = ("facts", "words")
+    __slots__ = ("facts", "vocab", "words")
 
     def __init__(self, text: str) -> None:
         self.facts = facts(text)
-        self.words = content_words(text)
+        words = [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+        self.words = len(words)
+        self.vocab = frozenset(words)
 
 
 def is_novel(
@@ -71,19 +75,24 @@ def is_novel(
     earlier: Iterable[Info],
     nearest: Info,
     *,
-    growth: float = 1.5,
+    growth: float = 0.2,
     min_growth_words: int = 8,
 ) -> tuple[bool, str]:
     """(novel, why): why is ``new_facts``, ``growth`` or ``none``.
 
     ``earlier`` is every message of the node in the window; ``nearest`` the most
-    similar of them (the one the growth test compares sizes with).
+    similar of them. Growth: at least ``max(min_growth_words, growth * nearest.words)``
+    more content words than ``nearest``, and at least ``min_growth_words`` words that
+    no earlier message used.
     """
     seen: set[str] = set()
+    vocab: set[str] = set()
     for other in earlier:
         seen |= other.facts
+        vocab |= other.vocab
     if new.facts - seen:
         return True, "new_facts"
-    if new.words >= growth * nearest.words and new.words - nearest.words >= min_growth_words:
+    added = new.words - nearest.words
+    if added >= max(min_growth_words, growth * nearest.words) and len(new.vocab - vocab) >= min_growth_words:
         return True, "growth"
     return False, "none"
