@@ -171,17 +171,25 @@ def test_nodes_are_compared_only_with_themselves() -> None:
 
 def test_exact_repeats_are_settled_by_the_hash_layer_and_never_embedded(counting: Counting) -> None:
     policy = SEMANTIC | {"semantic_embedder": "counting"}
-    text = "Please send me your order number so I can look this up."
-    run = [Step(node="support", summary=text), Step(node="user", summary="It never arrived."),
-           Step(node="support", summary=text)]
+    first, reworded = REVIEW_LOOP[1][1], REVIEW_LOOP[3][1]
+    run = [Step(node="reviewer", summary=t) for t in (first, reworded, first, first)]
     monitor = Monitor(policy)
     found = [v for step in run for v in monitor.observe(step)]
-    assert [text] in counting.calls
-    assert sum(c.count(text) for c in counting.calls) == 1
-    assert all(v.code != "semantic_repeat" for v in found)
-    # The same text in another run is a cache hit: embedded once per process.
+    # Only the reworded step needed vectors (its own and the first's), in one call; the exact
+    # repeats at steps 2 and 3 were the hash layer's (3 is a stall) and were never embedded.
+    assert counting.calls == [[reworded, first]]
+    assert [(v.code, v.step) for v in found if v.code.startswith("semantic")] == [("semantic_repeat", 1)]
+    assert ("no_progress_stall", 3) in [(v.code, v.step) for v in found]
+    # The same texts in another run are cache hits: each text is embedded once per process.
     counting.calls.clear()
-    Monitor(policy).observe(run[0])
+    again = Monitor(policy)
+    assert [v.code for step in run[:2] for v in again.observe(step)] == ["semantic_repeat"]
+    assert counting.calls == []
+
+
+def test_steps_with_new_facts_are_never_embedded(counting: Counting) -> None:
+    """A message with a new number or name cannot be a repeat: the cosine is not needed."""
+    check_trajectory(steps(DEBUG_ROUNDS), SEMANTIC | {"semantic_embedder": "counting"})
     assert counting.calls == []
 
 
@@ -235,3 +243,15 @@ def test_semantic_policy_values_are_validated() -> None:
     with pytest.raises(PolicyError, match="semantic_hard_matches cannot exceed semantic_window"):
         SEMANTIC | {"semantic_hard_matches": 5, "semantic_window": 4}
     assert Policy().semantic is False
+
+
+def test_the_readme_semantic_example_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Semantic layer") :]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    expected = re.search(r"^# (\[.*\])$", code, flags=re.M)
+    assert expected is not None
+    assert capsys.readouterr().out.strip() == expected.group(1)

@@ -8,9 +8,12 @@ first match in the window is a soft finding; the ``semantic_hard_matches``-th is
 (a liveness code: it vetoes and rolls back).
 
 Cost: a step whose digest already appears in the node's window is *settled by the
-hash layer* (the content rules judge it) and is never embedded; vectors are cached by
-digest, so an identical text is embedded once per process. Offline,
-:meth:`SemanticRepeat.prefetch` embeds every unsettled step of a run in batches first.
+hash layer* (the content rules judge it) and is never embedded. A step that brings a
+new fact (a number, identifier or name the window lacks), or the first message of its
+node, cannot match whatever its cosine, so it is not embedded either; the others are
+embedded lazily, together with any window message that still lacks a vector. Vectors
+are cached by digest, so an identical text is embedded once per process. Offline,
+:meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first.
 
 An embedder that fails is missing evidence: one soft ``semantic_unavailable``
 finding (with the error code) and the rule stands down for the run.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from liveguard.model import Violation
@@ -38,26 +41,27 @@ __all__ = ["SemanticRepeat", "SemanticStats", "semantic_rules"]
 
 
 class SemanticStats:
-    """Counts for the benchmark and the logs: message steps embedded vs settled by hashes."""
+    """Counts for the benchmark and the logs: how each message step was settled."""
 
-    __slots__ = ("embedded", "matched", "messages", "settled")
+    __slots__ = ("embedded", "matched", "messages", "novel", "settled")
 
     def __init__(self) -> None:
-        self.messages = 0
-        self.settled = 0
-        self.embedded = 0
+        self.messages = 0  # message steps with text
+        self.settled = 0  # exact digest already in the node's window: the hash layer's
+        self.novel = 0  # new facts (or nothing to compare with): no embedding needed
+        self.embedded = 0  # texts this rule had embedded (cache misses)
         self.matched = 0
 
 
 class _Entry:
-    __slots__ = ("index", "info", "key", "position", "vector")
+    __slots__ = ("index", "info", "key", "text", "vector")
 
-    def __init__(self, index: int, position: int, key: str, vector: NDArray[np.float32], info: Info) -> None:
+    def __init__(self, index: int, key: str, text: str, info: Info) -> None:
         self.index = index
-        self.position = position
         self.key = key
-        self.vector = vector
+        self.text = text  # kept in memory for a lazy embedding; never in evidence
         self.info = info
+        self.vector: NDArray[np.float32] | None = None
 
 
 class SemanticRepeat:
@@ -78,19 +82,24 @@ class SemanticRepeat:
 
     # -- offline: embed a whole run's unsettled steps in batches ----------------------------
     def prefetch(self, observations: Sequence[Observation]) -> None:
-        """Fill the cache for every step :meth:`observe` will embed (same settling logic)."""
+        """Fill the cache, in batches, with every text :meth:`observe` will need (same logic)."""
         if self._down:
             return
-        recent: dict[str, deque[str]] = {}
+        recent: dict[str, deque[tuple[str, str, Info]]] = {}
         todo: list[tuple[str, str]] = []
         for obs in observations:
             text = _message_text(obs)
             if text is None:
                 continue
-            keys = recent.setdefault(obs.node, deque(maxlen=self._window))
-            if obs.key not in keys:
+            window = recent.setdefault(obs.node, deque(maxlen=self._window))
+            if any(key == obs.key for key, _, _ in window):
+                window.append((obs.key, text, next(i for k, _, i in window if k == obs.key)))
+                continue
+            info = Info(text)
+            if window and not _new_facts(info, (i for _, _, i in window)):
                 todo.append((obs.key, text))
-            keys.append(obs.key)
+                todo += [(key, t) for key, t, _ in window]
+            window.append((obs.key, text, info))
         # On failure, observe() meets the same error and reports it as missing evidence.
         with contextlib.suppress(EmbeddingError, SemanticUnavailable):
             self._cache.fill(todo)
@@ -113,10 +122,18 @@ class SemanticRepeat:
         for entry in history:
             if entry.key == obs.key:  # settled by the hash layer: no embedding, no finding
                 stats.settled += 1
-                history.append(_Entry(obs.index, position, obs.key, entry.vector, entry.info))
+                same = _Entry(obs.index, obs.key, entry.text, entry.info)
+                same.vector = entry.vector
+                history.append(same)
                 return None
+        info = Info(text)
+        current = _Entry(obs.index, obs.key, text, info)
+        if not history or _new_facts(info, (e.info for e in history)):
+            stats.novel += 1  # cannot match whatever the cosine: nothing to embed
+            history.append(current)
+            return None
         try:
-            vector = self._cache.vector(obs.key, text)
+            self._embed([current, *history])
         except (EmbeddingError, SemanticUnavailable) as exc:
             self._down = True
             reason = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
@@ -126,24 +143,30 @@ class SemanticRepeat:
                     detail={"reason": reason, "embedder": self._cache.embedder.name},
                 )
             ]
-        stats.embedded += 1
-        info = Info(text)
+        vector = current.vector
+        assert vector is not None
         best: _Entry | None = None
         best_sim = -1.0
         for entry in history:
+            assert entry.vector is not None
             sim = float(entry.vector @ vector)
             if sim > best_sim:
                 best, best_sim = entry, sim
-        history.append(_Entry(obs.index, position, obs.key, vector, info))
+        earlier = [e.info for e in history]
+        history.append(current)
         if best is None or best_sim < self._threshold:
             return None
-        novel, _ = is_novel(info, (e.info for e in list(history)[:-1]), best.info)
+        novel, _ = is_novel(info, earlier, best.info)
         if novel:
             return None
         stats.matched += 1
-        matches = self._matches.get(node)
+        return self._match(obs, position, best, best_sim)
+
+    def _match(self, obs: Observation, position: int, best: _Entry, sim: float) -> list[Violation] | None:
+        """Count a match in the node's window: soft on the first, hard on the ``hard``-th."""
+        matches = self._matches.get(obs.node)
         if matches is None:
-            matches = self._matches[node] = deque()
+            matches = self._matches[obs.node] = deque()
         matches.append(position)
         while matches and matches[0] <= position - self._window:
             matches.popleft()
@@ -156,9 +179,9 @@ class SemanticRepeat:
             return None
         return [
             Violation(
-                code=self.code, severity=severity, step=obs.index, node=node, count=count,
+                code=self.code, severity=severity, step=obs.index, node=obs.node, count=count,
                 detail={
-                    "similarity": round(best_sim, 3),
+                    "similarity": round(sim, 3),
                     "matched_step": best.index,
                     "digest": prefix(obs.key),
                     "matched_digest": prefix(best.key),
@@ -169,8 +192,25 @@ class SemanticRepeat:
             )
         ]
 
+    def _embed(self, entries: Sequence[_Entry]) -> None:
+        """Give every entry its vector: cached ones free, the rest in one embed() call."""
+        cache = self._cache
+        missing = [e for e in entries if e.vector is None and cache.get(e.key) is None]
+        if missing:
+            self.stats.embedded += cache.fill([(e.key, e.text) for e in missing])
+        for entry in entries:
+            if entry.vector is None:
+                entry.vector = cache.vector(entry.key, entry.text)
+
     def finish(self) -> list[Violation] | None:
         return None
+
+
+def _new_facts(info: Info, earlier: Iterable[Info]) -> bool:
+    seen: set[str] = set()
+    for other in earlier:
+        seen |= other.facts
+    return bool(info.facts - seen)
 
 
 def _message_text(obs: Observation) -> str | None:

@@ -69,15 +69,15 @@ class EmbeddingCache:
                 self._vectors.move_to_end(digest)
             return vector
 
-    def fill(self, items: Sequence[tuple[str, str]]) -> None:
-        """Embed the ``(digest, text)`` pairs not cached yet, in one batch call."""
+    def fill(self, items: Sequence[tuple[str, str]]) -> int:
+        """Embed the ``(digest, text)`` pairs not cached yet, in batches; return how many."""
         todo: dict[str, str] = {}
         with self._lock:
             for digest, text in items:
                 if digest not in self._vectors and digest not in todo:
                     todo[digest] = text
         if not todo:
-            return
+            return 0
         digests, texts = list(todo), list(todo.values())
         for start in range(0, len(texts), _CHUNK):
             chunk = texts[start : start + _CHUNK]
@@ -90,6 +90,7 @@ class EmbeddingCache:
                     self._vectors[digest] = vector
                 while len(self._vectors) > self._size:
                     self._vectors.popitem(last=False)
+        return len(todo)
 
     def vector(self, digest: str, text: str) -> NDArray[np.float32]:
         """The vector of one text, embedding it when not cached."""
