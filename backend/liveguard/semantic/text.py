@@ -11,7 +11,8 @@ _MAX_DEPTH = 4
 
 
 def text_of(content: Any, _depth: int = 0) -> str | None:
-    """A string, a message's ``content`` (object or dict), or its text blocks; else None."""
+    """A string; a message's ``content`` (object or dict) or text blocks; a state update's
+    string values; else None."""
     if isinstance(content, str):
         return content if content.strip() else None
     if _depth >= _MAX_DEPTH or content is None:
@@ -19,8 +20,12 @@ def text_of(content: Any, _depth: int = 0) -> str | None:
     if isinstance(content, Mapping):
         if "content" in content:
             return text_of(content["content"], _depth + 1)
-        text = content.get("text")
-        return text if isinstance(text, str) and text.strip() else None
+        if "text" in content:
+            return text_of(content["text"], _depth + 1)
+        # A graph node's state update, e.g. {"review": "...", "round": 3}: its text values.
+        parts = [text_of(value, _depth + 1) for value in content.values() if isinstance(value, str)]
+        joined = "\n".join(p for p in parts if p)
+        return joined or None
     if isinstance(content, list | tuple):
         parts = [text_of(part, _depth + 1) for part in content]
         joined = "\n".join(p for p in parts if p)
