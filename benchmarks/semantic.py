@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     c = cost(defaults)
     print(f"\nlive cost: {c['ms_per_embedded_step']:.2f} ms wall, {c['cpu_ms']:.2f} ms CPU added per "
-          f"embedded message step (one at a time, cold cache; {c['cache_misses']} texts embedded; "
+          f"embedded text (one step at a time, cold cache; {c['cache_misses']} texts embedded; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     n = c["messages"]
     print(f"message steps: {n} in {c['runs']} runs; settled by the hash layer {c['settled']} "
