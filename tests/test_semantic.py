@@ -255,3 +255,11 @@ def test_the_readme_semantic_example_prints_what_it_says(capsys: pytest.CaptureF
     expected = re.search(r"^# (\[.*\])$", code, flags=re.M)
     assert expected is not None
     assert capsys.readouterr().out.strip() == expected.group(1)
+
+
+def test_the_environment_turns_the_layer_on_or_off() -> None:
+    assert Policy.from_env(env={"AGENT_EVAL_SEMANTIC": "1"}).semantic is True
+    assert Policy.from_env(SEMANTIC, env={"AGENT_EVAL_SEMANTIC": "0"}).semantic is False
+    assert Policy.from_env(SEMANTIC, env={}).semantic is True
+    with pytest.raises(PolicyError, match="AGENT_EVAL_SEMANTIC='yes'"):
+        Policy.from_env(env={"AGENT_EVAL_SEMANTIC": "yes"})

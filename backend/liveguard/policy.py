@@ -31,7 +31,8 @@ setting                       default  meaning
 ============================  =======  ======================================================
 
 Environment: ``AGENT_EVAL_MAX_REVISITS`` overrides ``max_revisits``;
-``AGENT_EVAL_LOOP_GUARD=0`` turns the loop-guard rules off.
+``AGENT_EVAL_LOOP_GUARD=0`` turns the loop-guard rules off; ``AGENT_EVAL_SEMANTIC=1`` turns
+the semantic layer on (``0`` off; unset leaves the policy's own setting).
 """
 
 from __future__ import annotations
@@ -163,6 +164,11 @@ class Policy(BaseModel):
             updates["max_revisits"] = value
         if env.get("AGENT_EVAL_LOOP_GUARD", "1").strip() == "0":
             updates["enabled"] = False
+        semantic = env.get("AGENT_EVAL_SEMANTIC", "").strip()
+        if semantic:
+            if semantic not in {"0", "1"}:
+                raise PolicyError(f"AGENT_EVAL_SEMANTIC={semantic!r}: expected 1 or 0")
+            updates["semantic"] = semantic == "1"
         return policy.model_copy(update=updates) if updates else policy
 
     def __or__(self, other: Mapping[str, Any]) -> Policy:
