@@ -81,6 +81,19 @@ def test_local_model_matches_the_reference_vectors() -> None:
     assert np.abs(ours - theirs).max() < 1e-4
 
 
+def test_the_default_runtime_is_onnx_and_agrees_with_the_numpy_forward_pass() -> None:
+    """Two runtimes over the same weights: onnxruntime (the default) and numpy (the fallback)."""
+    ref = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    onnx_model = cache_for("local").embedder
+    assert getattr(onnx_model, "runtime", None) == "onnx"
+    numpy_model = MiniLMEmbedder(runtime="numpy")
+    texts = [*ref["texts"], *(text for _, text in REVIEW_LOOP), "ok"]
+    a, b = onnx_model.embed(texts), numpy_model.embed(texts)
+    assert np.abs(a - b).max() < 1e-5
+    theirs = np.asarray(ref["vectors"], dtype=np.float32)
+    assert (b[:3] * theirs).sum(axis=1).min() > 0.99999
+
+
 def test_embedding_is_unit_norm_order_preserving_and_batch_independent() -> None:
     embedder = cache_for("local").embedder
     texts = [text for _, text in REVIEW_LOOP] + ["ok", "Zürich café — 東京"]
@@ -101,6 +114,8 @@ def test_paraphrases_are_closer_than_unrelated_text() -> None:
 def test_a_folder_without_the_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SemanticUnavailable, match="cannot load the model"):
         MiniLMEmbedder(tmp_path)
+    with pytest.raises(SemanticUnavailable, match="unknown runtime 'torch'"):
+        MiniLMEmbedder(runtime="torch")  # type: ignore[arg-type]
 
 
 def test_the_core_never_imports_numpy() -> None:

