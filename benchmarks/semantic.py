@@ -220,7 +220,6 @@ def agreement(python: str) -> dict[str, float]:
     """Cosine between our vectors and sentence-transformers' (run by ``python``) on every text."""
     import numpy as np
 
-    from liveguard.semantic import cache_for
 
     texts = sorted({t for runs in (*LOOPS.values(), *LOOKALIKES.values()) for r in runs for _, t in r})
     script = (
@@ -249,21 +248,16 @@ def _pct(a: int, n: int) -> str:
     return f"{a}/{n} ({100 * a / n:.0f}%)" if n else "-"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference-python", help="an interpreter with torch + sentence-transformers")
-    args = parser.parse_args(argv)
-    try:
-        from liveguard.semantic.minilm import MiniLMEmbedder
-        loads = {}
-        models = {}
-        for runtime in ("onnx", "numpy"):
-            start = time.perf_counter()
-            models[runtime] = MiniLMEmbedder(runtime=runtime)  # type: ignore[arg-type]
-            loads[runtime] = time.perf_counter() - start
-    except Exception as exc:  # a report: say why and go on
-        print(f"semantic benchmark skipped: {type(exc).__name__}: {exc}")
-        return 0
+def runtimes() -> None:
+    """Load time and one-text-at-a-time cost of each runtime of the local model."""
+    from liveguard.semantic.minilm import MiniLMEmbedder
+
+    loads = {}
+    models = {}
+    for runtime in ("onnx", "numpy"):
+        start = time.perf_counter()
+        models[runtime] = MiniLMEmbedder(runtime=runtime)  # type: ignore[arg-type]
+        loads[runtime] = time.perf_counter() - start
     print("\n== semantic layer (benchmarks/semantic.py) ==")
     print(f"model load (all-MiniLM-L6-v2): onnxruntime {loads['onnx']:.2f} s (graph built in memory), "
           f"numpy {loads['numpy']:.2f} s")
@@ -273,8 +267,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         start, cpu = time.perf_counter(), time.process_time()
         for text in texts:
             model.embed([text])
-        print(f"one text at a time, {runtime}: {(time.perf_counter() - start) / len(texts) * 1000:.2f} ms wall, "
-              f"{(time.process_time() - cpu) / len(texts) * 1000:.2f} ms CPU per text ({len(texts)} texts)")
+        wall = (time.perf_counter() - start) / len(texts) * 1000
+        cpu_ms = (time.process_time() - cpu) / len(texts) * 1000
+        print(f"one text at a time, {runtime}: {wall:.2f} ms wall, {cpu_ms:.2f} ms CPU per text "
+              f"({len(texts)} texts)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference-python", help="an interpreter with torch + sentence-transformers")
+    args = parser.parse_args(argv)
+    try:
+        runtimes()
+    except Exception as exc:  # a report: say why and go on
+        print(f"semantic benchmark skipped: {type(exc).__name__}: {exc}")
+        return 0
     sizes = install_size()
     print(f"extra install size: {sum(sizes.values()):.0f} MB "
           f"({', '.join(f'{k} {v:.1f}' for k, v in sorted(sizes.items(), key=lambda kv: -kv[1]))})")
