@@ -95,6 +95,46 @@ class _Layer:
         self.ln2_w, self.ln2_b = w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"]
 
 
+class _NumpyEncoder:
+    """The BERT encoder written out in numpy (the fallback runtime)."""
+
+    def __init__(self, weights: dict[str, NDArray[Any]], config: dict[str, Any]) -> None:
+        self._heads = int(config["num_attention_heads"])
+        self._eps = float(config["layer_norm_eps"])
+        self._word = weights["embeddings.word_embeddings.weight"]
+        self._pos = weights["embeddings.position_embeddings.weight"]
+        self._type0 = weights["embeddings.token_type_embeddings.weight"][0]
+        self._ln_w = weights["embeddings.LayerNorm.weight"]
+        self._ln_b = weights["embeddings.LayerNorm.bias"]
+        layers = int(config["num_hidden_layers"])
+        self._layers = [_Layer(weights, f"encoder.layer.{i}") for i in range(layers)]
+
+    def hidden(self, tokens: NDArray[np.int64], mask: NDArray[np.float32]) -> NDArray[np.float32]:
+        """(n, L) token ids -> (n, L, 384) hidden states."""
+        n, length = tokens.shape
+        x = self._word[tokens] + self._pos[:length] + self._type0
+        x = _layer_norm(x, self._ln_w, self._ln_b, self._eps)
+        heads = self._heads
+        hidden = x.shape[-1]
+        size = hidden // heads
+        scale = np.float32(1.0 / np.sqrt(size))
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # (n, 1, 1, L)
+        for layer in self._layers:
+            qkv = x @ layer.qkv + layer.qkv_b  # (n, L, 3H)
+            qkv = qkv.reshape(n, length, 3, heads, size).transpose(2, 0, 3, 1, 4)  # (3, n, h, L, d)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, hidden)
+            x = _layer_norm(context @ layer.out + layer.out_b + x, layer.ln1_w, layer.ln1_b, self._eps)
+            inner = _gelu(x @ layer.ff_in + layer.ff_in_b)
+            x = _layer_norm(inner @ layer.ff_out + layer.ff_out_b + x, layer.ln2_w, layer.ln2_b, self._eps)
+        out: NDArray[np.float32] = x
+        return out
+
+
 class MiniLMEmbedder:
     """Texts in, unit vectors (384 floats) out. Stateless after loading; load once, reuse."""
 
@@ -130,24 +170,15 @@ class MiniLMEmbedder:
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except (OSError, ValueError, Exception) as exc:
             raise SemanticUnavailable(f"{folder}: cannot load the model: {type(exc).__name__}") from None
-        self._heads = int(config["num_attention_heads"])
-        self._eps = float(config["layer_norm_eps"])
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer = tokenizer
-        self._word = weights["embeddings.word_embeddings.weight"]
-        self._pos = weights["embeddings.position_embeddings.weight"]
-        self._type0 = weights["embeddings.token_type_embeddings.weight"][0]
-        self._ln_w = weights["embeddings.LayerNorm.weight"]
-        self._ln_b = weights["embeddings.LayerNorm.bias"]
-        layers = int(config["num_hidden_layers"])
-        self._layers = [_Layer(weights, f"encoder.layer.{i}") for i in range(layers)]
         self._threads = threads
         self._pools = ThreadpoolController() if threads is not None else None
-        self._session: Any = None
         self.runtime = _pick(runtime)
-        if self.runtime == "onnx":
-            self._session = _session(weights, config, threads)
+        # Only one runtime holds the weights: onnxruntime copies them into its session.
+        self._session: Any = _session(weights, config, threads) if self.runtime == "onnx" else None
+        self._numpy = _NumpyEncoder(weights, config) if self._session is None else None
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """An (n, 384) float32 array of L2-normalised embeddings, in the order of ``texts``."""
@@ -179,37 +210,14 @@ class MiniLMEmbedder:
                      "maskbias": ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]}
             x = self._session.run(["hidden"], feeds)[0]
         else:
-            x = self._hidden(tokens, mask)
+            assert self._numpy is not None
+            x = self._numpy.hidden(tokens, mask)
         summed = (x * mask[:, :, None]).sum(axis=1)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: NDArray[np.float32] = (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
         return result
 
-    def _hidden(self, tokens: NDArray[np.int64], mask: NDArray[np.float32]) -> NDArray[np.float32]:
-        """The encoder in numpy: (n, L) token ids -> (n, L, 384) hidden states."""
-        n, length = tokens.shape
-        x = self._word[tokens] + self._pos[:length] + self._type0
-        x = _layer_norm(x, self._ln_w, self._ln_b, self._eps)
-        heads = self._heads
-        hidden = x.shape[-1]
-        size = hidden // heads
-        scale = np.float32(1.0 / np.sqrt(size))
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # (n, 1, 1, L)
-        for layer in self._layers:
-            qkv = x @ layer.qkv + layer.qkv_b  # (n, L, 3H)
-            qkv = qkv.reshape(n, length, 3, heads, size).transpose(2, 0, 3, 1, 4)  # (3, n, h, L, d)
-            q, k, v = qkv[0], qkv[1], qkv[2]
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, hidden)
-            x = _layer_norm(context @ layer.out + layer.out_b + x, layer.ln1_w, layer.ln1_b, self._eps)
-            inner = _gelu(x @ layer.ff_in + layer.ff_in_b)
-            x = _layer_norm(inner @ layer.ff_out + layer.ff_out_b + x, layer.ln2_w, layer.ln2_b, self._eps)
-        out: NDArray[np.float32] = x
-        return out
 
 
 def _pick(runtime: Runtime) -> Literal["onnx", "numpy"]:
