@@ -71,7 +71,8 @@ def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> N
                                  graph="campaign")
     results = run_offline(fake_langsmith, evaluators=[verdict], summary_evaluators=[gate])
     rows = {r["example"].inputs["scenario"]: r["evaluation_results"]["results"][0] for r in results}
-    assert rows["healthy"].score == 1.0
+    assert rows["healthy"].score == 0.0  # no key: unjudged, never a pass
+    assert (rows["healthy"].comment or "").startswith("unjudged;")
     assert "judges=no_api_key" in (rows["healthy"].comment or "")
     assert rows["illegal_hop"].score == 0.0
     [summary] = results._summary_results["results"]
