@@ -82,12 +82,17 @@ def test_vectors_come_back_normalised_in_input_order(server: _Server) -> None:
 
 
 def test_the_model_name_and_keys_follow_the_judges_rules(server: _Server) -> None:
-    env = {"AGENT_EVAL_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-env",
+    env = {"AGENT_EVAL_BASE_URL": server.base_url, "AGENT_EVAL_API_KEY": "sk-env",
            "AGENT_EVAL_EMBEDDING_MODEL": "my-embedder", "AGENT_EVAL_MAX_RETRIES": "0"}
     embedder = OpenAIEmbedder(env=env)
     assert embedder.name == "openai:my-embedder"
     embedder.embed(["x"])
     assert server.requests[-1]["auth"] == "Bearer sk-env"
+    # A provider key goes only to its own host (the judges' key/host rule): not to this server.
+    foreign = {"AGENT_EVAL_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-openai"}
+    with pytest.raises(EmbeddingError, match="no_api_key"):
+        OpenAIEmbedder(env=foreign).embed(["x"])
+    assert len(server.requests) == 1
 
 
 def test_kill_switch_and_missing_key_make_no_request(server: _Server) -> None:

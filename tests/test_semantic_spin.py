@@ -46,7 +46,8 @@ def test_soft_findings_trigger_checks_and_a_hard_one_stops_them(fake_openai: Fak
     assert score.source == "spin_check:judge-m"
     assert score.evidence == {"trigger": "soft_finding", "steps": [0, 1, 2, 3], "requests": 1,
                               "prompt_version": PROMPT_VERSION}
-    sent = json.loads(fake_openai.requests[0].content("user"))
+    content = fake_openai.requests[0].content("user")  # the payload, inside the data block
+    sent = json.loads(content[content.index("{") : content.rindex("}") + 1])
     assert sent["task"] == SPIN_TASK
     assert [r["i"] for r in sent["rounds"]] == [0, 1, 2, 3]
 

@@ -339,6 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="call the LLM judges; --no-judges is a structural-only evaluation "
                             "(a structurally clean run passes, and the output says so)")
         p.add_argument("--jobs", type=_positive_int, default=4, help="runs scored concurrently (>= 1)")
+        p.add_argument("--semantic", action="store_true",
+                       help="turn the semantic layer on (semantic_repeat, role_drift, spin checks; "
+                            "needs liveguard[semantic]); same as AGENT_EVAL_SEMANTIC=1")
 
     def window(p: argparse.ArgumentParser) -> None:
         p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
@@ -478,6 +481,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     try:
         args.settings = Settings.from_env()
+        if getattr(args, "semantic", False):  # --semantic: every policy of this command gets the layer
+            args.settings = Settings.from_env({**args.settings.env, "AGENT_EVAL_SEMANTIC": "1"})
         status: int = args.handler(args, stream)
         stream.flush()
     except (PolicyError, AllowSetError, UsageError) as exc:

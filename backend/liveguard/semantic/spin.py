@@ -2,7 +2,7 @@
 
 Every ``policy.spin_check_every`` message steps (0: never periodically), and right after
 a soft ``semantic_repeat``, one judge call through the judge client
-(:class:`~liveguard.judges.Gateway`, ``trajectory`` level) asks whether the last rounds
+(:class:`~liveguard.judges.JudgeClient`, ``trajectory`` level) asks whether the last rounds
 spin in place. :class:`SpinTrigger` decides when (and stops for good once a hard finding
 has fired: the run is already vetoed, a call would be waste); :func:`spin_check` asks;
 :func:`spin_checks` replays a recorded run.
@@ -26,7 +26,7 @@ from liveguard.policy import Policy
 from liveguard.semantic.text import text_of
 
 if TYPE_CHECKING:
-    from liveguard.judges import Gateway
+    from liveguard.judges import JudgeClient
 
 __all__ = ["SPIN_TASK", "SpinTrigger", "spin_check", "spin_checks"]
 
@@ -69,7 +69,7 @@ class SpinTrigger:
 
 
 async def spin_check(
-    gateway: Gateway, rounds: Iterable[tuple[int, str, str]], trigger: Trigger
+    gateway: JudgeClient, rounds: Iterable[tuple[int, str, str]], trigger: Trigger
 ) -> LevelScore:
     """One judge call about ``rounds`` ((index, node, text) triples); a LevelScore with provenance."""
     picked = list(rounds)
@@ -91,7 +91,7 @@ async def spin_check(
 
 
 async def spin_checks(
-    steps: Sequence[Step], violations: Iterable[Violation], policy: Policy, gateway: Gateway
+    steps: Sequence[Step], violations: Iterable[Violation], policy: Policy, gateway: JudgeClient
 ) -> list[LevelScore]:
     """Replay a recorded run: the spin checks a live guard would have made, in order."""
     by_step: dict[int, list[Violation]] = {}
