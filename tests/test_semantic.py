@@ -278,3 +278,25 @@ def test_the_environment_turns_the_layer_on_or_off() -> None:
     assert Policy.from_env(SEMANTIC, env={}).semantic is True
     with pytest.raises(PolicyError, match="AGENT_EVAL_SEMANTIC='yes'"):
         Policy.from_env(env={"AGENT_EVAL_SEMANTIC": "yes"})
+
+
+def test_without_the_extra_the_layer_says_what_to_install() -> None:
+    """numpy (and so the extra) hidden: asking for the layer is a clear error, the core still works."""
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0] in {'numpy', 'onnxruntime', 'onnx', 'tokenizers'}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from liveguard import Monitor, Policy, Step\n"
+        "from liveguard.semantic import SemanticUnavailable\n"
+        "Monitor(Policy()).observe(Step(node='a', summary='x'))\n"
+        "try:\n"
+        "    Monitor(Policy(semantic=True))\n"
+        "except SemanticUnavailable as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'liveguard[semantic]'" in out.stdout
+    assert "numpy is missing" in out.stdout

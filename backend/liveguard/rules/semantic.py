@@ -222,14 +222,15 @@ def _message_text(obs: Observation) -> str | None:
 
 def semantic_rules(policy: Policy, allow_set: Any = None) -> list[Any]:
     """The semantic layer's rules for one run (called by ``rules.build``)."""
-    from liveguard.rules.roles import RoleDrift
     from liveguard.semantic.registry import cache_for
 
-    cache = cache_for(policy.semantic_embedder)
+    cache = cache_for(policy.semantic_embedder)  # loads the model, or raises SemanticUnavailable
     rules: list[Any] = []
     if policy.enabled:
         rules.append(SemanticRepeat(policy, cache))
     roles = getattr(allow_set, "roles", None)
     if roles:
+        from liveguard.rules.roles import RoleDrift
+
         rules.append(RoleDrift(policy, roles, cache))
     return rules

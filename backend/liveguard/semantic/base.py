@@ -13,11 +13,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-
 from liveguard.errors import LiveguardError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy is imported where vectors are made, so that this module loads without it
+    import numpy as np
     from numpy.typing import NDArray
 
 __all__ = ["Embedder", "EmbeddingCache", "EmbeddingError", "SemanticUnavailable"]
@@ -78,6 +77,8 @@ class EmbeddingCache:
                     todo[digest] = text
         if not todo:
             return 0
+        import numpy as np
+
         digests, texts = list(todo), list(todo.values())
         for start in range(0, len(texts), _CHUNK):
             chunk = texts[start : start + _CHUNK]

@@ -19,15 +19,22 @@ _CACHES: dict[str, EmbeddingCache] = {}
 _LOCK = threading.Lock()
 
 
-def _local() -> Embedder:
-    from liveguard.semantic.minilm import MiniLMEmbedder
+_EXTRA = "the semantic layer needs the extra: pip install 'liveguard[semantic]'"
 
+
+def _local() -> Embedder:
+    try:
+        from liveguard.semantic.minilm import MiniLMEmbedder
+    except ImportError as exc:
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
     return MiniLMEmbedder()
 
 
 def _openai() -> Embedder:
-    from liveguard.semantic.remote import OpenAIEmbedder
-
+    try:
+        from liveguard.semantic.remote import OpenAIEmbedder
+    except ImportError as exc:
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
     return OpenAIEmbedder()
 
 
