@@ -137,7 +137,10 @@ def test_gate_value_is_categorical() -> None:
     """HOLD when the window is too small, PROMOTE on clean runs (judges off), ROLLBACK on a loop."""
     clean = [sql_agent_messages(1)] * 2
     assert create_gate_evaluator(min_runs=5)(outputs=clean)["value"] == "HOLD"
-    assert create_gate_evaluator(min_runs=2)(outputs=clean)["value"] in ("PROMOTE", "HOLD")
+    assert create_gate_evaluator(min_runs=2)(outputs=clean)["value"] == "PROMOTE"  # structural only
+    # Asked for judges that cannot run (no key here): missing evidence holds, it never promotes.
+    held = create_gate_evaluator(min_runs=2, judges=True)(outputs=clean)
+    assert (held["value"], held["score"]) == ("HOLD", 0.5)
     assert create_gate_evaluator(min_runs=1)(outputs=[*clean, sql_agent_messages(3)])["value"] == "ROLLBACK"
 
 
