@@ -433,7 +433,7 @@ def live_section(repeats: int) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0915 - a section per benchmark
     parser = argparse.ArgumentParser(description="liveguard cost benchmark (a report).")
     parser.add_argument("--repeats", type=int, default=15, help="timed repeats per contender")
     parser.add_argument("--episodes", type=int, default=120, help="corpus size (episodes)")
@@ -539,6 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2, default=str)
+    importlib.import_module("semantic").main([])  # the semantic layer's report (benchmarks/semantic.py)
     return 0
 
 

@@ -63,11 +63,12 @@ class Monitor:
             else Fingerprinter(self.policy.ignore_keys)
         )
         self._rules = tuple(build(self.policy, allow_set))
+        # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
+        self._prefetch = tuple(rule.prefetch for rule in self._rules if hasattr(rule, "prefetch"))
         self._index = 0
         self._finished = False
         self._expect = 0  # tool steps the open parallel turn still waits for (0: none open)
         self._turn: list[Observation] = []
-        self._calls = 0
 
     @property
     def steps_seen(self) -> int:
@@ -83,6 +84,31 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
+        return self._run(obs)
+
+    def observe_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> list[Violation]:
+        """Feed a recorded run: every digest first, one batched prefetch, then the rules.
+
+        The same rules and the same violations as ``observe`` step by step; only the
+        semantic layer's embeddings are computed in batches instead of one at a time.
+        """
+        observations: list[Observation] = []
+        for item in steps:
+            step = item if isinstance(item, Step) else Step.model_validate(item)
+            index = self._index
+            try:
+                observations.append(self._observation(step, index))
+            except FingerprintError as exc:
+                raise exc.at(f".steps[{index}]") from None
+            self._index = index + 1
+        for prefetch in self._prefetch:
+            prefetch(observations)
+        found: list[Violation] = []
+        for obs in observations:
+            found += self._run(obs)
+        return found
+
+    def _run(self, obs: Observation) -> list[Violation]:
         kind = obs.kind
         if kind == TOOL and self._expect > 1:
             turn = self._turn
@@ -94,7 +120,7 @@ class Monitor:
         if kind == REQUEST:  # a new model turn closes an open one short
             if self._turn:
                 found = self._release()
-            self._expect = self._calls
+            self._expect = obs.calls
         for rule in self._rules:
             hits = rule.observe(obs)
             if hits:
@@ -134,7 +160,9 @@ class Monitor:
         def pack(text: str) -> int:
             return ids.setdefault(text, len(ids))  # insertion order is the table's order
 
-        rules = {type(rule).__name__: rule.snapshot(pack) for rule in self._rules}
+        # rules without snapshot/restore (the semantic layer's embeddings) start afresh
+        rules = {type(rule).__name__: rule.snapshot(pack)
+                 for rule in self._rules if hasattr(rule, "snapshot")}
         turn = [obs.pack(pack) for obs in self._turn]
         return {"v": SNAPSHOT_VERSION, "n": self._index, "e": self._expect, "t": turn,
                 "r": rules, "s": list(ids)}
@@ -171,8 +199,9 @@ class Monitor:
             saved = snapshot["r"]
             for rule in self._rules:
                 data = saved.get(type(rule).__name__)
-                if data is not None:
-                    rule.restore(data, unpack)
+                restore = getattr(rule, "restore", None)
+                if data is not None and restore is not None:
+                    restore(data, unpack)
             self._index = int(snapshot["n"])
             self._expect = int(snapshot["e"])
             self._turn = [Observation.unpack(item, unpack) for item in snapshot["t"]]
@@ -208,8 +237,8 @@ class Monitor:
         output = step.output
         calls = tool_calls(output) if output is not None else None
         if calls:
-            self._calls = len(calls)
-            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]))
+            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]),
+                               calls=len(calls))
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
@@ -218,8 +247,9 @@ class Monitor:
             return Observation(index, step.node, CONTENTLESS, "")
         else:
             content = None
-        key = fp(content) if step.error is None else fp((content, step.error))
-        return Observation(index, step.node, MESSAGE, key)
+        if step.error is None:
+            return Observation(index, step.node, MESSAGE, fp(content), content=content)
+        return Observation(index, step.node, MESSAGE, fp((content, step.error)))
 
 
 def _canonical(obs: Observation) -> tuple[str, str]:
@@ -251,6 +281,8 @@ def check_trajectory(
 ) -> list[Violation]:
     """Every violation of a whole run: observe each step, then finish."""
     monitor = Monitor(policy, allow_set)
+    if monitor._prefetch:  # the semantic layer: embed the run's unsettled steps in batches
+        return monitor.observe_all(steps) + monitor.finish()
     found: list[Violation] = []
     for step in steps:
         found += monitor.observe(step)

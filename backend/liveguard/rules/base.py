@@ -17,8 +17,8 @@ from typing import Any, Final, Protocol, TypeVar
 from liveguard.model import Violation
 
 __all__ = [
-    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "Unpack", "Window",
-    "prefix",
+    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "StatefulRule",
+    "Unpack", "Window", "prefix",
 ]
 
 _T = TypeVar("_T")
@@ -71,9 +71,14 @@ def prefix(digest: str) -> str:
 
 
 class Observation:
-    """What the rules see of one step: its index, node, kind and content digest."""
+    """What the rules see of one step: its index, node, kind and content digest.
 
-    __slots__ = ("index", "key", "kind", "last", "node", "nonretryable", "tool")
+    ``content`` (message steps only) is the summary or output itself: only the semantic
+    layer reads it, to embed it; no rule puts it in evidence. ``calls`` (tool-call
+    requests only) is how many calls the request makes: the size of the turn it opens.
+    """
+
+    __slots__ = ("calls", "content", "index", "key", "kind", "last", "node", "nonretryable", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -83,7 +88,9 @@ class Observation:
         key: str,
         tool: str | None = None,
         nonretryable: bool = False,
+        content: Any = None,
         last: bool = True,
+        calls: int = 0,
     ) -> None:
         self.index = index
         self.node = node
@@ -91,8 +98,10 @@ class Observation:
         self.key = key
         self.tool = tool
         self.nonretryable = nonretryable
+        self.content = content  # a message step's content, for the semantic layer only
         self.last = last
         """False for a tool step followed by more steps of the same parallel turn."""
+        self.calls = calls
 
     def pack(self, pack: Pack) -> list[Any]:
         """This observation as plain data (for a pending turn in a snapshot)."""
@@ -112,6 +121,14 @@ class Rule(Protocol):
     def observe(self, obs: Observation) -> list[Violation] | None: ...
 
     def finish(self) -> list[Violation] | None: ...
+
+
+class StatefulRule(Rule, Protocol):
+    """A rule whose bounded state survives a thread's resume: every loop-guard rule.
+
+    The Monitor saves the rules that have ``snapshot``; the others (the semantic layer,
+    whose state is embeddings) start afresh after a restore.
+    """
 
     def snapshot(self, pack: Pack) -> Any: ...
 
