@@ -200,3 +200,17 @@ def test_a_bad_snapshot_is_a_typed_error() -> None:
         Monitor.restore({"v": 1, "n": 0, "e": 0, "t": [], "r": {"Stall": [0, 1, 2, 3]}, "s": []})
     with pytest.raises(SnapshotError, match="mapping"):
         Monitor.restore([1, 2])  # type: ignore[arg-type]
+
+
+def test_a_semantic_monitor_snapshots_its_loop_guard_state() -> None:
+    """The semantic layer's rules have no snapshot: they restart; the loop guard's state carries."""
+    policy = Policy(semantic=True)
+    monitor = Monitor(policy)
+    for text in ("looking up the invoice", "looking up the invoice"):
+        monitor.observe(Step(node="agent", summary=text))
+    snapshot = json.loads(json.dumps(monitor.snapshot()))
+    assert not any(name.startswith("Semantic") for name in snapshot["r"])
+    again = Monitor.restore(snapshot, policy)
+    assert again.steps_seen == 2
+    found = again.observe(Step(node="agent", summary="looking up the invoice"))
+    assert "repeated_content" in [v.code for v in found]  # the third identical message
