@@ -30,18 +30,21 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from liveguard import Monitor, Policy, Step
 from liveguard.readers.jsonl import read_jsonl
-from semantic_data import DEV, LOOKALIKES, LOOPS, TEST, Run
+from semantic_data import LOOKALIKES, LOOPS, Run, dev, test
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = [round(0.60 + 0.025 * i, 3) for i in range(15)]  # 0.600 .. 0.950
 HARD_MATCHES = (2, 3)
+# Progress told in plain words only (no number, name or growth): the measured known limit.
+# The rule cannot tell it from a rewording; its soft finding calls the judge (spin_check).
+PLAIN = frozenset({"plain_progress"})
 
 
 def _steps(run: Run) -> list[Step]:
@@ -60,36 +63,83 @@ def _findings(run: Run, policy: Policy) -> tuple[bool, bool]:
     return soft, hard
 
 
-def _score(policy: Policy, split: Sequence[int]) -> dict[str, Any]:
+def _score(policy: Policy, split: Callable[[list[Run]], list[Run]]) -> dict[str, Any]:
     recall = {}
     for family, runs in LOOPS.items():
-        picked = [runs[i] for i in split]
+        picked = split(runs)
         recall[family] = (sum(_findings(r, policy)[1] for r in picked), len(picked))
     alarms = {}
+    hard_alarms = 0
     for family, runs in LOOKALIKES.items():
-        picked = [runs[i] for i in split]
-        alarms[family] = (sum(_findings(r, policy)[0] for r in picked), len(picked))
+        picked = split(runs)
+        found = [_findings(r, policy) for r in picked]
+        alarms[family] = (sum(soft for soft, _ in found), len(picked))
+        hard_alarms += sum(hard for _, hard in found)
     found = sum(a for a, _ in recall.values())
     total = sum(n for _, n in recall.values())
     return {"recall": recall, "alarms": alarms, "hits": found, "loops": total,
-            "false_alarms": sum(a for a, _ in alarms.values())}
+            "false_alarms": sum(a for a, _ in alarms.values()),
+            # the look-alikes that carry facts or growth (the issue's four kinds): no finding at all
+            "fact_alarms": sum(a for f, (a, _) in alarms.items() if f not in PLAIN),
+            "hard_alarms": hard_alarms}
 
 
-def tune() -> tuple[float, int, list[tuple[float, int, int, int]]]:
-    """The development split's choice: (threshold, hard_matches, the sweep)."""
+def tune() -> tuple[float, int, list[tuple[float, int, int, int, int]]]:
+    """The development split's choice: (threshold, hard_matches, the sweep).
+
+    Feasible: no finding at all on the look-alikes that carry facts or growth, and no
+    hard finding on any look-alike (plain-words progress may get a soft one, which asks
+    the judge). Among feasible settings: the largest hard recall, the smaller
+    hard_matches (an earlier stop), then the middle of the threshold range.
+    """
     sweep = []
     for hard in HARD_MATCHES:
         for t in THRESHOLDS:
-            s = _score(Policy(semantic=True, semantic_threshold=t, semantic_hard_matches=hard), DEV)
-            sweep.append((t, hard, s["hits"], s["false_alarms"]))
-    fewest = min(fa for _, _, _, fa in sweep)
-    best_hits = max(hits for _, _, hits, fa in sweep if fa == fewest)
-    # Prefer the smaller hard_matches (earlier stop), then the middle of the feasible range.
+            s = _score(Policy(semantic=True, semantic_threshold=t, semantic_hard_matches=hard), dev)
+            sweep.append((t, hard, s["hits"], s["fact_alarms"], s["hard_alarms"]))
+    feasible = [row for row in sweep if row[3] == 0 and row[4] == 0]
+    best_hits = max(hits for _, _, hits, _, _ in feasible)
     for hard in HARD_MATCHES:
-        ok = [t for t, h, hits, fa in sweep if h == hard and fa == fewest and hits == best_hits]
+        ok = [t for t, h, hits, _, _ in feasible if h == hard and hits == best_hits]
         if ok:
             return ok[len(ok) // 2], hard, sweep
     raise AssertionError("unreachable")
+
+
+def novelty_sweep() -> list[tuple[float, int, float, int, int, int]]:
+    """The growth test's parameters on the development split, at the step level:
+    (keep, min_added_words, overlap, loop steps called growth, growing-draft steps called
+    growth, growing-draft steps)."""
+    import itertools
+
+    from liveguard.semantic.novelty import Info, is_novel
+
+    def pairs(families: dict[str, list[Run]]) -> list[tuple[Info, list[Info]]]:
+        found = []
+        for runs in families.values():
+            for run in dev(runs):
+                history: dict[str, list[Info]] = {}
+                for node, text in run:
+                    info = Info(text)
+                    earlier = history.setdefault(node, [])
+                    if earlier:
+                        found.append((info, earlier[-6:]))
+                    earlier.append(info)
+        return found
+
+    loops = pairs(LOOPS)
+    drafts = pairs({"growing_draft": LOOKALIKES["growing_draft"]})
+    rows = []
+    for keep, added, overlap in itertools.product((0.6, 0.7, 0.8, 0.9), (3, 4, 6), (1 / 3, 0.5)):
+        def growth(info: Info, earlier: list[Info], nearest: Info) -> bool:
+            why = is_novel(info, earlier, nearest, keep=keep, min_added_words=added, overlap=overlap)[1]
+            return why == "growth"
+
+        # nearest: the earlier message sharing most word pairs (a lexical stand-in for the cosine's)
+        wrong = sum(growth(i, e, max(e, key=lambda o: len(o.shingles & i.shingles))) for i, e in loops)
+        right = sum(growth(i, e, e[-1]) for i, e in drafts)
+        rows.append((keep, added, overlap, wrong, right, len(drafts)))
+    return rows
 
 
 def golden_findings(policy: Policy) -> tuple[int, int]:
@@ -288,26 +338,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     threshold, hard, sweep = tune()
     defaults = Policy(semantic=True)
-    print("\ndev sweep (threshold, hard_matches -> hard recall, look-alike runs with a finding):")
+    print("\ndev sweep (threshold: hard recall / fact-or-growth look-alike runs with a finding / "
+          "look-alike runs with a hard finding):")
     for h in HARD_MATCHES:
-        row = "  ".join(f"{t:.3f}:{hits}/{fa}" for t, hh, hits, fa in sweep if hh == h)
+        row = "  ".join(f"{t:.3f}:{hits}/{fa}/{ha}" for t, hh, hits, fa, ha in sweep if hh == h)
         print(f"  hard_matches={h}  {row}")
     print(f"dev choice: threshold {threshold}, hard_matches {hard}; shipped defaults: "
           f"threshold {defaults.semantic_threshold}, hard_matches {defaults.semantic_hard_matches}")
 
-    test = _score(defaults, TEST)
+    rows = novelty_sweep()
+    ok = [(k, a, o) for k, a, o, wrong, right, n in rows if wrong == 0 and right == n]
+    print(f"\ngrowth test on dev steps: {len(ok)}/{len(rows)} settings (keep x min_added_words x overlap) call "
+          f"no loop step growth and every growing-draft step growth: "
+          f"keep {min(k for k, _, _ in ok) if ok else '-'}-{max(k for k, _, _ in ok) if ok else '-'}; "
+          f"failing: {[(k, a, round(o, 2), w) for k, a, o, w, r, n in rows if (k, a, o) not in ok]}")
+
+    held_out = _score(defaults, test)
     print("\ntest split, shipped defaults: recall (hard finding) per loop family")
-    for family, (a, n) in test["recall"].items():
+    for family, (a, n) in held_out["recall"].items():
         print(f"  {family:<24} {_pct(a, n)}")
     print(f"  {'all loops':<24} {_pct(test['hits'], test['loops'])}")
     print("test split: look-alike runs with any semantic_repeat finding (false alarms)")
-    for family, (a, n) in test["alarms"].items():
+    for family, (a, n) in held_out["alarms"].items():
         print(f"  {family:<24} {a}/{n}")
-    soft_recall = sum(_findings(r, defaults)[0] for runs in LOOPS.values() for r in (runs[i] for i in TEST))
+    soft_recall = sum(_findings(r, defaults)[0] for runs in LOOPS.values() for r in test(runs))
+    print(f"  hard findings on test look-alikes: {held_out['hard_alarms']}")
     print(f"  (soft-or-hard recall on test loops: {_pct(soft_recall, test['loops'])})")
-    all_split = _score(defaults, (0, 1, 2, 3))
-    print(f"both splits: hard recall {_pct(all_split['hits'], all_split['loops'])}, "
-          f"look-alike runs with a finding {all_split['false_alarms']}/16")
+    both = _score(defaults, list)
+    n_looks = sum(len(r) for r in LOOKALIKES.values())
+    print(f"both splits: hard recall {_pct(both['hits'], both['loops'])}, "
+          f"look-alike runs with a finding {both['false_alarms']}/{n_looks}")
 
     g_flagged, g_passing = golden_findings(defaults)
     print(f"golden runs expected to pass with a semantic_repeat finding: {g_flagged}/{g_passing}")

@@ -2,8 +2,9 @@
 
 Every loop round says the same thing in other words (no new number, name or content);
 every look-alike round shares the vocabulary of the one before but moves forward. Each
-family has four instances: instances 0 and 2 are the development split (thresholds
-were tuned on them only), instances 1 and 3 the test split (reported).
+family has four or six instances: the even ones (0, 2, 4) are the development split
+(thresholds were tuned on them only), the odd ones (1, 3, 5) the test split (reported).
+``plain_progress`` moves forward in plain words only (no number, identifier or name).
 
 A run is a list of ``(node, text)`` message steps; loops interleave the counterpart's
 messages as a real exchange would.
@@ -308,6 +309,20 @@ LOOKALIKES: dict[str, list[Run]] = {
             ("agent", "Benchmark with the connection pool raised to 20: p95 latency is 190 ms,"
              " under the 200 ms target."),
         ],
+        [
+            ("coder", "Type check: 17 errors, most of them in the payments client."),
+            ("coder", "Type check: 6 errors remain after annotating the payments client; the rest are"
+             " in the webhook handlers."),
+            ("coder", "Type check: 1 error left, a missing return type in the retry helper."),
+            ("coder", "Type check passes with 0 errors."),
+        ],
+        [
+            ("debugger", "Flaky test investigation: the upload test failed 9 times in 50 runs."),
+            ("debugger", "With the temp directory made unique per test, the upload test failed 3 times"
+             " in 50 runs."),
+            ("debugger", "After waiting for the file handle to close, it failed once in 50 runs."),
+            ("debugger", "With the clock mocked as well, the upload test passed 200 runs in a row."),
+        ],
     ],
     "plan_execution": [
         [
@@ -344,6 +359,20 @@ LOOKALIKES: dict[str, list[Run]] = {
              " default value."),
             ("planner", "Added test_startup_without_key to the regression suite; it passes on the"
              " fix and fails on v1.9."),
+        ],
+        [
+            ("planner", "Plan for the offsite: pick a venue, book travel, then send the agenda."),
+            ("planner", "Venue booked: the Lakeside lodge for 30 people. Booking travel next."),
+            ("planner", "Travel booked for 28 of the 30 attendees; 2 will drive. Writing the agenda"
+             " now."),
+            ("planner", "Agenda sent to all 30 attendees with the lodge address and the train times."),
+        ],
+        [
+            ("orchestrator", "Starting the hiring pipeline: screen the applicants, schedule interviews,"
+             " then collect feedback."),
+            ("orchestrator", "Screening finished: 46 applicants, 9 moved to interviews."),
+            ("orchestrator", "Interviews scheduled for the 9 candidates over the next two weeks."),
+            ("orchestrator", "Feedback collected on all 9; 2 candidates advance to the final round."),
         ],
     ],
     "growing_draft": [
@@ -405,6 +434,32 @@ LOOKALIKES: dict[str, list[Run]] = {
              " delays, vendor contract renewal and unclear analytics requirements need follow-up"
              " meetings next sprint."),
         ],
+        [
+            ("writer", "Abstract: we study why agents repeat themselves."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause. Most"
+             " repetitions come from agents that never read the answer they asked for, and the"
+             " rest from agents that lose the request after a handoff."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause. Most"
+             " repetitions come from agents that never read the answer they asked for, and the"
+             " rest from agents that lose the request after a handoff. A simple check that the"
+             " answer was read before asking again removes most repeated requests in our logs."),
+        ],
+        [
+            ("assistant", "Trip itinerary: fly out on the first morning."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening. The second day is a boat tour of the"
+             " islands with lunch at a fishing village."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening. The second day is a boat tour of the"
+             " islands with lunch at a fishing village. On the last day, visit the market, pack,"
+             " and take the evening train back to the airport for the flight home."),
+        ],
     ],
     "region_rollout": [
         [
@@ -440,8 +495,81 @@ LOOKALIKES: dict[str, list[Run]] = {
             ("agent", "Enabled the feature flag for 100% of users in North America; conversion up"
              " 1.4%."),
         ],
+        [
+            ("translator", "Translated the onboarding guide into French; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into German; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into Spanish; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into Japanese; the glossary terms are"
+             " consistent. All planned languages are done."),
+        ],
+        [
+            ("ops", "Patched the kernel on web-01 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on web-02 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on web-03 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on db-01 during the maintenance window; replication caught up"
+             " and health checks are green."),
+        ],
+    ],
+    "plain_progress": [
+        [
+            ("writer", "Finished the introduction of the report. Starting on the methods section now."),
+            ("writer", "The methods section is written. Moving on to the results next."),
+            ("writer", "Results are drafted with their charts. Writing the discussion now."),
+            ("writer", "The discussion is done, so the whole report is ready for review."),
+        ],
+        [
+            ("coder", "Reproduced the bug where saving a profile clears the avatar."),
+            ("coder", "Found the cause: the form sends an empty avatar field, and the server"
+             " treats it as a removal."),
+            ("coder", "Fixed it by ignoring empty avatar fields on the server and added a test for"
+             " it."),
+            ("coder", "The fix is merged and the profile page keeps the avatar after saving."),
+        ],
+        [
+            ("support", "Could you tell me which browser you are using when the page fails to load?"),
+            ("support", "Thanks. Since it fails in the browser you use, please try clearing the cache"
+             " and reloading the page."),
+            ("support", "Good to hear the cache was the culprit. I have also flagged the stale asset"
+             " to our web team so it does not happen again."),
+            ("support", "Our web team has deployed a fix for the stale asset, so you should not need"
+             " to clear the cache again."),
+        ],
+        [
+            ("researcher", "Searching for studies on remote work and productivity."),
+            ("researcher", "Found several surveys on remote work; most measure productivity by"
+             " self-report."),
+            ("researcher", "Narrowed the search to studies that measure output directly rather than"
+             " by self-report."),
+            ("researcher", "The direct-measurement studies show small gains for focused tasks and"
+             " losses for collaborative ones. Summarising them now."),
+        ],
+        [
+            ("planner", "We need a venue for the workshop before we can send invitations."),
+            ("planner", "The venue is confirmed, so the invitations can go out today."),
+            ("planner", "Invitations went out this morning; now arranging catering for the guests."),
+            ("planner", "Catering is arranged and the workshop is fully organised."),
+        ],
+        [
+            ("analyst", "Loading the customer survey responses into the notebook."),
+            ("analyst", "The responses are loaded; cleaning out blank and duplicate answers."),
+            ("analyst", "Cleaning is done. Grouping the answers by theme reveals pricing as the main"
+             " complaint."),
+            ("analyst", "Pricing complaints come mostly from small businesses; writing up that"
+             " recommendation for the product team."),
+        ],
     ],
 }
 
-DEV = (0, 2)
-TEST = (1, 3)
+
+
+def dev(runs: list[Run]) -> list[Run]:
+    """The development split: the even instances (thresholds are tuned on these only)."""
+    return runs[0::2]
+
+
+def test(runs: list[Run]) -> list[Run]:
+    """The test split: the odd instances (reported)."""
+    return runs[1::2]
