@@ -131,9 +131,9 @@ def novelty_sweep() -> list[tuple[float, int, float, int, int, int]]:
     drafts = pairs({"growing_draft": LOOKALIKES["growing_draft"]})
     rows = []
     for keep, added, overlap in itertools.product((0.6, 0.7, 0.8, 0.9), (3, 4, 6), (1 / 3, 0.5)):
-        def growth(info: Info, earlier: list[Info], nearest: Info) -> bool:
-            why = is_novel(info, earlier, nearest, keep=keep, min_added_words=added, overlap=overlap)[1]
-            return why == "growth"
+        def growth(info: Info, earlier: list[Info], nearest: Info, *,
+                   k: float = keep, a: int = added, o: float = overlap) -> bool:
+            return is_novel(info, earlier, nearest, keep=k, min_added_words=a, overlap=o)[1] == "growth"
 
         # nearest: the earlier message sharing most word pairs (a lexical stand-in for the cosine's)
         wrong = sum(growth(i, e, max(e, key=lambda o: len(o.shingles & i.shingles))) for i, e in loops)
@@ -348,8 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = novelty_sweep()
     ok = [(k, a, o) for k, a, o, wrong, right, n in rows if wrong == 0 and right == n]
-    print(f"\ngrowth test on dev steps: {len(ok)}/{len(rows)} settings (keep x min_added_words x overlap) call "
-          f"no loop step growth and every growing-draft step growth: "
+    print(f"\ngrowth test on dev steps: {len(ok)}/{len(rows)} settings (keep x min_added_words x overlap) "
+          f"call no loop step growth and every growing-draft step growth: "
           f"keep {min(k for k, _, _ in ok) if ok else '-'}-{max(k for k, _, _ in ok) if ok else '-'}; "
           f"failing: {[(k, a, round(o, 2), w) for k, a, o, w, r, n in rows if (k, a, o) not in ok]}")
 

@@ -23,10 +23,11 @@ message's word pairs, so it is never growth however many new words it uses.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Final
 
-__all__ = ["Info", "Sentence", "content_words", "facts", "is_novel"]
+__all__ = ["Info", "Sentence", "candidates", "content_words", "facts", "is_novel"]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:]\d+)*%?")
 _IDENT = re.compile(
@@ -79,7 +80,7 @@ def _shingles(stems: list[str]) -> frozenset[tuple[str, ...]]:
     """Adjacent content-word pairs (a one-word sentence: the word): a sentence's wording."""
     if len(stems) < 2:
         return frozenset((w,) for w in stems)
-    return frozenset(zip(stems, stems[1:], strict=False))
+    return frozenset(pairwise(stems))
 
 
 class Sentence:
@@ -125,7 +126,7 @@ class Info:
 
 def is_novel(
     new: Info,
-    earlier: Iterable[Info],
+    earlier: Sequence[Info],
     nearest: Info,
     *,
     keep: float = KEEP,
@@ -134,8 +135,8 @@ def is_novel(
 ) -> tuple[bool, str]:
     """(novel, why): why is ``new_facts``, ``growth`` or ``none``.
 
-    ``earlier`` is every message of the node in the window; ``nearest`` the most similar
-    of them. **Growth** is a message that *keeps* ``nearest`` and *adds* to it:
+    ``earlier`` is every message of the node in the window; ``nearest`` the one it is
+    compared with. **Growth** is a message that *keeps* ``nearest`` and *adds* to it:
 
     * kept: at least ``keep`` of ``nearest``'s word pairs (adjacent content words) are
       found again in ``new``;
@@ -146,18 +147,41 @@ def is_novel(
     growth however many new words it uses; a draft that gained a paragraph is growth even
     when the paragraph reuses earlier words, because its word pairs are new.
     """
+    seen, window = _window(earlier)
+    if new.facts - seen:
+        return True, "new_facts"
+    if _grows(new, nearest, _added(new, window, overlap), keep, min_added_words):
+        return True, "growth"
+    return False, "none"
+
+
+def candidates(new: Info, earlier: Sequence[Info]) -> list[int]:
+    """The indices of the ``earlier`` messages that ``new`` could repeat: those against which
+    it carries no new information (:func:`is_novel` with each as ``nearest``). Empty when
+    ``new`` has a new fact: then no cosine can make it a repeat, and nothing is embedded."""
+    seen, window = _window(earlier)
+    if new.facts - seen:
+        return []
+    added = _added(new, window, OVERLAP)
+    return [i for i, other in enumerate(earlier) if not _grows(new, other, added, KEEP, MIN_ADDED_WORDS)]
+
+
+def _window(earlier: Iterable[Info]) -> tuple[set[str], set[tuple[str, ...]]]:
     seen: set[str] = set()
     window: set[tuple[str, ...]] = set()
     for other in earlier:
         seen |= other.facts
         window |= other.shingles
-    if new.facts - seen:
-        return True, "new_facts"
-    if not nearest.words or new.words <= nearest.words:
-        return False, "none"
-    if len(nearest.shingles & new.shingles) < keep * len(nearest.shingles):
-        return False, "none"  # it replaced the earlier wording: a rewording, not growth
-    added = sum(s.words for s in new.sentences if s.found_in(window) < overlap)
-    if added >= min_added_words:
-        return True, "growth"
-    return False, "none"
+    return seen, window
+
+
+def _added(new: Info, window: set[tuple[str, ...]], overlap: float) -> int:
+    """Content words in ``new``'s sentences that the window does not have (by word pairs)."""
+    return sum(s.words for s in new.sentences if s.found_in(window) < overlap)
+
+
+def _grows(new: Info, nearest: Info, added: int, keep: float, min_added_words: int) -> bool:
+    if added < min_added_words or not nearest.words or new.words <= nearest.words:
+        return False
+    # Kept: a rewording replaces the earlier wording, so it keeps few of its word pairs.
+    return len(nearest.shingles & new.shingles) >= keep * len(nearest.shingles)
