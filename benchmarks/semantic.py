@@ -381,13 +381,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\ntest split, shipped defaults: recall (hard finding) per loop family")
     for family, (a, n) in held_out["recall"].items():
         print(f"  {family:<24} {_pct(a, n)}")
-    print(f"  {'all loops':<24} {_pct(test['hits'], test['loops'])}")
+    print(f"  {'all loops':<24} {_pct(held_out['hits'], held_out['loops'])}")
     print("test split: look-alike runs with any semantic_repeat finding (false alarms)")
     for family, (a, n) in held_out["alarms"].items():
         print(f"  {family:<24} {a}/{n}")
     soft_recall = sum(_findings(r, defaults)[0] for runs in LOOPS.values() for r in test(runs))
     print(f"  hard findings on test look-alikes: {held_out['hard_alarms']}")
-    print(f"  (soft-or-hard recall on test loops: {_pct(soft_recall, test['loops'])})")
+    print(f"  (soft-or-hard recall on test loops: {_pct(soft_recall, held_out['loops'])})")
     both = _score(defaults, list)
     n_looks = sum(len(r) for r in LOOKALIKES.values())
     print(f"both splits: hard recall {_pct(both['hits'], both['loops'])}, "
