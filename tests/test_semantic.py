@@ -234,6 +234,24 @@ def test_steps_with_new_facts_are_never_embedded(counting: Counting) -> None:
     assert counting.calls == []
 
 
+def test_a_step_is_embedded_only_with_the_window_messages_it_could_repeat(counting: Counting) -> None:
+    """The novelty test runs per earlier message first: the draft the new message grows is not
+    a candidate and is never embedded; the unrelated reminder is, with the step, in one call.
+    Offline (prefetch) and live embed the same texts."""
+    short = "Meeting notes: discussed the roadmap."
+    reminder = "Reminder: send the meeting notes to Maria."  # a name: not embedded at its turn
+    grown = short + " Agreed that search improvements come first, followed by the mobile redesign."
+    run = [Step(node="writer", summary=t) for t in (short, reminder, grown)]
+    monitor = Monitor(SEMANTIC | {"semantic_embedder": "counting"})
+    for step in run:
+        monitor.observe(step)
+    assert counting.calls == [[grown, reminder]]
+    register_embedder("counting", lambda: counting)  # cold cache again
+    counting.calls.clear()
+    check_trajectory(run, SEMANTIC | {"semantic_embedder": "counting"})
+    assert counting.calls == [[grown, reminder]]
+
+
 def test_offline_runs_embed_in_one_batch_with_the_same_findings(counting: Counting) -> None:
     policy = SEMANTIC | {"semantic_embedder": "counting"}
     run = [*steps(REVIEW_LOOP), Step(node="reviewer", summary=REVIEW_LOOP[5][1])]  # an exact repeat
