@@ -248,7 +248,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
-    from liveguard.report import ReportRun, render_report
+    from liveguard.report import render_report
 
     target = Path(args.output)
     inputs: list[Path] = []
@@ -261,9 +261,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"-o {target}: refusing to overwrite the input file {clash}")
     rows = _rows(args)
     decision = _decision(args, rows)
-    runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
-                      path=r.path, error=r.error) for r in rows]
-    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow",
+    page = render_report(rows, decision, args.allow_sets, policy=args.policy or "workflow",
                          inputs=args.paths)
     target.write_text(page, encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
