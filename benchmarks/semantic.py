@@ -6,14 +6,17 @@ has it; torch is never a liveguard dependency).
 
 Reports, on the runs of ``semantic_data.py``:
 
-1. thresholds tuned on the development split only (instances 0 and 2 of each family):
-   the largest hard-finding recall with no finding at all on a look-alike, the middle
-   of the widest such threshold range; then recall per loop family and false alarms per
-   look-alike family on the test split (instances 1 and 3) with the shipped defaults;
+1. thresholds tuned on the development split only (the even instances of each family):
+   the largest hard-finding recall with no finding on a look-alike that carries facts or
+   growth and no hard finding on any (plain-words progress may get a soft one, which
+   asks the judge), the middle of such a threshold range; the growth test's parameters
+   swept on development steps; then recall per loop family and false alarms per
+   look-alike family on the test split (the odd instances) with the shipped defaults;
 2. what cosine alone would do: look-alike runs with a same-node pair at or above the
    threshold (the novelty test is what keeps them quiet);
 3. cost, one step at a time as a live guard sees them: the Monitor with the layer on
-   minus the Monitor with it off, per embedded message step, with a cold cache; and the
+   minus the Monitor with it off, per step that embedded and per text embedded (min and
+   median over rounds), with a cold cache; and the
    share of message steps embedded versus settled by the hash layer, on the paraphrase
    runs plus ``golden_datasets/``;
 4. model load time and the install size of the extra.
