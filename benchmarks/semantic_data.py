@@ -2,7 +2,7 @@
 
 Every loop round says the same thing in other words (no new number, name or content);
 every look-alike round shares the vocabulary of the one before but moves forward. Each
-family has four or six instances: the even ones (0, 2, 4) are the development split
+family has six instances: the even ones (0, 2, 4) are the development split
 (thresholds were tuned on them only), the odd ones (1, 3, 5) the test split (reported).
 ``plain_progress`` moves forward in plain words only (no number, identifier or name).
 
@@ -67,6 +67,33 @@ LOOPS: dict[str, list[Run]] = {
             ("coder", "Retry logic revised once more."),
             ("reviewer", "No backoff yet: attempts run back to back and will overload the service."),
         ],
+        [
+            ("coder", "Wrote the SQL query for the monthly report."),
+            ("reviewer", "The query builds the SQL by string concatenation, which allows injection."
+             " Use bound parameters."),
+            ("coder", "Query updated, please check."),
+            ("reviewer", "User input is still pasted straight into the SQL string; switch to"
+             " parameterised queries."),
+            ("coder", "Another version of the query is ready."),
+            ("reviewer", "Still vulnerable to injection: the values go into the query text instead"
+             " of being passed as parameters."),
+            ("coder", "Revised the report query again."),
+            ("reviewer", "The SQL is still assembled from raw input. Bind the parameters."),
+        ],
+        [
+            ("designer", "Here is the new signup page mockup."),
+            ("critic", "The call to action is hard to find; the signup button blends into the"
+             " background. Make it stand out."),
+            ("designer", "Updated the mockup."),
+            ("critic", "The signup button still gets lost against the background. It needs more"
+             " contrast."),
+            ("designer", "New mockup uploaded."),
+            ("critic", "I still can't spot the signup button quickly; give it a colour that"
+             " stands out."),
+            ("designer", "Mockup revised once more."),
+            ("critic", "Same issue: the button disappears into the page. Make the call to action"
+             " prominent."),
+        ],
     ],
     "restated_plan": [
         [
@@ -115,6 +142,28 @@ LOOPS: dict[str, list[Run]] = {
             ("planner", "I'll reproduce the crash locally, bisect through recent commits and finish"
              " with a regression test."),
         ],
+        [
+            ("planner", "First we audit the current vendors, then we collect new quotes, then we"
+             " pick the cheapest reliable one."),
+            ("planner", "The plan is to review our existing vendors, gather fresh quotes and choose"
+             " the most affordable dependable option."),
+            ("planner", "We'll go through the current suppliers, request new quotes, then select the"
+             " cheapest one we can rely on."),
+            ("planner", "Approach: audit vendors, get new quotes, and settle on the lowest-cost"
+             " reliable supplier."),
+        ],
+        [
+            ("lead", "Let's write the failing test first, then fix the parser, then update the"
+             " docs."),
+            ("helper", "Okay."),
+            ("lead", "Start with a test that fails, next repair the parser, and finally refresh"
+             " the documentation."),
+            ("helper", "Sure."),
+            ("lead", "The order is: failing test, parser fix, documentation update."),
+            ("helper", "Understood."),
+            ("lead", "We begin with a failing test, then correct the parser, then bring the docs"
+             " up to date."),
+        ],
     ],
     "repeated_request": [
         [
@@ -155,6 +204,25 @@ LOOPS: dict[str, list[Run]] = {
             ("user", "Help."),
             ("agent", "I can only reset it once I have the email address tied to your account."),
         ],
+        [
+            ("agent", "Which city are you flying from?"),
+            ("user", "I want a cheap flight."),
+            ("agent", "Where will you be departing from?"),
+            ("user", "Something next month."),
+            ("agent", "To search fares I need your departure city."),
+            ("user", "Cheap is important."),
+            ("agent", "From which city would you like to fly?"),
+        ],
+        [
+            ("assistant", "Could you confirm the shipping address for the replacement?"),
+            ("user", "The item arrived broken."),
+            ("assistant", "Before I send the replacement, please confirm where it should be"
+             " shipped."),
+            ("user", "It was a gift."),
+            ("assistant", "I need the delivery address for the new item. Can you confirm it?"),
+            ("user", "I'm disappointed."),
+            ("assistant", "Please let me know the address we should ship the replacement to."),
+        ],
     ],
     "retried_search": [
         [
@@ -187,6 +255,24 @@ LOOPS: dict[str, list[Run]] = {
             ("searcher", "My search for annual revenue figures of the company was unproductive;"
              " searching again."),
             ("searcher", "Another attempt: searching the web for the company's annual revenue."),
+        ],
+        [
+            ("researcher", "Looking for the official changelog entry about the deprecated login"
+             " endpoint."),
+            ("researcher", "Searching the changelog again for the notice about the login endpoint"
+             " deprecation."),
+            ("researcher", "Still trying to find where the changelog mentions the deprecated login"
+             " endpoint."),
+            ("researcher", "One more search of the changelog for the login endpoint deprecation"
+             " note."),
+        ],
+        [
+            ("agent", "Checking the knowledge base for the refund policy on digital goods."),
+            ("agent", "Searching the knowledge base again for how refunds work on digital"
+             " purchases."),
+            ("agent", "Let me look up the digital goods refund policy in the knowledge base once"
+             " more."),
+            ("agent", "Another knowledge base query for the refund rules on digital products."),
         ],
     ],
     "negotiation_stalemate": [
@@ -230,6 +316,27 @@ LOOPS: dict[str, list[Run]] = {
             ("vendor", "The earliest date we can promise is six weeks out."),
             ("client", "Again, we require it within four weeks."),
         ],
+        [
+            ("employer", "The salary offer is fixed at the current level; we can't raise it."),
+            ("candidate", "I need a higher salary to accept."),
+            ("employer", "We are not able to increase the salary we offered."),
+            ("candidate", "Without a raise in salary I can't take the job."),
+            ("employer", "Our salary offer stays where it is."),
+            ("candidate", "I still need more salary to say yes."),
+            ("employer", "The offer cannot go up; the salary is final."),
+            ("candidate", "My answer depends on a higher salary."),
+        ],
+        [
+            ("team_a", "We want the shared service to keep the old API until the end of the"
+             " quarter."),
+            ("team_b", "We need to switch the shared service to the new API right away."),
+            ("team_a", "The old API has to stay available for the rest of the quarter."),
+            ("team_b", "Moving to the new API immediately is essential for us."),
+            ("team_a", "Keeping the old API until the quarter ends is our requirement."),
+            ("team_b", "We can't wait; the new API must be live now."),
+            ("team_a", "We still need the old API through the end of the quarter."),
+            ("team_b", "Our position hasn't changed: switch to the new API at once."),
+        ],
     ],
     "resent_draft": [
         [
@@ -271,6 +378,25 @@ LOOPS: dict[str, list[Run]] = {
              " from last month has not been paid yet. Kindly settle it soon."),
             ("assistant", "Subject: Reminder, invoice overdue. Hi Tom, last month's invoice is still"
              " outstanding; please settle it at your convenience."),
+        ],
+        [
+            ("writer", "Hi team, the office will be closed on Friday for maintenance. Please work"
+             " from home that day."),
+            ("writer", "Hello team, because of maintenance the office is closed on Friday; please"
+             " plan to work remotely."),
+            ("writer", "Hi all, maintenance means the office is shut on Friday, so please work from"
+             " home."),
+            ("writer", "Team, the office closes on Friday for maintenance work. Please work"
+             " remotely that day."),
+        ],
+        [
+            ("assistant", "Your subscription renews next week. If you want to cancel, you can do"
+             " it from your account settings."),
+            ("assistant", "Just a reminder that your subscription will renew next week; you can"
+             " cancel in account settings."),
+            ("assistant", "Your plan renews next week. To cancel, go to your account settings."),
+            ("assistant", "Heads up: the subscription renews next week, and cancelling is possible"
+             " in your account settings."),
         ],
     ],
 }
