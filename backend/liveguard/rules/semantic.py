@@ -50,7 +50,7 @@ class SemanticStats:
     def __init__(self) -> None:
         self.messages = 0  # message steps with text
         self.settled = 0  # exact digest already in the node's window: the hash layer's
-        self.novel = 0  # new facts (or nothing to compare with): no embedding needed
+        self.novel = 0  # new information against every earlier message, or none to compare: not embedded
         self.embedded = 0  # texts this rule had embedded (cache misses)
         self.matched = 0
 
