@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,33 +37,44 @@ from liveguard.errors import PolicyError, TrajectoryReadError
 from liveguard.gate import GateDecision, decide
 from liveguard.model import Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
+from liveguard.scoring import PRESETS, Record, RunRow, iter_records, iter_scored, score_paths
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-PROGRESS_AFTER = 20  # runs: smaller batches finish before a bar would help
+PROGRESS_EVERY = 100  # runs between progress updates on a terminal
 
 
-def _rows(args: argparse.Namespace) -> list[RunRow]:
-    """Read and score every run named on the command line (shared by score/gate/report)."""
+def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
+    """Read and score every run named on the command line, streamed in input order."""
     # Validates the environment once, up front: a bad override is a usage error.
     default = Policy.from_env(PRESETS[args.policy or "workflow"]())
     allow_sets: dict[str, AllowSet] = load_allowsets(args.paths_dir) if args.paths_dir else {}
     args.allow_sets = allow_sets  # the report draws them
-    items = list(iter_inputs(args.paths))
+    progress = _progress if sys.stderr.isatty() else None
+    common: dict[str, Any] = {"allow_sets": allow_sets, "default_policy": default,
+                              "judges": args.judges, "jobs": args.jobs, "progress": progress}
     project = getattr(args, "langsmith_project", None)
-    if project:
-        args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
-        items += args.langsmith_items
-    progress = _progress if len(items) > PROGRESS_AFTER and sys.stderr.isatty() else None
-    rows = score_runs(items, allow_sets=allow_sets, default_policy=default, judges=args.judges,
-                      jobs=args.jobs, progress=progress)
+    engine = getattr(args, "engine", "local")
+    if engine == "ray":
+        rows: Iterator[RunRow] = score_paths(args.paths, engine="ray", ray_address=args.ray_address,
+                                             **common)
+    else:
+        records: Iterator[Record] = iter_records(args.paths)
+        if project:
+            args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
+            records = itertools.chain(records, args.langsmith_items)
+        rows = iter_scored(records, **common)
+    yield from rows
     if progress is not None:
         sys.stderr.write("\n")
-    return rows
+
+
+def _rows(args: argparse.Namespace) -> list[RunRow]:
+    """Every row (shared by gate/report)."""
+    return list(_iter_rows(args))
 
 
 def _langsmith_client() -> Any:
@@ -95,11 +108,10 @@ def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO
     return pushed
 
 
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs")
-    sys.stderr.flush()
+def _progress(done: int) -> None:
+    if done % PROGRESS_EVERY == 0:
+        sys.stderr.write(f"\r{done} runs scored")
+        sys.stderr.flush()
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
@@ -109,19 +121,21 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     if args.push_feedback and not args.langsmith_project:
         print("liveguard: --push-feedback needs --langsmith-project", file=sys.stderr)
         return EXIT_USAGE
-    rows = _rows(args)
-    if not rows:
+    if args.engine == "ray" and args.langsmith_project:
+        print("liveguard: --engine ray reads PATH... only, not --langsmith-project", file=sys.stderr)
+        return EXIT_USAGE
+    tally = _emit(_iter_rows(args), args.format, out)
+    if not tally.total:
         print("liveguard: no runs found", file=sys.stderr)
         return EXIT_USAGE
-    _emit(rows, args.format, out)
     if args.push_feedback:
         from_langsmith = {
             t.run_id: t for _, t in args.langsmith_items if isinstance(t, Trajectory)
         }
-        _push_feedback([r for r in rows if r.source.startswith("langsmith:")], from_langsmith, out)
-    if any(r.error is not None for r in rows):
+        _push_feedback(tally.langsmith, from_langsmith, out)
+    if tally.errors:
         return EXIT_USAGE
-    if args.strict and not all(r.passed for r in rows):
+    if args.strict and tally.passed < tally.total:
         return EXIT_FAILED
     return EXIT_OK
 
@@ -177,26 +191,55 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
 
-def _emit(rows: list[RunRow], fmt: str, out: TextIO) -> None:
-    if fmt == "jsonl":
-        for r in rows:
-            out.write(orjson.dumps(r.as_json()).decode() + "\n")
-        return
+@dataclass
+class _Tally:
+    """What ``score`` needs to know about the rows it has streamed out."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    mismatched: int = 0
+    skipped: set[str] = field(default_factory=set)
+    langsmith: list[RunRow] = field(default_factory=list)
+
+    def add(self, r: RunRow) -> None:
+        self.total += 1
+        self.passed += r.passed is True
+        self.failed += r.passed is False
+        self.errors += r.error is not None
+        self.mismatched += r.matches_expected is False
+        if r.verdict is not None and r.verdict.judges_skipped:
+            self.skipped.add(r.verdict.judges_skipped)
+        if r.source.startswith("langsmith:"):
+            self.langsmith.append(r)
+
+
+def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
+    """Write each row as it comes (bounded memory); the tally of what was written."""
+    tally = _Tally()
     if fmt == "json":
-        out.write(orjson.dumps([r.as_json() for r in rows], option=orjson.OPT_INDENT_2).decode())
-        out.write("\n")
-        return
+        out.write("[")
     for r in rows:
-        out.write(_table_row(r) + "\n")
-    failed = sum(1 for r in rows if r.passed is False)
-    errors = sum(1 for r in rows if r.error is not None)
-    mismatched = sum(1 for r in rows if r.matches_expected is False)
-    skipped = sorted({r.verdict.judges_skipped for r in rows if r.verdict and r.verdict.judges_skipped})
+        if fmt == "jsonl":
+            out.write(orjson.dumps(r.as_json()).decode() + "\n")
+        elif fmt == "json":
+            text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
+            out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))
+        else:
+            out.write(_table_row(r) + "\n")
+        tally.add(r)
+    if fmt == "json":
+        out.write("\n]\n" if tally.total else "]\n")
+    if fmt in ("json", "jsonl"):
+        return tally
+    skipped = sorted(tally.skipped)
     judges = f"Judges skipped: {', '.join(skipped)}." if skipped else "Judges ran."
     out.write(
-        f"-- {len(rows)} runs: {len(rows) - failed - errors} passed, {failed} failed, "
-        f"{errors} unreadable; expected-verdict mismatches: {mismatched}. {judges}\n"
+        f"-- {tally.total} runs: {tally.total - tally.failed - tally.errors} passed, {tally.failed} failed, "
+        f"{tally.errors} unreadable; expected-verdict mismatches: {tally.mismatched}. {judges}\n"
     )
+    return tally
 
 
 def _table_row(r: RunRow) -> str:
@@ -210,6 +253,16 @@ def _table_row(r: RunRow) -> str:
     return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}"
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="liveguard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -221,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="policy preset for runs whose metadata names none (default: workflow)")
         p.add_argument("--judges", action=argparse.BooleanOptionalAction, default=True,
                        help="call the LLM judges (needs a key; off with LLM_KILL_SWITCH=1)")
-        p.add_argument("--jobs", type=int, default=4, help="runs scored concurrently")
+        p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                       help="worker processes (default: the number of cores)")
 
     def window(p: argparse.ArgumentParser) -> None:
         p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
@@ -236,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write a 'liveness' feedback row on each LangSmith run scored")
     score.add_argument("--format", choices=("table", "json", "jsonl"), default="table")
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
+    score.add_argument("--engine", choices=("local", "ray"), default="local",
+                       help="local: this machine's cores; ray: a Ray cluster (extra liveguard[ray])")
+    score.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                       help="Ray cluster to join (default: RAY_ADDRESS, else a local one)")
     score.set_defaults(handler=_score)
 
     gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over the last runs")

@@ -2,26 +2,47 @@
 
 Shared by ``liveguard score``, ``gate`` and ``report``. Every input run yields exactly
 one :class:`RunRow`: a verdict, or an error naming ``file:line`` (or the run id).
-Each run goes through the eval graph; with judges off (``--no-judges``, the kill
-switch, or no key) that is the deterministic floor: loop_guard, trajectory_anomaly
-and detect_defects, and the verdict records why the judges were skipped.
+
+Scoring streams: :func:`iter_records` reads lazily, :func:`iter_scored` yields rows in
+input order as they are scored (``jobs`` worker processes, see
+:mod:`liveguard.engine.local`), so memory does not grow with the input. Each run goes
+through the eval graph's nodes; with judges off (``--no-judges``, the kill switch, or
+no key) that is the deterministic floor (loop_guard, trajectory_anomaly and
+detect_defects), run by :class:`~liveguard.engine.floor.Floor` without the per-run
+graph overhead, and the verdict records why the judges were skipped.
+
+Batch isolation: a run that cannot be read or scored, whatever the exception, is an
+error row; a run id seen earlier in the same input makes the later run an error row
+(``DuplicateRunId``).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.engine.scorer import Record, ScoreOptions, default_jobs
+from liveguard.errors import TrajectoryReadError
 from liveguard.model import Expected, Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.readers.jsonl import read_jsonl
+from liveguard.readers.jsonl import parse_line
 
-__all__ = ["PRESETS", "RunRow", "iter_inputs", "policy_for", "score_runs"]
+__all__ = [
+    "PRESETS",
+    "RunRow",
+    "Record",
+    "ScoreOptions",
+    "iter_inputs",
+    "iter_records",
+    "iter_scored",
+    "mark_duplicates",
+    "policy_for",
+    "score_paths",
+    "score_runs",
+]
 
 PRESETS: Mapping[str, Callable[..., Policy]] = {
     "workflow": Policy.workflow,
@@ -85,27 +106,70 @@ class RunRow:
         return row
 
 
-def iter_inputs(paths: Iterable[str | Path]) -> Iterator[tuple[str, Trajectory | TrajectoryReadError]]:
-    """(source, run-or-error) for every run in JSONL files, LangSmith JSON exports and directories.
+INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
 
-    A directory contributes its ``*.jsonl`` and ``*.json`` files (not recursively).
-    """
+
+def input_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """The files named by ``paths``: a directory contributes its ``*.jsonl`` and ``*.json``
+    files (not recursively) and its ``*.parquet`` files at any depth (a LangSmith bulk
+    export is partitioned into ``key=value`` folders)."""
     for entry in paths:
         p = Path(entry)
-        files = (
-            sorted(q for q in p.iterdir() if q.is_file() and q.suffix in (".jsonl", ".json"))
-            if p.is_dir()
-            else [p]
-        )
-        for f in files:
-            if f.suffix == ".json":
-                from liveguard.langsmith import load_export
+        if not p.is_dir():
+            yield p
+            continue
+        flat = [q for q in p.iterdir() if q.is_file() and q.suffix in (".jsonl", ".json")]
+        deep = [q for q in p.rglob("*.parquet") if q.is_file()]
+        yield from sorted(flat + deep)
 
-                items: Iterable[Trajectory | TrajectoryReadError] = load_export(f)
-            else:
-                items = read_jsonl(f)
-            for item in items:
-                yield (item.source if isinstance(item, TrajectoryReadError) else str(f)), item
+
+def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
+    """``(source, payload)`` for every run, lazily: a JSONL line stays raw bytes (the scoring
+    process parses it); LangSmith JSON exports and Parquet files are read here."""
+    for f in input_files(paths):
+        if f.suffix == ".json":
+            from liveguard.langsmith import load_export
+
+            yield from _guarded(f, load_export(f))
+        elif f.suffix == ".parquet":
+            from liveguard.readers.parquet import read_parquet
+
+            yield from _guarded(f, read_parquet(f))
+        else:
+            yield from _jsonl_lines(f)
+
+
+def _jsonl_lines(path: Path) -> Iterator[Record]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        yield str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
+        return
+    with handle:
+        number = 0
+        try:
+            for number, raw in enumerate(handle, start=1):
+                if raw.strip():
+                    yield f"{path}:{number}", raw
+        except OSError as exc:
+            where = f"{path}:{number + 1}"
+            yield where, TrajectoryReadError(where, f"reading stopped: {exc.strerror or exc}")
+
+
+def _guarded(path: Path, items: Iterable[Trajectory | TrajectoryReadError]) -> Iterator[Record]:
+    """A reader's items as records; a reader that raises ends its file with one error row."""
+    try:
+        for item in items:
+            yield (item.source if isinstance(item, TrajectoryReadError) else str(path)), item
+    except Exception as exc:  # batch isolation: the rest of the batch goes on
+        yield str(path), TrajectoryReadError(str(path), f"reading stopped: {type(exc).__name__}")
+
+
+def iter_inputs(paths: Iterable[str | Path]) -> Iterator[tuple[str, Trajectory | TrajectoryReadError]]:
+    """(source, run-or-error) for every run in JSONL files, LangSmith JSON exports, Parquet
+    bulk exports and directories (see :func:`input_files`)."""
+    for source, payload in iter_records(paths):
+        yield source, (parse_line(payload, source) if isinstance(payload, bytes) else payload)
 
 
 def policy_for(run: Trajectory, default: Policy) -> Policy:
@@ -116,65 +180,99 @@ def policy_for(run: Trajectory, default: Policy) -> Policy:
     return default
 
 
-def score_runs(
-    items: Sequence[tuple[str, Trajectory | TrajectoryReadError]], **options: Any
-) -> list[RunRow]:
-    """Score every item through the eval graph; one row per item, in input order.
+def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
+    """Rows unchanged, except a run whose id an earlier row had: an error row naming the first."""
+    first: dict[str, str] = {}
+    for row in rows:
+        if row.run_id is None:
+            yield row
+            continue
+        seen = first.get(row.run_id)
+        if seen is None:
+            first[row.run_id] = row.source
+            yield row
+            continue
+        yield RunRow(source=row.source, run_id=row.run_id, graph=row.graph, path=row.path,
+                     error=f"DuplicateRunId: run id already scored at {seen}", expected=row.expected)
 
-    Synchronous :func:`ascore_runs` (same keyword options).
-    """
-    return asyncio.run(ascore_runs(items, **options))
+
+def _options(
+    allow_sets: Mapping[str, AllowSet] | None, default_policy: Policy | None, judges: bool
+) -> ScoreOptions:
+    from liveguard.judges import JudgeConfig
+
+    return ScoreOptions(
+        allow_sets=dict(allow_sets or {}),
+        default_policy=default_policy if default_policy is not None else Policy.from_env(),
+        judges=judges,
+        judge_config=JudgeConfig.from_env(),  # read once here: workers may not share this env
+    )
 
 
-async def ascore_runs(
-    items: Sequence[tuple[str, Trajectory | TrajectoryReadError]],
+def _counted(rows: Iterable[RunRow], progress: Callable[[int], None] | None) -> Iterator[RunRow]:
+    for done, row in enumerate(mark_duplicates(rows), start=1):
+        if progress is not None:
+            progress(done)
+        yield row
+
+
+def iter_scored(
+    records: Iterable[Record],
     *,
     allow_sets: Mapping[str, AllowSet] | None = None,
     default_policy: Policy | None = None,
     judges: bool = True,
-    jobs: int = 4,
-    progress: Callable[[int, int], None] | None = None,
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[RunRow]:
+    """Score records as a stream on this machine: one row per record, in input order.
+
+    ``jobs`` worker processes (default: the number of cores); the judges' concurrency
+    bound (``AGENT_EVAL_CONCURRENCY``) is shared out between them.
+    """
+    from liveguard.engine.local import iter_rows_local
+
+    n = default_jobs() if jobs is None else jobs
+    if n < 1:
+        raise ValueError(f"jobs must be at least 1, got {n}")
+    options = _options(allow_sets, default_policy, judges)
+    if n > 1 and options.judge_config is not None:  # one bound for the whole machine
+        options = replace(options, judge_concurrency=max(1, options.judge_config.concurrency // n))
+    yield from _counted(iter_rows_local(records, options, jobs=n), progress)
+
+
+def score_paths(
+    paths: Sequence[str | Path],
+    *,
+    engine: str = "local",
+    ray_address: str | None = None,
+    allow_sets: Mapping[str, AllowSet] | None = None,
+    default_policy: Policy | None = None,
+    judges: bool = True,
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[RunRow]:
+    """Score the runs in ``paths`` (files, directories; with Ray also object-store URIs).
+
+    ``engine="local"``: :func:`iter_scored` over :func:`iter_records`. ``engine="ray"``:
+    the same scoring functions on a Ray cluster (``ray_address``; default: a local one),
+    through Ray Data (:mod:`liveguard.integrations.ray`). Same rows, same order.
+    """
+    if engine == "local":
+        yield from iter_scored(iter_records(paths), allow_sets=allow_sets, default_policy=default_policy,
+                               judges=judges, jobs=jobs, progress=progress)
+        return
+    if engine != "ray":
+        raise ValueError(f"unknown engine {engine!r}: expected 'local' or 'ray'")
+    from liveguard.integrations.ray import iter_rows_ray
+
+    options = _options(allow_sets, default_policy, judges)
+    yield from _counted(iter_rows_ray(paths, options, address=ray_address), progress)
+
+
+def score_runs(
+    items: Iterable[tuple[str, Trajectory | TrajectoryReadError]] | Iterable[Record], **options: Any
 ) -> list[RunRow]:
-    from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-    from liveguard.judges import Gateway, JudgeConfig
-
-    config = JudgeConfig.from_env()
-    if not judges:
-        config = config.model_copy(update={"kill_switch": True})
-    gateway = Gateway(config)
-    graph = build_eval_graph(gateway=gateway)
-    default = default_policy if default_policy is not None else Policy.from_env()
-    limit = asyncio.Semaphore(max(1, jobs))
-    done = 0
-
-    async def one(source: str, item: Trajectory | TrajectoryReadError) -> RunRow:
-        nonlocal done
-        if isinstance(item, TrajectoryReadError):
-            row = RunRow(source=item.source, error=item.reason)
-        else:
-            row = await _score_one(source, item)
-        done += 1
-        if progress is not None:
-            progress(done, len(items))
-        return row
-
-    async def _score_one(source: str, run: Trajectory) -> RunRow:
-        path = tuple(s.node for s in run.steps)
-        base = RunRow(source=source, run_id=run.run_id, graph=run.graph, path=path,
-                      expected=run.expected)
-        async with limit:
-            try:
-                allow = (allow_sets or {}).get(run.graph) if run.graph else None
-                verdict = await aevaluate_trajectory(
-                    run, allow_set=allow, policy=policy_for(run, default), graph=graph
-                )
-            except LiveguardError as exc:  # e.g. a payload that cannot be fingerprinted
-                return RunRow(source=base.source, run_id=base.run_id, graph=base.graph, path=path,
-                              error=f"{type(exc).__name__}: {exc}", expected=base.expected)
-        return RunRow(source=base.source, run_id=base.run_id, graph=base.graph, path=path,
-                      verdict=verdict, expected=base.expected)
-
-    try:
-        return list(await asyncio.gather(*(one(s, i) for s, i in items)))
-    finally:
-        await gateway.aclose()
+    """Every row of :func:`iter_scored`, as a list (same keyword options; ``jobs`` default 1)."""
+    options.setdefault("jobs", 1)
+    return list(iter_scored(items, **options))

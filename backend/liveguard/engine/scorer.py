@@ -1,0 +1,258 @@
+"""One scoring process: records in, one :class:`~liveguard.scoring.RunRow` per record out.
+
+A :class:`Scorer` is built once per process (the local engine's workers, a Ray actor,
+or the calling process with ``jobs=1``): it builds the judge gateway and the eval
+graph once, and, when no judge can run, the graph-free :class:`~liveguard.engine.floor.Floor`
+over the same node functions. Every engine calls :meth:`Scorer.score_chunk`, so every
+engine gives the same rows for the same records.
+
+Batch isolation: whatever goes wrong with one record (unreadable JSON, a hostile value
+that trips a rule, a bug), that record becomes an error row (``ExceptionType: message``)
+and the others are scored. Messages are redacted: any text of the record (values *and*
+dict keys) that appears in a message is replaced by ``<redacted:digest>``, so no step
+text reaches an error row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import xxhash
+
+from liveguard.allowset import AllowSet
+from liveguard.errors import TrajectoryReadError
+from liveguard.model import Expected, Step, Trajectory, Verdict
+from liveguard.policy import Policy
+from liveguard.readers.jsonl import parse_line
+
+if TYPE_CHECKING:
+    from liveguard.engine.floor import Floor
+    from liveguard.judges import Gateway, JudgeConfig
+    from liveguard.scoring import RunRow
+
+__all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
+
+Payload = bytes | Trajectory | TrajectoryReadError
+"""A raw JSONL line (parsed by the scorer), or a run already read, or a read error."""
+Record = tuple[str, Payload]
+"""``(source, payload)``: ``source`` is ``file:line`` (or ``file:index``)."""
+
+MAX_ERROR_CHARS = 300
+_MIN_REDACT = 3
+_SCHEMA_WORDS = frozenset(
+    set(Trajectory.model_fields) | set(Step.model_fields) | set(Expected.model_fields)
+)
+"""Field names of the input format: vocabulary, not step text (never redacted)."""
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Everything a scoring process needs; picklable, so workers and Ray actors get a copy."""
+
+    allow_sets: Mapping[str, AllowSet] = field(default_factory=dict)
+    default_policy: Policy | None = None
+    judges: bool = True
+    judge_config: JudgeConfig | None = None
+    """The judges' settings, read once where the command runs (workers may not share its env)."""
+    judge_concurrency: int | None = None
+    """Judge calls in flight in this process (default: the config's ``concurrency``)."""
+
+
+def _collect(obj: Any, out: set[str], depth: int = 0) -> None:
+    if depth > 200:
+        return
+    if isinstance(obj, str):
+        if len(obj) >= _MIN_REDACT and obj not in _SCHEMA_WORDS:
+            out.add(obj)
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            _collect(str(key), out, depth + 1)
+            _collect(value, out, depth + 1)
+    elif isinstance(obj, list | tuple):
+        for value in obj:
+            _collect(value, out, depth + 1)
+    elif isinstance(obj, int | float) and not isinstance(obj, bool):
+        text = repr(obj)
+        if len(text) >= 6:
+            out.add(text)
+
+
+def redact(message: str, content: Any) -> str:
+    """``message`` with every text of ``content`` (keys and values) replaced by a digest tag."""
+    texts: set[str] = set()
+    if isinstance(content, bytes):
+        try:
+            content = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            content = None
+    elif isinstance(content, Trajectory):
+        content = content.model_dump(mode="json")
+    _collect(content, texts)
+    for text in sorted(texts, key=len, reverse=True):
+        if text in message:
+            message = message.replace(text, f"<redacted:{xxhash.xxh3_64_hexdigest(text)[:8]}>")
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "…"
+    return message
+
+
+class Scorer:
+    """Scores records in one process; builds its gateway, graph and floor once."""
+
+    def __init__(self, options: ScoreOptions) -> None:
+        from liveguard.engine.floor import Floor
+        from liveguard.eval_graph import build_eval_graph
+        from liveguard.judges import Gateway, JudgeConfig
+
+        self.options = options
+        config = options.judge_config if options.judge_config is not None else JudgeConfig.from_env()
+        if not options.judges:
+            config = config.model_copy(update={"kill_switch": True})
+        if options.judge_concurrency is not None:
+            config = config.model_copy(update={"concurrency": max(1, options.judge_concurrency)})
+        self.gateway: Gateway = self._gateway(config) if config.skip_reason() is None else Gateway(config)
+        self.graph: Any = build_eval_graph(gateway=self.gateway)
+        self.floor: Floor | None = (
+            Floor.from_graph(self.graph) if self.gateway.skip_reason is not None else None
+        )
+        self.default = options.default_policy if options.default_policy is not None else Policy.from_env()
+        self._presets: dict[str, Policy] = {}
+
+    def _gateway(self, config: JudgeConfig) -> Gateway:
+        """The gateway judges go through (the Ray engine wraps it in a global bound)."""
+        from liveguard.judges import Gateway
+
+        return Gateway(config)
+
+    # -- one run ------------------------------------------------------------------------------
+    def policy_for(self, run: Trajectory) -> Policy:
+        """The run's ``metadata.policy`` preset (environment applied once per process), else the default."""
+        from liveguard.scoring import PRESETS
+
+        preset = (run.metadata or {}).get("policy")
+        if isinstance(preset, str) and preset in PRESETS:
+            policy = self._presets.get(preset)
+            if policy is None:
+                policy = self._presets[preset] = Policy.from_env(PRESETS[preset]())
+            return policy
+        return self.default
+
+    def _inputs(self, run: Trajectory) -> tuple[AllowSet | None, Policy]:
+        allow = self.options.allow_sets.get(run.graph) if run.graph else None
+        return allow, self.policy_for(run)
+
+    def floor_verdict(self, run: Trajectory) -> Verdict:
+        """The verdict without judges, through the floor (the graph when the floor declines)."""
+        from liveguard.engine.floor import FloorNeedsLoop
+        from liveguard.eval_graph import _inputs, apply_escalation
+
+        allow, policy = self._inputs(run)
+        if self.floor is None:
+            from liveguard.eval_graph import aevaluate_trajectory
+
+            return asyncio.run(aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph))
+        try:
+            state = self.floor.invoke(_inputs(run, allow, policy, None))
+        except FloorNeedsLoop:  # a node wanted I/O after all: the graph, with its event loop
+            from liveguard.eval_graph import aevaluate_trajectory
+
+            return asyncio.run(aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph))
+        return apply_escalation(state["verdict"], state.get("escalation"))
+
+    async def graph_verdict(self, run: Trajectory) -> Verdict:
+        from liveguard.eval_graph import aevaluate_trajectory
+
+        allow, policy = self._inputs(run)
+        return await aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph)
+
+    # -- rows ---------------------------------------------------------------------------------
+    @staticmethod
+    def _read(source: str, payload: Payload) -> Trajectory | TrajectoryReadError:
+        if isinstance(payload, bytes):
+            return parse_line(payload, source)
+        return payload
+
+    @staticmethod
+    def _error_row(source: str, payload: Payload, exc: BaseException, run: Trajectory | None) -> RunRow:
+        from liveguard.scoring import RunRow
+
+        content: Any = run if run is not None else payload
+        message = redact(str(exc), content)
+        error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        if run is None:
+            return RunRow(source=source, error=error)
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+                      path=tuple(s.node for s in run.steps), error=error, expected=run.expected)
+
+    def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
+        from liveguard.scoring import RunRow
+
+        try:
+            item = self._read(source, payload)
+        except Exception as exc:  # batch isolation: a reader bug is this record's error row
+            return self._error_row(source, payload, exc, None)
+        if isinstance(item, TrajectoryReadError):
+            return RunRow(source=item.source, error=redact(item.reason, payload))
+        return item
+
+    @staticmethod
+    def _row(source: str, run: Trajectory, verdict: Verdict) -> RunRow:
+        from liveguard.scoring import RunRow
+
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+                      path=tuple(s.node for s in run.steps), verdict=verdict, expected=run.expected)
+
+    def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
+        """One row per record, in order."""
+        if self.gateway.skip_reason is not None:
+            return [self._score_floor(source, payload) for source, payload in chunk]
+        return asyncio.run(self._ascore_chunk(chunk))
+
+    def _score_floor(self, source: str, payload: Payload) -> RunRow:
+        item = self._prepare(source, payload)
+        if not isinstance(item, Trajectory):
+            return item
+        try:
+            return self._row(source, item, self.floor_verdict(item))
+        except Exception as exc:  # batch isolation, whatever the type
+            return self._error_row(source, payload, exc, item)
+
+    async def _ascore_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
+        """With judges: runs concurrently; the gateway bounds the judge calls in flight."""
+        limit = asyncio.Semaphore(max(4, 4 * self.gateway.config.concurrency))
+
+        async def one(source: str, payload: Payload) -> RunRow:
+            item = self._prepare(source, payload)
+            if not isinstance(item, Trajectory):
+                return item
+            async with limit:
+                try:
+                    return self._row(source, item, await self.graph_verdict(item))
+                except Exception as exc:  # batch isolation, whatever the type
+                    return self._error_row(source, payload, exc, item)
+
+        try:
+            return list(await asyncio.gather(*(one(s, p) for s, p in chunk)))
+        finally:
+            await self.gateway.aclose()  # the client belongs to this chunk's event loop
+
+
+def default_jobs() -> int:
+    """Worker processes by default: the number of cores."""
+    return os.cpu_count() or 1
+
+
+def chunked(records: Iterable[Record], size: int) -> Iterable[list[Record]]:
+    chunk: list[Record] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
