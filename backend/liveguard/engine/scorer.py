@@ -95,7 +95,8 @@ def redact(message: str, content: Any) -> str:
     _collect(content, texts)
     for text in sorted(texts, key=len, reverse=True):
         if text in message:
-            message = message.replace(text, f"<redacted:{xxhash.xxh3_64_hexdigest(text)[:8]}>")
+            digest = xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))[:8]
+            message = message.replace(text, f"<redacted:{digest}>")
     if len(message) > MAX_ERROR_CHARS:
         message = message[:MAX_ERROR_CHARS] + "…"
     return message
@@ -214,6 +215,12 @@ class Scorer:
         return asyncio.run(self._ascore_chunk(chunk))
 
     def _score_floor(self, source: str, payload: Payload) -> RunRow:
+        try:
+            return self._score_floor_unguarded(source, payload)
+        except Exception as exc:  # even the error path failed: a row naming only the type
+            return _bare_error(source, exc)
+
+    def _score_floor_unguarded(self, source: str, payload: Payload) -> RunRow:
         item = self._prepare(source, payload)
         if not isinstance(item, Trajectory):
             return item
@@ -227,6 +234,12 @@ class Scorer:
         limit = asyncio.Semaphore(max(4, 4 * self.gateway.config.concurrency))
 
         async def one(source: str, payload: Payload) -> RunRow:
+            try:
+                return await one_unguarded(source, payload)
+            except Exception as exc:  # even the error path failed: a row naming only the type
+                return _bare_error(source, exc)
+
+        async def one_unguarded(source: str, payload: Payload) -> RunRow:
             item = self._prepare(source, payload)
             if not isinstance(item, Trajectory):
                 return item
@@ -240,6 +253,12 @@ class Scorer:
             return list(await asyncio.gather(*(one(s, p) for s, p in chunk)))
         finally:
             await self.gateway.aclose()  # the client belongs to this chunk's event loop
+
+
+def _bare_error(source: str, exc: BaseException) -> RunRow:
+    from liveguard.scoring import RunRow
+
+    return RunRow(source=source, error=f"{type(exc).__name__} (message withheld)")
 
 
 def default_jobs() -> int:
