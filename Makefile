@@ -10,7 +10,7 @@ install: $(BIN)/liveguard
 $(BIN)/liveguard: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	@touch $@
 
 test: install

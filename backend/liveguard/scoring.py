@@ -236,8 +236,12 @@ def iter_scored(
     if n < 1:
         raise ValueError(f"jobs must be at least 1, got {n}")
     options = _options(allow_sets, default_policy, judges)
-    if n > 1 and options.judge_config is not None:  # one bound for the whole machine
-        options = replace(options, judge_concurrency=max(1, options.judge_config.concurrency // n))
+    config = options.judge_config
+    if judges and config is not None and config.skip_reason() is None:
+        # One bound for the whole machine: never more workers than judge slots, and the
+        # slots shared out between them (judging waits on the network, not on the CPU).
+        n = min(n, config.concurrency)
+        options = replace(options, judge_concurrency=config.concurrency // n)
     yield from _counted(iter_rows_local(records, options, jobs=n), progress)
 
 
