@@ -32,8 +32,12 @@ def _call_id(rng: random.Random) -> str:
 
 def _rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
     return [
-        {"order_id": rng.randint(10_000, 99_999), "city": rng.choice(_CITIES),
-         "total": round(rng.uniform(5, 900), 2), "status": rng.choice(_STATUS)}
+        {
+            "order_id": rng.randint(10_000, 99_999),
+            "city": rng.choice(_CITIES),
+            "total": round(rng.uniform(5, 900), 2),
+            "status": rng.choice(_STATUS),
+        }
         for _ in range(n)
     ]
 
@@ -42,15 +46,25 @@ def _turn(rng: random.Random, tool: str, args: dict[str, Any], result: str) -> l
     call = _call_id(rng)
     request = {
         "node": "model",
-        "output": {"role": "assistant", "content": "",
-                   "tool_calls": [{"id": call, "type": "function",
-                                   "function": {"name": tool, "arguments": orjson.dumps(args).decode()}}]},
+        "output": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": call,
+                    "type": "function",
+                    "function": {"name": tool, "arguments": orjson.dumps(args).decode()},
+                }
+            ],
+        },
     }
     return [request, {"node": "tools", "tool": tool, "args": args, "result": result}]
 
 
 def _run(rng: random.Random, index: int, steps: int, loop: bool) -> dict[str, Any]:
-    out: list[dict[str, Any]] = [{"node": "supervisor", "summary": f"run {index}: routed question to analyst"}]
+    out: list[dict[str, Any]] = [
+        {"node": "supervisor", "summary": f"run {index}: routed question to analyst"}
+    ]
     stuck_args = {"query": f"SELECT * FROM orders WHERE order_id = {rng.randint(1, 10**6)}", "limit": 10}
     stuck_result = orjson.dumps({"error": "timeout", "retryable": True}).decode()
     turn = 0
@@ -65,18 +79,29 @@ def _run(rng: random.Random, index: int, steps: int, loop: bool) -> dict[str, An
             result = f"customers, orders, products, order_items_{rng.randint(1, 10**6)}"
         elif tool == "sql_db_schema":
             args = {"table_names": f"orders, t{rng.randint(1, 10**6)}"}
-            result = "CREATE TABLE orders (order_id INTEGER, city TEXT, total NUMERIC, status TEXT) -- " + str(
-                rng.random())
+            result = (
+                "CREATE TABLE orders (order_id INTEGER, city TEXT, total NUMERIC, status TEXT) -- "
+                + str(rng.random())
+            )
         elif tool == "sql_db_query":
-            args = {"query": f"SELECT city, SUM(total) FROM orders WHERE total > {rng.randint(1, 900)} "
-                             f"GROUP BY city LIMIT {rng.randint(5, 50)}", "limit": 10}
+            args = {
+                "query": f"SELECT city, SUM(total) FROM orders WHERE total > {rng.randint(1, 900)} "
+                f"GROUP BY city LIMIT {rng.randint(5, 50)}",
+                "limit": 10,
+            }
             result = orjson.dumps(_rows(rng, rng.randint(2, 8))).decode()
         else:
-            args = {"table": "orders", "filters": {"status": rng.choice(_STATUS)}, "offset": rng.randint(0, 40) * 10}
+            args = {
+                "table": "orders",
+                "filters": {"status": rng.choice(_STATUS)},
+                "offset": rng.randint(0, 40) * 10,
+            }
             result = orjson.dumps(_rows(rng, rng.randint(1, 6))).decode()
         out += _turn(rng, tool, args, result)
     out = out[: steps - 1]
-    out.append({"node": "model", "output": {"role": "assistant", "content": f"Answer {index}: {rng.random():.6f}"}})
+    out.append(
+        {"node": "model", "output": {"role": "assistant", "content": f"Answer {index}: {rng.random():.6f}"}}
+    )
     return {
         "run_id": f"scale-{index:07d}",
         "graph": "sql_agent",
@@ -86,14 +111,18 @@ def _run(rng: random.Random, index: int, steps: int, loop: bool) -> dict[str, An
     }
 
 
-def iter_runs(n: int, *, steps: int = 24, loop_rate: float = 0.05, seed: int = SEED) -> Iterator[dict[str, Any]]:
+def iter_runs(
+    n: int, *, steps: int = 24, loop_rate: float = 0.05, seed: int = SEED
+) -> Iterator[dict[str, Any]]:
     """``n`` runs as JSON-ready dicts, the same for the same arguments."""
     rng = random.Random(seed)
     for index in range(n):
         yield _run(rng, index, steps, rng.random() < loop_rate)
 
 
-def write_corpus(path: str | Path, n: int, *, steps: int = 24, loop_rate: float = 0.05, seed: int = SEED) -> Path:
+def write_corpus(
+    path: str | Path, n: int, *, steps: int = 24, loop_rate: float = 0.05, seed: int = SEED
+) -> Path:
     """Write ``n`` runs to ``path`` (JSONL) and return it."""
     path = Path(path)
     with path.open("wb") as out:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from benchmarks.scale_corpus import write_corpus
+
 from bulk_export import write_bulk_export
 from fake_openai import FakeOpenAI, Reply
 from liveguard.allowset import load_allowsets

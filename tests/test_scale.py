@@ -1,4 +1,4 @@
-"""Scoring at scale: the floor equals the graph, --jobs N equals --jobs 1, and a batch survives hostile runs."""
+"""Scoring at scale: floor == graph, --jobs N == --jobs 1, and a batch survives hostile runs."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 import pytest
-
-import liveguard.eval_graph as eval_graph
 from benchmarks.scale_corpus import iter_runs, write_corpus
+
+from liveguard import eval_graph
 from liveguard.allowset import load_allowsets
 from liveguard.engine.floor import Floor
 from liveguard.engine.scorer import ScoreOptions, Scorer
@@ -150,8 +150,9 @@ def _hostile_lines() -> list[bytes]:
     for _ in range(150):
         deep = {SECRET: deep}
     deep_args = {"run_id": "deep-args", "graph": "g", "steps": [{"node": "t", "tool": "t", "args": deep}]}
-    return [healthy[0], healthy[1], orjson.dumps(list_name), orjson.dumps(key_step), b"{not json " + SECRET.encode(),
-            healthy[2], orjson.dumps(deep_args), healthy[3], healthy[0], healthy[4]]
+    return [healthy[0], healthy[1], orjson.dumps(list_name), orjson.dumps(key_step),
+            b"{not json " + SECRET.encode(), healthy[2], orjson.dumps(deep_args), healthy[3],
+            healthy[0], healthy[4]]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -167,7 +168,8 @@ def test_hostile_runs_become_error_rows_and_the_batch_goes_on(tmp_path: Path, jo
     assert SECRET not in proc.stdout + proc.stderr
     assert "4111" not in proc.stdout + proc.stderr
     by_line = {r["source"].rsplit(":", 1)[1]: r for r in rows}
-    assert by_line["1"]["passed"] is True and by_line["2"]["passed"] is True
+    assert by_line["1"]["passed"] is True
+    assert by_line["2"]["passed"] is True
     # list-valued tool name: a TypeError inside the rules, or (once the rules accept it) a verdict
     third = by_line["3"]
     assert third["error"] is None or third["error"].startswith("TypeError: ")
@@ -191,6 +193,8 @@ def test_scorer_turns_any_exception_into_an_error_row() -> None:
     scorer = Boom(ScoreOptions(judges=False))
     line = orjson.dumps({"run_id": "r", "steps": [{"node": "a", "summary": f"mail {SECRET}"}]})
     (row,) = scorer.score_chunk([("f.jsonl:1", line)])
-    assert row.verdict is None and row.run_id == "r"
-    assert row.error is not None and row.error.startswith("KeyError: ")
+    assert row.verdict is None
+    assert row.run_id == "r"
+    assert row.error is not None
+    assert row.error.startswith("KeyError: ")
     assert SECRET not in row.error

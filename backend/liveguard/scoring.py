@@ -32,8 +32,8 @@ from liveguard.readers.jsonl import parse_line
 
 __all__ = [
     "PRESETS",
-    "RunRow",
     "Record",
+    "RunRow",
     "ScoreOptions",
     "iter_inputs",
     "iter_records",

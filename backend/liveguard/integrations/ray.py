@@ -60,6 +60,7 @@ _SCORERS: dict[str, Scorer] = {}
 def _import_ray() -> Any:
     try:
         import ray
+        import ray.data  # noqa: F401 - ray.data is used through the ray module
     except ImportError:
         raise ImportError("the Ray engine needs the ray extra: pip install 'liveguard[ray]'") from None
     return ray
@@ -85,11 +86,10 @@ def _records_of(path: str) -> Iterator[Record]:
         with fs.open_input_stream(inner) as src, local.open("wb") as dst:
             shutil.copyfileobj(src, dst)
         prefix = str(local)
-        for source, payload in iter_records([local]):
+        for source, item in iter_records([local]):
             named = path + source[len(prefix):] if source.startswith(prefix) else source
-            if isinstance(payload, TrajectoryReadError):
-                payload = TrajectoryReadError(named, payload.reason)
-            yield named, payload
+            yield named, (TrajectoryReadError(named, item.reason) if isinstance(item, TrajectoryReadError)
+                          else item)
 
 
 def _expand(paths: Sequence[str | Path]) -> list[str]:
@@ -188,7 +188,8 @@ def _limiter(ray: Any, slots: int) -> Any:
         async def stats(self) -> dict[str, int]:
             return {"active": self.active, "peak": self.peak}
 
-    return Limiter.options(name=LIMITER_NAME, get_if_exists=True).remote(slots)
+    remote: Any = Limiter  # a Ray actor class (ray.remote wraps it)
+    return remote.options(name=LIMITER_NAME, get_if_exists=True).remote(slots)
 
 
 def iter_rows_ray(
@@ -201,7 +202,6 @@ def iter_rows_ray(
     as it is.
     """
     ray = _import_ray()
-    import ray.data
 
     started = not ray.is_initialized()
     if started:
@@ -223,7 +223,8 @@ def iter_rows_ray(
         # A lighter CPU request than scoring's keeps the two steps apart (not fused into one
         # task per file), so one large file is scored by every CPU of the cluster.
         ds = ds.map_batches(_read_files, batch_size=1, num_cpus=0.5)
-        ds = ds.map_batches(_score_batch, batch_size=BATCH, fn_kwargs={"options": options, "limiter": limiter})
+        ds = ds.map_batches(_score_batch, batch_size=BATCH,
+                            fn_kwargs={"options": options, "limiter": limiter})
         for item in ds.iter_rows():
             yield pickle.loads(item["row"])
     finally:

@@ -49,10 +49,11 @@ def _decode(row: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in row.items():
         if key in JSON_COLUMNS and isinstance(value, str | bytes):
             try:
-                value = orjson.loads(value) if value else None
+                out[key] = orjson.loads(value) if value else None
             except orjson.JSONDecodeError:
                 raise ValueError(f"column {key}: not JSON text") from None
-        out[key] = value
+        else:
+            out[key] = value
     return out
 
 
@@ -81,7 +82,8 @@ def read_parquet(path: str | Path, *, name: str | None = None) -> Iterator[Traje
 
     traces: dict[str, list[int]] = {}
     ids = table.column("id").to_pylist()
-    trace_ids = table.column("trace_id").to_pylist() if "trace_id" in table.column_names else [None] * len(ids)
+    has_trace = "trace_id" in table.column_names
+    trace_ids = table.column("trace_id").to_pylist() if has_trace else [None] * len(ids)
     for index, (ident, trace) in enumerate(zip(ids, trace_ids, strict=True)):
         key = str(trace) if trace is not None else (f"id:{ident}" if ident is not None else f"row:{index}")
         traces.setdefault(key, []).append(index)
