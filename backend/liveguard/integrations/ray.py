@@ -60,7 +60,7 @@ _SCORERS: dict[str, Scorer] = {}
 def _import_ray() -> Any:
     try:
         import ray
-        import ray.data  # noqa: F401 - ray.data is used through the ray module
+        import ray.data  # ray.data is used through the ray module
     except ImportError:
         raise ImportError("the Ray engine needs the ray extra: pip install 'liveguard[ray]'") from None
     return ray
