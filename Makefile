@@ -26,6 +26,7 @@ run: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/scale.py
 
 datasets: install
 	$(BIN)/python scripts/make_datasets.py

@@ -31,11 +31,9 @@ from typing import Any
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.scale_corpus import SEED, iter_runs, write_corpus  # noqa: E402
-from liveguard import Monitor, Policy, Step, Trajectory  # noqa: E402
-from liveguard.monitor import check_trajectory  # noqa: E402
+from liveguard import Monitor, Policy, Step, Trajectory
+from liveguard.monitor import check_trajectory
+from scale_corpus import SEED, iter_runs, write_corpus
 
 EXE = Path(sys.executable).with_name("liveguard")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -108,7 +106,7 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
         "check_trajectory": lambda: [check_trajectory(r.steps, policy) for r in runs],
     }
     times: dict[str, list[float]] = {k: [] for k in contenders}
-    for name, fn in contenders.items():  # warm-up
+    for fn in contenders.values():  # warm-up
         fn()
     for i in range(repeats):
         for name in list(contenders)[:: 1 if i % 2 == 0 else -1]:
@@ -185,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    report: dict[str, Any] = {"cores": cores, "seed": SEED, "corpora": {}}
+    report: dict[str, Any] = {"cores": cores, "seed": SEED, "corpora": {}, "command": " ".join(sys.argv)}
     print(f"liveguard scale benchmark: {cores} core(s), load {os.getloadavg()[0]:.2f}, seed {SEED}")
     with tempfile.TemporaryDirectory(prefix="liveguard-scale-") as tmp:
         for n in sizes:
@@ -194,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             write_corpus(path, n)
             size_mb = path.stat().st_size / 2**20
             parse = bare_parse(path)
-            entry: dict[str, Any] = {"mb": size_mb, "parse_s": parse, "generate_s": time.perf_counter() - start}
+            made = time.perf_counter() - start
+            entry: dict[str, Any] = {"mb": size_mb, "parse_s": parse, "generate_s": made}
             print(f"\n[{n:,} runs x 24 steps] {size_mb:,.0f} MB, bare orjson parse {parse:.2f} s")
             for jobs in sorted({1, cores}):
                 r = run_score(path, jobs)
@@ -203,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 entry[f"jobs{jobs}"] = r
                 print(f"  score --jobs {jobs}: {r['wall_s']:.1f} s = {r['ratio']:.1f}x parse, "
                       f"{r['runs_per_s']:,.0f} runs/s, peak RSS {r['peak_rss_mb']:.0f} MB")
-            report["corpora"][n] = entry
+            report["corpora"][str(n)] = entry
             if n == args.ray_size and not args.no_ray:
                 report["ray"] = ray_vs_local(path)
                 print(f"  ray: {report['ray']}")
