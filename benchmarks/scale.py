@@ -4,8 +4,9 @@ On generated corpora (``benchmarks/scale_corpus.py``: N runs × 24 steps, 5% loo
 seed, written to a temp dir), one after the other in one invocation:
 
 * ``liveguard score --no-judges --format jsonl`` wall time ÷ a bare ``orjson.loads`` of
-  every line of the same file, with ``--jobs 1`` and ``--jobs`` = cores; peak RSS of the
-  whole process tree (the command and its workers, sampled from /proc every 20 ms);
+  every line of the same file, with ``--jobs 1`` and ``--jobs`` = cores; peak memory of the
+  whole process tree (the command and its workers: the sum of their PSS, so pages that
+  forked workers share are counted once; sampled from /proc every 20 ms);
 * per-run cost of the floor (the eval graph's nodes without LangGraph) ÷ ``check_trajectory``
   on the same runs and policy (interleaved, median of repeats);
 * the Ray engine on a local 2-CPU Ray cluster against the local engine (same rows checked);
@@ -36,17 +37,17 @@ from liveguard.monitor import check_trajectory
 from scale_corpus import SEED, iter_runs, write_corpus
 
 EXE = Path(sys.executable).with_name("liveguard")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants."""
+    """Proportional resident bytes (PSS: pages shared by forked workers counted once) of
+    ``pid`` and all its descendants."""
     total, stack = 0, [pid]
     while stack:
         p = stack.pop()
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("Pss:"))
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     stack += [int(c) for c in f.read().split()]
