@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from benchmarks.scale_corpus import iter_runs, write_corpus
+from fake_openai import FakeOpenAI
 
 from liveguard import eval_graph
 from liveguard.allowset import load_allowsets
@@ -85,6 +86,31 @@ def test_floor_verdicts_equal_graph_verdicts_on_generated_corpus() -> None:
     floor, graph = _both(scorer, runs)
     assert floor == graph
     assert sum(not v["passed"] for v in floor) >= 10
+
+
+@pytest.mark.parametrize("score", [0.9, 0.81])  # 0.81: borderline, the escalation panel runs too
+def test_floor_with_judges_equals_graph_with_judges(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, score: float
+) -> None:
+    """Judges on (a local OpenAI-compatible server): the floor awaits the same judge nodes."""
+    fake_openai.default_answer = {"score": score, "confidence": 0.7, "reason": "ok"}
+    monkeypatch.setenv("AGENT_EVAL_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("AGENT_EVAL_API_KEY", "k")
+    scorer = Scorer(ScoreOptions(allow_sets=load_allowsets(PATHS)))
+    runs = golden_runs()
+
+    async def both() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        try:
+            floor = [(await scorer.averdict(r)).model_dump() for r in runs]
+            graph = [(await scorer.graph_verdict(r)).model_dump() for r in runs]
+        finally:
+            await scorer.gateway.aclose()
+        return floor, graph
+
+    floor, graph = asyncio.run(both())
+    assert floor == graph
+    assert any(v["judged"] for v in floor)
+    assert len(fake_openai.requests) % 2 == 0  # each path asked the same questions
 
 
 def test_floor_builds_no_judge_payload(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +204,7 @@ def test_hostile_runs_become_error_rows_and_the_batch_goes_on(tmp_path: Path, jo
     assert by_line["5"]["error"].startswith("invalid JSON")
     assert by_line["7"]["error"].startswith("FingerprintError: ")
     assert by_line["7"]["run_id"] == "deep-args"
-    assert by_line["9"]["error"] == f"DuplicateRunId: run id already scored at {path}:1"
+    assert by_line["9"]["error"] == "DuplicateRunId: the same run id came earlier in this input"
     assert by_line["9"]["run_id"] == "scale-0000000"
     assert [by_line[n]["passed"] for n in ("6", "8", "10")] == [True, True, True]
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import xxhash
+
 from liveguard.allowset import AllowSet
 from liveguard.engine.scorer import Record, ScoreOptions, default_jobs
 from liveguard.errors import TrajectoryReadError
@@ -181,19 +183,23 @@ def policy_for(run: Trajectory, default: Policy) -> Policy:
 
 
 def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
-    """Rows unchanged, except a run whose id an earlier row had: an error row naming the first."""
-    first: dict[str, str] = {}
+    """Rows unchanged, except a run whose id an earlier row had: an error row (``DuplicateRunId``).
+
+    Remembers a 128-bit digest per distinct run id (about 60 bytes each), not the ids.
+    """
+    seen: set[int] = set()
     for row in rows:
         if row.run_id is None:
             yield row
             continue
-        seen = first.get(row.run_id)
-        if seen is None:
-            first[row.run_id] = row.source
+        key = xxhash.xxh3_128_intdigest(row.run_id.encode("utf-8", "surrogatepass"))
+        if key not in seen:
+            seen.add(key)
             yield row
             continue
         yield RunRow(source=row.source, run_id=row.run_id, graph=row.graph, path=row.path,
-                     error=f"DuplicateRunId: run id already scored at {seen}", expected=row.expected)
+                     error="DuplicateRunId: the same run id came earlier in this input",
+                     expected=row.expected)
 
 
 def _options(

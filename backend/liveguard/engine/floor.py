@@ -7,6 +7,9 @@ over the same functions: no Pregel loop, no checkpoint tasks, no event loop. The
 functions are the graph's, so there is one rule path; a test compares both paths'
 verdicts run by run.
 
+With judges, :meth:`Floor.ainvoke` runs the same chain and awaits the judge nodes, so the
+deterministic part costs the same with judges as without them.
+
 The floor declines (:meth:`Floor.from_graph` returns ``None``) when the graph is not a
 simple chain a loop can follow (a conditional edge, a fan-out, a node that wants a
 ``config`` or a store). An async node is driven without an event loop: with no judge
@@ -118,6 +121,15 @@ class Floor:
                 state[key] = reducer(state[key], value)
             else:
                 state[key] = value
+
+    async def ainvoke(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The final state, as ``await compiled.ainvoke(inputs)`` returns it (judges may be awaited)."""
+        state: dict[str, Any] = {key: copy.copy(value) for key, value in self._initial.items()}
+        self._apply(state, inputs)
+        for _name, fn, is_async in self._steps:
+            update = (await fn(state)) if is_async else fn(state)
+            self._apply(state, update)
+        return state
 
     def invoke(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The final state, as ``compiled.invoke(inputs)`` returns it."""

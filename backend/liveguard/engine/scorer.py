@@ -1,10 +1,13 @@
 """One scoring process: records in, one :class:`~liveguard.scoring.RunRow` per record out.
 
-A :class:`Scorer` is built once per process (the local engine's workers, a Ray actor,
-or the calling process with ``jobs=1``): it builds the judge gateway and the eval
-graph once, and, when no judge can run, the graph-free :class:`~liveguard.engine.floor.Floor`
-over the same node functions. Every engine calls :meth:`Scorer.score_chunk`, so every
-engine gives the same rows for the same records.
+A :class:`Scorer` is built once per process (the local engine's workers, a Ray worker,
+or the calling process with ``jobs=1``): it builds the judge gateway and the eval graph
+once, and the :class:`~liveguard.engine.floor.Floor` over the graph's own node functions.
+Each run goes through the floor: a plain loop when no judge can run, awaiting the judge
+nodes when judges are on (runs of a chunk concurrently, the gateway bounding the calls in
+flight); the LangGraph invocation is the fallback when the floor declines the graph.
+Every engine calls :meth:`Scorer.score_chunk`, so every engine gives the same rows for the
+same records.
 
 Batch isolation: whatever goes wrong with one record (unreadable JSON, a hostile value
 that trips a rule, a bug), that record becomes an error row (``ExceptionType: message``)
@@ -118,9 +121,7 @@ class Scorer:
             config = config.model_copy(update={"concurrency": max(1, options.judge_concurrency)})
         self.gateway: Gateway = self._gateway(config) if config.skip_reason() is None else Gateway(config)
         self.graph: Any = build_eval_graph(gateway=self.gateway)
-        self.floor: Floor | None = (
-            Floor.from_graph(self.graph) if self.gateway.skip_reason is not None else None
-        )
+        self.floor: Floor | None = Floor.from_graph(self.graph)
         self.default = options.default_policy if options.default_policy is not None else Policy.from_env()
         self._presets: dict[str, Policy] = {}
 
@@ -165,7 +166,18 @@ class Scorer:
             return asyncio.run(aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph))
         return apply_escalation(state["verdict"], state.get("escalation"))
 
+    async def averdict(self, run: Trajectory) -> Verdict:
+        """The verdict with judges: the same chain of nodes, judge nodes awaited."""
+        from liveguard.eval_graph import _inputs, apply_escalation
+
+        if self.floor is None:
+            return await self.graph_verdict(run)
+        allow, policy = self._inputs(run)
+        state = await self.floor.ainvoke(_inputs(run, allow, policy, None))
+        return apply_escalation(state["verdict"], state.get("escalation"))
+
     async def graph_verdict(self, run: Trajectory) -> Verdict:
+        """The verdict through a LangGraph invocation of the eval graph (the reference path)."""
         from liveguard.eval_graph import aevaluate_trajectory
 
         allow, policy = self._inputs(run)
@@ -245,7 +257,7 @@ class Scorer:
                 return item
             async with limit:
                 try:
-                    return self._row(source, item, await self.graph_verdict(item))
+                    return self._row(source, item, await self.averdict(item))
                 except Exception as exc:  # batch isolation, whatever the type
                     return self._error_row(source, payload, exc, item)
 
