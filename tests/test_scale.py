@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 from benchmarks.scale_corpus import iter_runs, write_corpus
-from fake_openai import FakeOpenAI
 
+from fake_openai import FakeOpenAI
 from liveguard import eval_graph
 from liveguard.allowset import load_allowsets
 from liveguard.engine.floor import Floor
