@@ -198,7 +198,7 @@ def test_hostile_runs_become_error_rows_and_the_batch_goes_on(tmp_path: Path, jo
     assert by_line["2"]["passed"] is True
     # list-valued tool name: a TypeError inside the rules, or (once the rules accept it) a verdict
     third = by_line["3"]
-    assert third["error"] is None or third["error"].startswith("TypeError: ")
+    assert third.get("error") is None or third["error"].startswith("TypeError: ")
     assert by_line["4"]["error"].endswith("Extra inputs are not permitted")
     assert "<redacted:" in by_line["4"]["error"]
     assert by_line["5"]["error"].startswith("invalid JSON")
