@@ -209,8 +209,8 @@ class _Tally:
         self.failed += r.passed is False
         self.errors += r.error is not None
         self.mismatched += r.matches_expected is False
-        if r.verdict is not None and r.verdict.judges_skipped:
-            self.skipped.add(r.verdict.judges_skipped)
+        if r.judges_skipped:
+            self.skipped.add(r.judges_skipped)
         if r.source.startswith("langsmith:"):
             self.langsmith.append(r)
 

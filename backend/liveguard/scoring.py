@@ -19,7 +19,7 @@ error row; a run id seen earlier in the same input makes the later run an error 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,36 +52,102 @@ PRESETS: Mapping[str, Callable[..., Policy]] = {
 }
 
 
-@dataclass(frozen=True)
 class RunRow:
-    """One output row: a verdict, or an error naming where the input went wrong."""
+    """One output row: a verdict, or an error naming where the input went wrong.
 
-    source: str
-    run_id: str | None = None
-    graph: str | None = None
-    verdict: Verdict | None = None
-    path: tuple[str, ...] = ()
-    error: str | None = None
-    expected: Expected | None = None
+    Rows cross process boundaries compactly: pickled, a row carries its rendered JSON
+    form, a summary (passed, hard codes, judges skipped) and its verdict as JSON text; the
+    :class:`~liveguard.model.Verdict` object is rebuilt only when ``verdict`` is read.
+    """
+
+    __slots__ = ("_json", "_summary", "_verdict", "_verdict_json", "error", "expected", "graph",
+                 "path", "run_id", "source")
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        run_id: str | None = None,
+        graph: str | None = None,
+        verdict: Verdict | None = None,
+        path: tuple[str, ...] = (),
+        error: str | None = None,
+        expected: Expected | None = None,
+    ) -> None:
+        self.source = source
+        self.run_id = run_id
+        self.graph = graph
+        self.path = path
+        self.error = error
+        self.expected = expected
+        self._verdict = verdict
+        self._verdict_json: bytes | None = None
+        self._json: dict[str, Any] | None = None
+        self._summary: tuple[bool, tuple[str, ...], str | None] | None = (
+            None if verdict is None else (verdict.passed, tuple(verdict.hard_codes), verdict.judges_skipped)
+        )
+
+    @property
+    def verdict(self) -> Verdict | None:
+        if self._verdict is None and self._verdict_json is not None:
+            self._verdict = Verdict.model_validate_json(self._verdict_json)
+        return self._verdict
 
     @property
     def passed(self) -> bool | None:
-        return None if self.verdict is None else self.verdict.passed
+        return None if self._summary is None else self._summary[0]
+
+    @property
+    def hard_codes(self) -> tuple[str, ...]:
+        return () if self._summary is None else self._summary[1]
+
+    @property
+    def judges_skipped(self) -> str | None:
+        return None if self._summary is None else self._summary[2]
 
     @property
     def matches_expected(self) -> bool | None:
-        if self.expected is None or self.verdict is None:
+        if self.expected is None or self._summary is None:
             return None
-        return (self.verdict.passed, self.verdict.hard_codes) == (
+        return (self._summary[0], list(self._summary[1])) == (
             self.expected.passed,
             sorted(self.expected.hard_codes),
         )
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRow):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable cache inside: not hashable
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.source, self.run_id, self.graph, self.verdict, self.path, self.error, self.expected)
+
+    def __repr__(self) -> str:
+        return (f"RunRow(source={self.source!r}, run_id={self.run_id!r}, graph={self.graph!r}, "
+                f"passed={self.passed!r}, error={self.error!r})")
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        verdict_json = self._verdict_json
+        if verdict_json is None and self._verdict is not None:
+            verdict_json = self._verdict.__pydantic_serializer__.to_json(self._verdict)
+        expected = None if self.expected is None else self.expected.model_dump()
+        return _restore_row, ((self.source, self.run_id, self.graph, self.path, self.error, expected,
+                               verdict_json, self._render(), self._summary),)
+
     def as_json(self) -> dict[str, Any]:
+        """The row as written by ``score --format json|jsonl`` (a fresh top-level dict)."""
+        return dict(self._render())
+
+    def _render(self) -> dict[str, Any]:
+        if self._json is not None:
+            return self._json
         row: dict[str, Any] = {"run_id": self.run_id, "graph": self.graph, "source": self.source}
         v = self.verdict
         if v is None:
             row.update(passed=None, score=None, violations=[], provenance=None, error=self.error)
+            self._json = row
             return row
         row.update(
             passed=v.passed,
@@ -105,7 +171,19 @@ class RunRow:
         )
         if self.expected is not None:
             row["expected"] = self.expected.model_dump()
+        self._json = row
         return row
+
+
+def _restore_row(state: tuple[Any, ...]) -> RunRow:
+    """Unpickle a row: the verdict stays JSON text until it is read."""
+    source, run_id, graph, path, error, expected, verdict_json, rendered, summary = state
+    row = RunRow(source=source, run_id=run_id, graph=graph, path=path, error=error,
+                 expected=None if expected is None else Expected.model_validate(expected))
+    row._verdict_json = verdict_json
+    row._json = rendered
+    row._summary = summary
+    return row
 
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
