@@ -1,7 +1,7 @@
 """The local engine: stream records through ``jobs`` worker processes, rows in input order.
 
 Records are read lazily, sent to the workers in chunks (to amortise the IPC), and at
-most ``2 × jobs`` chunks are in flight, so memory stays bounded whatever the input's
+most ``4 × jobs`` chunks are in flight, so memory stays bounded whatever the input's
 size. Each worker has one :class:`~liveguard.engine.scorer.Scorer`: built once in the
 parent and inherited by ``fork`` when the parent is single-threaded (the CLI), else built
 once per worker (``forkserver``). With
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHUNK", "iter_rows_local"]
 
-CHUNK = 64
+CHUNK = 32
 """Records per chunk sent to a worker."""
 
 _SCORER: Scorer | None = None
@@ -90,7 +90,7 @@ def iter_rows_local(
                         yield from _lost(part, exc)
                         continue
                     window.append((part, future))
-                    if len(window) >= 2 * jobs:
+                    if len(window) >= 4 * jobs:
                         yield from _collect(*window.popleft())
                 while window:
                     yield from _collect(*window.popleft())
