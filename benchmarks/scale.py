@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             parse = bare_parse(path)
             made = time.perf_counter() - start
             entry: dict[str, Any] = {"mb": size_mb, "parse_s": parse, "generate_s": made}
-            print(f"\n[{n:,} runs x 24 steps] {size_mb:,.0f} MB, bare orjson parse {parse:.2f} s")
+            print(f"\n[{n:,} runs x 24 steps] {size_mb:,.0f} MB ({size_mb * 2**20 / n / 1024:.1f} KiB/run), "
+                  f"bare orjson parse {parse:.2f} s")
             for jobs in sorted({1, cores}):
                 r = run_score(path, jobs)
                 r["ratio"] = r["wall_s"] / parse
@@ -215,9 +216,46 @@ def main(argv: list[str] | None = None) -> int:
     report["monitor_memory"] = monitor_memory()
     print(f"memory per guarded thread (Monitor, 200 tool-agent steps): "
           f"{report['monitor_memory']['bytes_per_monitor'] / 1024:.1f} KiB")
+    report["load_end"] = os.getloadavg()[0]
+    print(f"load average at the end: {report['load_end']:.2f}")
+    print("\nsummary (issue 12 goals)")
+    for line in goals(report, cores):
+        print("  " + line)
     if args.json:
         Path(args.json).write_text(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     return 0
+
+
+def goals(report: dict[str, Any], cores: int) -> list[str]:
+    """One PASS/MISS line per goal that this run measured."""
+    out: list[str] = []
+    corpora = report["corpora"]
+    top = max(corpora, key=int) if corpora else None
+    if top is not None and f"jobs{cores}" in corpora[top]:
+        ratio = corpora[top][f"jobs{cores}"]["ratio"]
+        out.append(f"{'PASS' if ratio <= 5 else 'MISS'}  score / parse, {int(top):,} runs, --jobs {cores}: "
+                   f"{ratio:.1f}x (goal <= 5x)")
+    if "20000" in corpora:
+        rss = max(corpora["20000"][k]["peak_rss_mb"] for k in corpora["20000"] if k.startswith("jobs"))
+        verdict = "PASS" if rss < 300 else "MISS"
+        out.append(f"{verdict}  peak memory, 20,000 runs: {rss:.0f} MB (goal < 300 MB)")
+    if len(corpora) > 1:
+        small, big = min(corpora, key=int), max(corpora, key=int)
+        for k in corpora[small]:
+            if k.startswith("jobs") and k in corpora[big]:
+                a, b = corpora[small][k]["peak_rss_mb"], corpora[big][k]["peak_rss_mb"]
+                ok = b <= a * 1.25
+                out.append(f"{'PASS' if ok else 'MISS'}  memory independent of size, --{k[:4]} {k[4:]}: "
+                           f"{a:.0f} MB at {int(small):,} runs, {b:.0f} MB at {int(big):,} (within 25%)")
+    f = report["floor"]["ratio"]
+    out.append(f"{'PASS' if f <= 1.3 else 'MISS'}  floor / check_trajectory per run: {f:.2f}x (goal <= 1.3x)")
+    kib = report["monitor_memory"]["bytes_per_monitor"] / 1024
+    out.append(f"{'PASS' if kib <= 4 else 'MISS'}  memory per guarded thread: {kib:.1f} KiB (goal <= 4 KiB)")
+    ray = report.get("ray")
+    if ray and "identical" in ray:
+        out.append(f"{'PASS' if ray['identical'] else 'MISS'}  Ray rows identical to the local engine's "
+                   f"({ray['runs']:,} runs)")
+    return out
 
 
 if __name__ == "__main__":
