@@ -122,6 +122,38 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
     return out
 
 
+def floor_breakdown(n: int = 2000, repeats: int = 3) -> dict[str, float]:
+    """µs per run spent in each node of the floor, and in the floor's own state updates."""
+    from liveguard.engine.floor import _drive
+    from liveguard.engine.scorer import ScoreOptions, Scorer
+    from liveguard.eval_graph import _inputs
+
+    runs = [Trajectory.model_validate(r) for r in iter_runs(n, seed=SEED + 1)]
+    scorer = Scorer(ScoreOptions(judges=False))
+    floor = scorer.floor
+    assert floor is not None
+    spent: dict[str, float] = {}
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for run in runs:
+                state = {k: type(v)() for k, v in floor._initial.items()}
+                start = time.perf_counter()
+                floor._apply(state, _inputs(run, None, scorer.policy_for(run), None))
+                spent["(inputs)"] = spent.get("(inputs)", 0.0) + time.perf_counter() - start
+                for name, fn, is_async in floor._steps:
+                    start = time.perf_counter()
+                    update = _drive(fn(state)) if is_async else fn(state)
+                    mid = time.perf_counter()
+                    floor._apply(state, update)
+                    spent[name] = spent.get(name, 0.0) + mid - start
+                    spent["(state updates)"] = spent.get("(state updates)", 0.0) + time.perf_counter() - mid
+    finally:
+        gc.enable()
+    return {k: v / (n * repeats) * 1e6 for k, v in spent.items()}
+
+
 def ray_vs_local(path: Path) -> dict[str, Any]:
     """Rows per second of the Ray engine (local 2-CPU cluster) and the local engine, same rows."""
     try:
@@ -213,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     f = report["floor"]
     print(f"\nfloor {f['floor_us']:.0f} µs/run vs check_trajectory {f['check_trajectory_us']:.0f} µs/run "
           f"= {f['ratio']:.2f}x")
+    report["floor_breakdown"] = floor_breakdown()
+    print("  µs per run by node: " + ", ".join(f"{k} {v:.1f}" for k, v in report["floor_breakdown"].items()))
     report["monitor_memory"] = monitor_memory()
     print(f"memory per guarded thread (Monitor, 200 tool-agent steps): "
           f"{report['monitor_memory']['bytes_per_monitor'] / 1024:.1f} KiB")
