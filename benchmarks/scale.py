@@ -61,7 +61,8 @@ def run_score(path: Path, jobs: int) -> dict[str, float]:
     cmd = [str(EXE), "score", str(path), "--no-judges", "--format", "jsonl", "--jobs", str(jobs)]
     env = {**os.environ, "LLM_KILL_SWITCH": "1"}
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # From the corpus's directory: no ./expected_paths/ is picked up on the way.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=path.parent)
     peak = 0
     done = threading.Event()
 

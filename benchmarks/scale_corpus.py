@@ -104,7 +104,7 @@ def _run(rng: random.Random, index: int, steps: int, loop: bool) -> dict[str, An
     )
     return {
         "run_id": f"scale-{index:07d}",
-        "graph": "sql_agent",
+        "graph": "scale_agent",
         "status": "success",
         "metadata": {"scenario": "looping" if loop else "healthy", "policy": "tool_agent"},
         "steps": out,

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,10 @@ EXE = Path(sys.executable).with_name("liveguard")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The console script, from a directory without ./expected_paths/ (paths given are absolute)."""
     assert EXE.exists(), "the liveguard console script is not installed"
-    return subprocess.run([str(EXE), *args], capture_output=True, text=True, check=False)
+    return subprocess.run([str(EXE), *args], capture_output=True, text=True, check=False,
+                          cwd=tempfile.gettempdir())
 
 
 def golden_runs() -> list[Trajectory]:
