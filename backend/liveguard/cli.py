@@ -55,7 +55,10 @@ def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     args.allow_sets = allow_sets  # the report draws them
     progress = _progress if sys.stderr.isatty() else None
     common: dict[str, Any] = {"allow_sets": allow_sets, "default_policy": default,
-                              "judges": args.judges, "jobs": args.jobs, "progress": progress}
+                              "judges": args.judges, "jobs": args.jobs, "progress": progress,
+                              # score marks a repeated run id as an error row; gate and report
+                              # see every row and refuse duplicates as a whole
+                              "mark_duplicate_ids": args.command == "score"}
     project = getattr(args, "langsmith_project", None)
     engine = getattr(args, "engine", "local")
     if engine == "ray":

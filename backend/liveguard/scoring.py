@@ -293,8 +293,10 @@ def _options(
     )
 
 
-def _counted(rows: Iterable[RunRow], progress: Callable[[int], None] | None) -> Iterator[RunRow]:
-    for done, row in enumerate(mark_duplicates(rows), start=1):
+def _counted(
+    rows: Iterable[RunRow], progress: Callable[[int], None] | None, duplicates: bool
+) -> Iterator[RunRow]:
+    for done, row in enumerate(mark_duplicates(rows) if duplicates else rows, start=1):
         if progress is not None:
             progress(done)
         yield row
@@ -308,11 +310,14 @@ def iter_scored(
     judges: bool = True,
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    mark_duplicate_ids: bool = True,
 ) -> Iterator[RunRow]:
     """Score records as a stream on this machine: one row per record, in input order.
 
     ``jobs`` worker processes (default: the number of cores); the judges' concurrency
-    bound (``AGENT_EVAL_CONCURRENCY``) is shared out between them.
+    bound (``AGENT_EVAL_CONCURRENCY``) is shared out between them. ``mark_duplicate_ids``:
+    a run whose id came earlier is an error row (:func:`mark_duplicates`); ``False`` leaves
+    duplicates to the caller (the gate refuses them as a whole).
     """
     from liveguard.engine.local import iter_rows_local
 
@@ -326,7 +331,7 @@ def iter_scored(
         # slots shared out between them (judging waits on the network, not on the CPU).
         n = min(n, config.concurrency)
         options = replace(options, judge_concurrency=config.concurrency // n)
-    yield from _counted(iter_rows_local(records, options, jobs=n), progress)
+    yield from _counted(iter_rows_local(records, options, jobs=n), progress, mark_duplicate_ids)
 
 
 def score_paths(
@@ -339,6 +344,7 @@ def score_paths(
     judges: bool = True,
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    mark_duplicate_ids: bool = True,
 ) -> Iterator[RunRow]:
     """Score the runs in ``paths`` (files, directories; with Ray also object-store URIs).
 
@@ -348,14 +354,15 @@ def score_paths(
     """
     if engine == "local":
         yield from iter_scored(iter_records(paths), allow_sets=allow_sets, default_policy=default_policy,
-                               judges=judges, jobs=jobs, progress=progress)
+                               judges=judges, jobs=jobs, progress=progress,
+                               mark_duplicate_ids=mark_duplicate_ids)
         return
     if engine != "ray":
         raise ValueError(f"unknown engine {engine!r}: expected 'local' or 'ray'")
     from liveguard.integrations.ray import iter_rows_ray
 
     options = _options(allow_sets, default_policy, judges)
-    yield from _counted(iter_rows_ray(paths, options, address=ray_address), progress)
+    yield from _counted(iter_rows_ray(paths, options, address=ray_address), progress, mark_duplicate_ids)
 
 
 def score_runs(
