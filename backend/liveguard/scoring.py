@@ -31,6 +31,7 @@ from liveguard.errors import TrajectoryReadError
 from liveguard.model import Expected, Trajectory, Verdict
 from liveguard.policy import Policy
 from liveguard.readers.jsonl import parse_line
+from liveguard.settings import Settings, resolve
 
 __all__ = [
     "PRESETS",
@@ -50,6 +51,15 @@ PRESETS: Mapping[str, Callable[..., Policy]] = {
     "workflow": Policy.workflow,
     "tool_agent": Policy.tool_agent,
 }
+
+
+_Summary = tuple[bool, tuple[str, ...], str | None, bool, str, tuple[str, ...]]
+"""passed, hard codes, judges skipped, structural only, reason, missing: what ``score``'s
+tally reads without rebuilding the verdict."""
+
+
+def _summarise(v: Verdict) -> _Summary:
+    return (v.passed, tuple(v.hard_codes), v.judges_skipped, v.structural_only, v.reason, tuple(v.missing))
 
 
 class RunRow:
@@ -83,9 +93,7 @@ class RunRow:
         self._verdict = verdict
         self._verdict_json: bytes | None = None
         self._json: dict[str, Any] | None = None
-        self._summary: tuple[bool, tuple[str, ...], str | None] | None = (
-            None if verdict is None else (verdict.passed, tuple(verdict.hard_codes), verdict.judges_skipped)
-        )
+        self._summary: _Summary | None = None if verdict is None else _summarise(verdict)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -104,6 +112,18 @@ class RunRow:
     @property
     def judges_skipped(self) -> str | None:
         return None if self._summary is None else self._summary[2]
+
+    @property
+    def structural_only(self) -> bool:
+        return self._summary is not None and self._summary[3]
+
+    @property
+    def reason(self) -> str | None:
+        return None if self._summary is None else self._summary[4]
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return () if self._summary is None else self._summary[5]
 
     @property
     def matches_expected(self) -> bool | None:
@@ -162,6 +182,10 @@ class RunRow:
                 "confidence": v.confidence,
                 "judged": v.judged,
                 "judges_skipped": v.judges_skipped,
+                "structural_only": v.structural_only,
+                "missing": list(v.missing),
+                "judge_errors": [m.split(":", 1)[1] for m in v.missing
+                                 if m.startswith("judge_error:")],
                 "prompt_version": v.prompt_version,
                 "levels": {
                     name: {"score": s.score, "reason": s.reason, "source": s.source}
@@ -252,12 +276,17 @@ def iter_inputs(paths: Iterable[str | Path]) -> Iterator[tuple[str, Trajectory |
         yield source, (parse_line(payload, source) if isinstance(payload, bytes) else payload)
 
 
-def policy_for(run: Trajectory, default: Policy) -> Policy:
-    """The run's ``metadata.policy`` preset (with the environment applied), else ``default``."""
+def policy_for(
+    run: Trajectory, default: Policy, explicit: Policy | None = None,
+    settings: Settings | None = None,
+) -> Policy:
+    """The precedence (:func:`liveguard.settings.resolve`): ``explicit``, then the run's
+    ``metadata.policy`` preset (with the settings' overrides applied), then ``default``."""
     preset = (run.metadata or {}).get("policy")
+    from_metadata = None
     if isinstance(preset, str) and preset in PRESETS:
-        return Policy.from_env(PRESETS[preset]())
-    return default
+        from_metadata = (settings or Settings.from_env()).policy(PRESETS[preset]())
+    return resolve(explicit, from_metadata, default)
 
 
 def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
@@ -281,15 +310,16 @@ def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
 
 
 def _options(
-    allow_sets: Mapping[str, AllowSet] | None, default_policy: Policy | None, judges: bool
+    allow_sets: Mapping[str, AllowSet] | None, default_policy: Policy | None, judges: bool,
+    settings: Settings | None, explicit_policy: Policy | None,
 ) -> ScoreOptions:
-    from liveguard.judges import JudgeConfig
-
+    settings = settings if settings is not None else Settings.from_env()
     return ScoreOptions(
         allow_sets=dict(allow_sets or {}),
-        default_policy=default_policy if default_policy is not None else Policy.from_env(),
+        default_policy=default_policy if default_policy is not None else settings.policy(),
+        explicit_policy=explicit_policy,
         judges=judges,
-        judge_config=JudgeConfig.from_env(),  # read once here: workers may not share this env
+        env=dict(settings.env),  # read once here: workers may not share this environment
     )
 
 
@@ -310,23 +340,28 @@ def iter_scored(
     judges: bool = True,
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    settings: Settings | None = None,
+    explicit_policy: Policy | None = None,
     mark_duplicate_ids: bool = True,
 ) -> Iterator[RunRow]:
     """Score records as a stream on this machine: one row per record, in input order.
 
     ``jobs`` worker processes (default: the number of cores); the judges' concurrency
-    bound (``AGENT_EVAL_CONCURRENCY``) is shared out between them. ``mark_duplicate_ids``:
-    a run whose id came earlier is an error row (:func:`mark_duplicates`); ``False`` leaves
-    duplicates to the caller (the gate refuses them as a whole).
+    bound (``AGENT_EVAL_CONCURRENCY``) is shared out between them. ``judges=False`` is a
+    structural-only evaluation (the CLI's ``--no-judges``); ``settings`` default to the
+    environment, read once; ``explicit_policy`` applies to every run (``--policy``).
+    ``mark_duplicate_ids``: a run whose id came earlier is an error row
+    (:func:`mark_duplicates`); ``False`` leaves duplicates to the caller (the gate refuses
+    them as a whole).
     """
     from liveguard.engine.local import iter_rows_local
 
     n = default_jobs() if jobs is None else jobs
     if n < 1:
         raise ValueError(f"jobs must be at least 1, got {n}")
-    options = _options(allow_sets, default_policy, judges)
-    config = options.judge_config
-    if judges and config is not None and config.skip_reason() is None:
+    options = _options(allow_sets, default_policy, judges, settings, explicit_policy)
+    config = options.judge_config()
+    if judges and config.skip_reason() is None:
         # One bound for the whole machine: never more workers than judge slots, and the
         # slots shared out between them (judging waits on the network, not on the CPU).
         n = min(n, config.concurrency)
@@ -344,6 +379,8 @@ def score_paths(
     judges: bool = True,
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    settings: Settings | None = None,
+    explicit_policy: Policy | None = None,
     mark_duplicate_ids: bool = True,
 ) -> Iterator[RunRow]:
     """Score the runs in ``paths`` (files, directories; with Ray also object-store URIs).
@@ -354,14 +391,14 @@ def score_paths(
     """
     if engine == "local":
         yield from iter_scored(iter_records(paths), allow_sets=allow_sets, default_policy=default_policy,
-                               judges=judges, jobs=jobs, progress=progress,
-                               mark_duplicate_ids=mark_duplicate_ids)
+                               judges=judges, jobs=jobs, progress=progress, settings=settings,
+                               explicit_policy=explicit_policy, mark_duplicate_ids=mark_duplicate_ids)
         return
     if engine != "ray":
         raise ValueError(f"unknown engine {engine!r}: expected 'local' or 'ray'")
     from liveguard.integrations.ray import iter_rows_ray
 
-    options = _options(allow_sets, default_policy, judges)
+    options = _options(allow_sets, default_policy, judges, settings, explicit_policy)
     yield from _counted(iter_rows_ray(paths, options, address=ray_address), progress, mark_duplicate_ids)
 
 

@@ -28,15 +28,16 @@ import orjson
 import xxhash
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import TrajectoryReadError
+from liveguard.errors import TrajectoryReadError, redact_location
 from liveguard.model import Expected, Step, Trajectory, Verdict
 from liveguard.policy import Policy
 from liveguard.readers.jsonl import parse_line
 
 if TYPE_CHECKING:
     from liveguard.engine.floor import Floor
-    from liveguard.judges import Gateway, JudgeConfig
+    from liveguard.judges import JudgeClient, JudgeConfig
     from liveguard.scoring import RunRow
+    from liveguard.settings import Settings
 
 __all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
 
@@ -59,11 +60,24 @@ class ScoreOptions:
 
     allow_sets: Mapping[str, AllowSet] = field(default_factory=dict)
     default_policy: Policy | None = None
+    """For runs that name no policy preset (default: the workflow preset and the settings)."""
+    explicit_policy: Policy | None = None
+    """For every run, whatever its metadata says (the CLI's ``--policy``)."""
     judges: bool = True
-    judge_config: JudgeConfig | None = None
-    """The judges' settings, read once where the command runs (workers may not share its env)."""
+    """False: a structural-only evaluation (the CLI's ``--no-judges``)."""
+    env: Mapping[str, str] | None = None
+    """liveguard's environment variables, read once where the command runs (workers, and
+    Ray workers on other machines, may not share that environment); None: this process's."""
     judge_concurrency: int | None = None
     """Judge calls in flight in this process (default: the config's ``concurrency``)."""
+
+    def settings(self) -> Settings:
+        from liveguard.settings import Settings
+
+        return Settings.from_env(dict(self.env) if self.env is not None else None)
+
+    def judge_config(self) -> JudgeConfig:
+        return self.settings().judge_config()
 
 
 def _collect(obj: Any, out: set[str], depth: int = 0) -> None:
@@ -111,36 +125,40 @@ class Scorer:
     def __init__(self, options: ScoreOptions) -> None:
         from liveguard.engine.floor import Floor
         from liveguard.eval_graph import build_eval_graph
-        from liveguard.judges import Gateway, JudgeConfig
 
         self.options = options
-        config = options.judge_config if options.judge_config is not None else JudgeConfig.from_env()
-        if not options.judges:
-            config = config.model_copy(update={"kill_switch": True})
+        self.settings = settings = options.settings()
+        config = settings.judge_config()
         if options.judge_concurrency is not None:
             config = config.model_copy(update={"concurrency": max(1, options.judge_concurrency)})
-        self.gateway: Gateway = self._gateway(config) if config.skip_reason() is None else Gateway(config)
-        self.graph: Any = build_eval_graph(gateway=self.gateway)
+        self.gateway: JudgeClient = self._gateway(config)
+        self.judging = options.judges and self.gateway.skip_reason is None
+        """A judge may be called (else every run takes the synchronous floor)."""
+        self.graph: Any = build_eval_graph(client=self.gateway, structural_only=not options.judges,
+                                           settings=settings)
         self.floor: Floor | None = Floor.from_graph(self.graph)
-        self.default = options.default_policy if options.default_policy is not None else Policy.from_env()
+        self.default = options.default_policy if options.default_policy is not None else settings.policy()
+        self.allowsets_in_use = bool(options.allow_sets)
         self._presets: dict[str, Policy] = {}
 
-    def _gateway(self, config: JudgeConfig) -> Gateway:
-        """The gateway judges go through (the Ray engine wraps it in a global bound)."""
-        from liveguard.judges import Gateway
+    def _gateway(self, config: JudgeConfig) -> JudgeClient:
+        """The client judges go through (the Ray engine wraps it in a global bound)."""
+        from liveguard.judges import JudgeClient
 
-        return Gateway(config)
+        return JudgeClient(config)
 
     # -- one run ------------------------------------------------------------------------------
     def policy_for(self, run: Trajectory) -> Policy:
-        """The run's ``metadata.policy`` preset (environment applied once per process), else the default."""
+        """:func:`liveguard.scoring.policy_for`, with each preset's policy built once per process."""
         from liveguard.scoring import PRESETS
 
+        if self.options.explicit_policy is not None:
+            return self.options.explicit_policy
         preset = (run.metadata or {}).get("policy")
         if isinstance(preset, str) and preset in PRESETS:
             policy = self._presets.get(preset)
             if policy is None:
-                policy = self._presets[preset] = Policy.from_env(PRESETS[preset]())
+                policy = self._presets[preset] = self.settings.policy(PRESETS[preset]())
             return policy
         return self.default
 
@@ -151,37 +169,41 @@ class Scorer:
     def floor_verdict(self, run: Trajectory) -> Verdict:
         """The verdict without judges, through the floor (the graph when the floor declines)."""
         from liveguard.engine.floor import FloorNeedsLoop
-        from liveguard.eval_graph import _inputs, apply_escalation
 
-        allow, policy = self._inputs(run)
         if self.floor is None:
-            from liveguard.eval_graph import aevaluate_trajectory
-
-            return asyncio.run(aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph))
+            return asyncio.run(self.graph_verdict(run))
         try:
-            state = self.floor.invoke(_inputs(run, allow, policy, None))
+            state = self.floor.invoke(self._state(run))
         except FloorNeedsLoop:  # a node wanted I/O after all: the graph, with its event loop
-            from liveguard.eval_graph import aevaluate_trajectory
-
-            return asyncio.run(aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph))
-        return apply_escalation(state["verdict"], state.get("escalation"))
+            return asyncio.run(self.graph_verdict(run))
+        return self._final(state)
 
     async def averdict(self, run: Trajectory) -> Verdict:
         """The verdict with judges: the same chain of nodes, judge nodes awaited."""
-        from liveguard.eval_graph import _inputs, apply_escalation
-
         if self.floor is None:
             return await self.graph_verdict(run)
-        allow, policy = self._inputs(run)
-        state = await self.floor.ainvoke(_inputs(run, allow, policy, None))
-        return apply_escalation(state["verdict"], state.get("escalation"))
+        return self._final(await self.floor.ainvoke(self._state(run)))
 
     async def graph_verdict(self, run: Trajectory) -> Verdict:
         """The verdict through a LangGraph invocation of the eval graph (the reference path)."""
         from liveguard.eval_graph import aevaluate_trajectory
 
         allow, policy = self._inputs(run)
-        return await aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph)
+        return await aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph,
+                                          allowsets_in_use=self.allowsets_in_use)
+
+    def _state(self, run: Trajectory) -> dict[str, Any]:
+        """The graph's input state for ``run`` (as :func:`aevaluate_trajectory` builds it)."""
+        from liveguard.eval_graph import _inputs
+
+        allow, policy = self._inputs(run)
+        return _inputs(run, allow, policy, None, self.allowsets_in_use)
+
+    @staticmethod
+    def _final(state: Mapping[str, Any]) -> Verdict:
+        """The final verdict of a finished state (the graph's last node wrote it)."""
+        verdict: Verdict = state["verdict"]
+        return verdict
 
     # -- rows ---------------------------------------------------------------------------------
     @staticmethod
@@ -210,7 +232,7 @@ class Scorer:
         except Exception as exc:  # batch isolation: a reader bug is this record's error row
             return self._error_row(source, payload, exc, None)
         if isinstance(item, TrajectoryReadError):
-            return RunRow(source=item.source, error=redact(item.reason, payload))
+            return RunRow(source=item.source, error=redact(redact_location(item.reason), payload))
         return item
 
     @staticmethod
@@ -222,7 +244,7 @@ class Scorer:
 
     def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
         """One row per record, in order."""
-        if self.gateway.skip_reason is not None:
+        if not self.judging:
             return [self._score_floor(source, payload) for source, payload in chunk]
         return asyncio.run(self._ascore_chunk(chunk))
 

@@ -39,7 +39,7 @@ from liveguard.engine.scorer import Record, ScoreOptions, Scorer
 from liveguard.errors import TrajectoryReadError
 
 if TYPE_CHECKING:
-    from liveguard.judges import Gateway, JudgeConfig, JudgeResult
+    from liveguard.judges import JudgeClient, JudgeConfig, JudgeResult
     from liveguard.model import Level
     from liveguard.scoring import RunRow
 
@@ -122,10 +122,10 @@ class _LimitedGateway:
     """Builds a Gateway whose judge calls first take a slot of the cluster-wide limiter."""
 
     @staticmethod
-    def build(config: JudgeConfig, limiter: Any) -> Gateway:
-        from liveguard.judges import Gateway
+    def build(config: JudgeConfig, limiter: Any) -> JudgeClient:
+        from liveguard.judges import JudgeClient
 
-        class Limited(Gateway):
+        class Limited(JudgeClient):
             async def judge(self, level: Level, payload: Mapping[str, Any]) -> JudgeResult:
                 if self.skip_reason is not None or limiter is None:
                     return await super().judge(level, payload)
@@ -143,7 +143,7 @@ class _RayScorer(Scorer):
         self._limiter = limiter
         super().__init__(options)
 
-    def _gateway(self, config: JudgeConfig) -> Gateway:
+    def _gateway(self, config: JudgeConfig) -> JudgeClient:
         return _LimitedGateway.build(config, self._limiter)
 
 
@@ -206,9 +206,9 @@ def iter_rows_ray(
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    config = options.judge_config
-    judging = options.judges and config is not None and config.skip_reason() is None
-    limiter = _limiter(ray, config.concurrency) if judging and config is not None else None
+    config = options.judge_config()
+    judging = options.judges and config.skip_reason() is None
+    limiter = _limiter(ray, config.concurrency) if judging else None
     files = _expand(paths)
     context = ray.data.DataContext.get_current()
     saved = (context.execution_options.preserve_order, context.enable_progress_bars,
