@@ -26,6 +26,7 @@ imported when the engine is used, never at ``import liveguard``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import pickle
 import shutil
 import tempfile
@@ -216,6 +217,9 @@ def iter_rows_ray(
     context.execution_options.preserve_order = True  # rows in input order
     context.enable_progress_bars = False
     context.target_max_block_size = BLOCK_BYTES  # many blocks per file: every CPU gets some
+    data_log = logging.getLogger("ray.data")
+    level = data_log.level
+    data_log.setLevel(logging.ERROR)  # no per-dataset INFO lines or notices on the command's stderr
     try:
         if not files:
             return
@@ -230,5 +234,6 @@ def iter_rows_ray(
     finally:
         (context.execution_options.preserve_order, context.enable_progress_bars,
          context.target_max_block_size) = saved
+        data_log.setLevel(level)
         if started:
             ray.shutdown()
