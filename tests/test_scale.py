@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,7 @@ import orjson
 import pytest
 from benchmarks.scale_corpus import iter_runs, write_corpus
 
-from fake_openai import FakeOpenAI
+from fake_openai import FakeOpenAI, Reply
 from liveguard import eval_graph
 from liveguard.allowset import load_allowsets
 from liveguard.engine.floor import Floor
@@ -155,6 +156,28 @@ def test_jobs_n_output_is_byte_identical_to_jobs_1_on_generated_corpus(corpus: P
 def test_json_format_streams_a_valid_array(corpus: Path) -> None:
     proc = run("score", str(corpus), "--no-judges", "--format", "json", "--jobs", "2")
     assert len(json.loads(proc.stdout)) == 400
+
+
+def test_judge_calls_are_concurrent_under_one_bound_across_workers(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    """--jobs 2, AGENT_EVAL_CONCURRENCY=2: judge requests overlap, never more than 2 at once.
+
+    70 runs make three chunks, so both workers judge at the same time.
+    """
+    corpus = write_corpus(tmp_path / "healthy.jsonl", 70, loop_rate=0.0)
+    answer = {"score": 0.9, "confidence": 0.8, "reason": "ok"}
+    fake_openai.default_answer = answer
+    fake_openai.enqueue(*[Reply.slow(0.05, answer)] * 140)
+    env = {**os.environ, "AGENT_EVAL_BASE_URL": fake_openai.base_url, "AGENT_EVAL_API_KEY": "k",
+           "AGENT_EVAL_CONCURRENCY": "2"}
+    proc = subprocess.run([str(EXE), "score", str(corpus), "--format", "jsonl", "--jobs", "2"],
+                          capture_output=True, text=True, check=False, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["provenance"]["judged"] for r in rows] == [True] * 70
+    assert len(fake_openai.requests) == 140  # step + trajectory per run
+    assert fake_openai.max_in_flight == 2
 
 
 def test_jobs_below_one_is_a_usage_error(corpus: Path) -> None:
