@@ -3,9 +3,17 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint typecheck run bench datasets clean
+.PHONY: install postgres-server test lint typecheck run bench datasets clean
 
-install: $(BIN)/liveguard
+install: $(BIN)/liveguard postgres-server
+
+# The PostgreSQL tests start a throwaway server with initdb/pg_ctl: install Debian's
+# postgresql when they are missing (as root; otherwise print the command).
+postgres-server:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	else echo "PostgreSQL server binaries (initdb, pg_ctl) are missing; run: sudo apt-get install postgresql"; fi
 
 $(BIN)/liveguard: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)

@@ -177,6 +177,11 @@ def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] |
         reasons.append("autoapprove_off")
     if verdict is None:
         return [*reasons, "unjudged:no_verdict"]
+    from liveguard.gate import verdict_clears_autoapprove
+
+    if verdict_clears_autoapprove(verdict, {**env, "AGENT_EVAL_AUTOAPPROVE": "1"}):
+        return reasons  # only the switch held it
+    specific = len(reasons)
     reasons += [f"hard:{code}" for code in verdict.hard_codes]
     if verdict.judges_skipped and verdict.judges_skipped != "hard_violation":
         reasons.append(f"unjudged:{verdict.judges_skipped}")
@@ -188,7 +193,7 @@ def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] |
         reasons.append("judge_error")
     if not verdict.passed and not verdict.hard_codes:
         reasons.append(f"not_passed:{verdict.reason}")
-    if len(reasons) == (1 if reasons and reasons[0] == "autoapprove_off" else 0):
+    if len(reasons) == specific:
         # Cleared nothing, yet no reason above: name the verdict's reason and soft codes.
         soft = sorted({v.code for v in verdict.violations if v.severity == "soft"})
         reasons += [f"soft:{code}" for code in soft] or [f"not_cleared:{verdict.reason}"]

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from liveguard import cli_approvals
 from liveguard.allowset import (
     AllowSet,
     AllowSetError,
@@ -259,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     derive.add_argument("--graph-name", default=None, help="graph name (default: the module's last part)")
     derive.add_argument("-o", "--output", default=None, help="write here instead of stdout")
     derive.set_defaults(handler=_paths_derive)
+    cli_approvals.add_parser(sub)
     return parser
 
 
