@@ -14,6 +14,7 @@ import json
 import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -365,21 +366,37 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
     assert result_of(worker(url, "xp", "ping_pong", "start"))["pending"] is True
     done = result_of(worker(url, "xp", "ping_pong", "resume", json.dumps({"action": "approve", "by": "ann"})))
     assert done["ok"] and done["sent"]
-    # Two workers resume the same interrupt at the same moment: one sends, one is refused.
-    assert result_of(worker(url, "race", "ping_pong", "start"))["pending"] is True
-    go = tmp_path / "go"
-    procs = [worker(url, "race", "ping_pong", "resume", json.dumps({"action": "approve", "by": who}), str(go))
-             for who in ("w1", "w2")]
-    go.touch()
-    results = [result_of(p) for p in procs]
-    assert sorted("conflict" in r for r in results) == [False, True], results
-    (conflict,) = [r["conflict"] for r in results if "conflict" in r]
-    assert "already decided (approve by w" in conflict
+    # Two workers resume the same interrupt at the same moment, three times over: whoever
+    # loses the race either is refused by the claim or finds nothing left to resume.
+    for round_ in range(3):
+        thread = f"race-{round_}"
+        assert result_of(worker(url, thread, "ping_pong", "start"))["pending"] is True
+        go = tmp_path / f"go-{round_}"
+        ready = [tmp_path / f"ready-{round_}-{who}" for who in ("w1", "w2")]
+        procs = [worker(url, thread, "ping_pong", "resume", json.dumps({"action": "approve", "by": who}),
+                        str(flag), str(go)) for who, flag in zip(("w1", "w2"), ready, strict=True)]
+        deadline = time.monotonic() + 60
+        while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()
+        results = [result_of(p) for p in procs]
+        assert all(r.get("ok") or "already decided" in r.get("conflict", "") for r in results), results
+        with open_saver(url) as saver:
+            assert sends(saver, thread) == 1, results
+            values = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg(thread)).values
+            assert len(values["approvals"]) == 1
+    # The loser's view, deterministically: a worker that loaded the interrupted checkpoint
+    # before the winner moved the thread on resumes from it, and is refused by the claim.
     with open_saver(url) as saver:
+        graph = campaign.build_graph("ping_pong", checkpointer=saver)
+        stale = next(s for s in graph.get_state_history(cfg("race-0")) if s.next == ("approve_send",))
+        stale_id = stale.config["configurable"]["checkpoint_id"]
+    late = result_of(worker(url, "race-0", "ping_pong", "resume", json.dumps({"action": "approve", "by": "w3"}),
+                            "-", "-", stale_id))
+    assert "already decided (approve by w" in late["conflict"]
+    with open_saver(url) as saver:
+        assert sends(saver, "race-0") == 1
         assert sends(saver, "xp") == 1
-        assert sends(saver, "race") == 1
-        values = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg("race")).values
-        assert len(values["approvals"]) == 1
 
 
 def test_sqlite_file_shared_by_processes(sqlite_url: str, tmp_path: Path) -> None:
