@@ -146,7 +146,8 @@ def test_interrupt_payload_shape(judges: FakeOpenAI, sqlite_url: str) -> None:
     assert payload["draft"] == out["draft"]
     row = payload["verdict"]
     assert set(row) == ROW_KEYS
-    assert row["run_id"] == "shape" and row["graph"] == "campaign"
+    assert row["run_id"] == "shape"
+    assert row["graph"] == "campaign"
     assert row["passed"] is False
     for violation in row["violations"]:
         assert set(violation) == {"code", "severity", "step", "node", "count"}
@@ -201,8 +202,10 @@ def test_approve_sends_once_and_keeps_an_audit_record(
         assert state.values["approvals"] == [record]
     assert len(judges.requests) == requests, "a resume reuses the verdict the person saw"
     logged = "\n".join(r.getMessage() for r in caplog.records)
-    assert "thread=approve" in logged and draft_digest(draft) in logged
-    assert draft not in logged and "Ada Park" not in logged
+    assert "thread=approve" in logged
+    assert draft_digest(draft) in logged
+    assert draft not in logged
+    assert "Ada Park" not in logged
 
 
 def test_reject_goes_back_to_revise_and_sends_nothing(judges: FakeOpenAI, sqlite_url: str) -> None:
@@ -233,7 +236,8 @@ def test_reject_without_revise_ends_the_run() -> None:
     graph = builder.compile(checkpointer=InMemorySaver())
     graph.invoke({}, cfg("t"))
     out = graph.invoke(Command(resume={"action": "reject", "by": "x"}), cfg("t"))
-    assert "sent" not in out and "__interrupt__" not in out
+    assert "sent" not in out
+    assert "__interrupt__" not in out
     assert graph.get_state(cfg("t")).next == ()
 
 
@@ -274,7 +278,8 @@ def test_bad_resume_is_rejected_and_the_thread_stays_interrupted(
         again = payload_of(out)
         assert message in again["error"]
         assert {k: v for k, v in again.items() if k != "error"} == first
-        assert "sent" not in out and sends(saver, "bad") == 0
+        assert "sent" not in out
+        assert sends(saver, "bad") == 0
         state = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg("bad"))
         assert state.next == ("approve_send",)
         # A valid answer afterwards is taken, once.
@@ -292,10 +297,10 @@ def test_in_memory_saver(judges: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) ->
     assert "__interrupt__" in start(saver, "ping_pong", "mem-loop")
     out = resume(saver, "ping_pong", "mem-loop", {"action": "approve", "by": "ann"})
     assert out["sent"]
+    graph = campaign.build_graph("ping_pong", checkpointer=saver)
+    parent = list(graph.get_state_history(cfg("mem-loop")))
+    interrupted = next(s for s in parent if s.next == ("approve_send",))
     with pytest.raises(ApprovalConflict):  # the same interrupt, decided twice in one process
-        graph = campaign.build_graph("ping_pong", checkpointer=saver)
-        parent = list(graph.get_state_history(cfg("mem-loop")))
-        interrupted = next(s for s in parent if s.next == ("approve_send",))
         graph.invoke(Command(resume={"action": "approve", "by": "bob"}), interrupted.config)
     assert sends(saver, "mem-loop") == 1
 
@@ -313,7 +318,8 @@ def test_async_sqlite_saver(judges: FakeOpenAI, sqlite_url: str, monkeypatch: py
             return auto, held, done
 
     auto, held, done = asyncio.run(scenario())
-    assert auto["sent"].startswith("v2:") and auto["approvals"][0]["actor"] == "auto"
+    assert auto["sent"].startswith("v2:")
+    assert auto["approvals"][0]["actor"] == "auto"
     assert payload_of(held)["reasons"] == [f"hard:{c}" for c in LOOP_CODES]
     assert done["sent"] == done["draft"]
     with open_saver(sqlite_url) as saver:
@@ -365,7 +371,8 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
     # Interrupt in one process, approve from another: sent once.
     assert result_of(worker(url, "xp", "ping_pong", "start"))["pending"] is True
     done = result_of(worker(url, "xp", "ping_pong", "resume", json.dumps({"action": "approve", "by": "ann"})))
-    assert done["ok"] and done["sent"]
+    assert done["ok"]
+    assert done["sent"]
     # Two workers resume the same interrupt at the same moment, three times over: whoever
     # loses the race either is refused by the claim or finds nothing left to resume.
     for round_ in range(3):
@@ -391,8 +398,8 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
         graph = campaign.build_graph("ping_pong", checkpointer=saver)
         stale = next(s for s in graph.get_state_history(cfg("race-0")) if s.next == ("approve_send",))
         stale_id = stale.config["configurable"]["checkpoint_id"]
-    late = result_of(worker(url, "race-0", "ping_pong", "resume", json.dumps({"action": "approve", "by": "w3"}),
-                            "-", "-", stale_id))
+    answer = json.dumps({"action": "approve", "by": "w3"})
+    late = result_of(worker(url, "race-0", "ping_pong", "resume", answer, "-", "-", stale_id))
     assert "already decided (approve by w" in late["conflict"]
     with open_saver(url) as saver:
         assert sends(saver, "race-0") == 1
@@ -418,7 +425,8 @@ def test_postgres_end_to_end(
         assert out["sent"] == "v2: fixed"
         start(saver, "ping_pong", "pg-reject")
         rejected = resume(saver, "ping_pong", "pg-reject", {"action": "reject", "by": "bob"})
-        assert "sent" not in rejected and payload_of(rejected)["kind"] == KIND
+        assert "sent" not in rejected
+        assert payload_of(rejected)["kind"] == KIND
         assert (sends(saver, "pg-auto"), sends(saver, "pg-edit"), sends(saver, "pg-reject")) == (1, 1, 0)
 
     async def in_async() -> dict[str, Any]:

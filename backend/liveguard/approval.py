@@ -62,6 +62,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import hashlib
+import itertools
 import json
 import logging
 import operator
@@ -114,7 +115,8 @@ class ApprovalConflict(LiveguardError):
         self.action = action
         self.decided_at = decided_at
         super().__init__(
-            f"thread {thread_id}: this approval was already decided ({action} by {decided_by} at {decided_at})"
+            f"thread {thread_id}: this approval was already decided "
+            f"({action} by {decided_by} at {decided_at})"
         )
 
 
@@ -208,7 +210,7 @@ class _HistoryError(Exception):
 def _step_chunks(chain: Sequence[Any]) -> list[dict[str, Any]]:
     """``{node: update}`` chunks from a checkpoint chain (oldest first), one per finished task."""
     chunks: list[dict[str, Any]] = []
-    for older, newer in zip(chain, chain[1:], strict=False):
+    for older, newer in itertools.pairwise(chain):
         seen_old = older.checkpoint.get("versions_seen", {})
         seen_new = newer.checkpoint.get("versions_seen", {})
         ran = sorted(n for n, v in seen_new.items() if not n.startswith("__") and seen_old.get(n) != v)
@@ -220,7 +222,7 @@ def _step_chunks(chain: Sequence[Any]) -> list[dict[str, Any]]:
         if not ran:
             continue
         if len(ran) == 1:
-            updates = list(tasks.values()) or [None]
+            updates: list[dict[str, Any] | None] = [*tasks.values()] or [None]
             chunks += [{ran[0]: update} for update in updates]
             continue
         ordered = [tasks[t] for t in sorted(tasks)]
@@ -308,6 +310,7 @@ def _stored_payload(target: Any, task_id: str) -> dict[str, Any] | None:
 class _Gate:
     def __init__(
         self,
+        *,
         send: str,
         revise: str | None,
         draft_key: str,
@@ -382,7 +385,9 @@ class _Gate:
         return {"kind": KIND, "draft": draft, "verdict": row, "reasons": reasons, "_cleared": cleared}
 
     # -- decision --------------------------------------------------------------------------
-    def _record(self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any) -> dict[str, Any]:
+    def _record(
+        self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any
+    ) -> dict[str, Any]:
         row = payload.get("verdict") or {}
         codes = sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
         record: dict[str, Any] = {
@@ -408,7 +413,8 @@ class _Gate:
         from langgraph.types import Command
 
         record = self._record(payload, actor, decision, draft)
-        update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: dict(payload.get("verdict") or {})}
+        row = dict(payload.get("verdict") or {})
+        update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: row}
         action = decision["action"]
         if action == "edit":
             update[self.draft_key] = decision["draft"]
@@ -434,77 +440,82 @@ class _Gate:
                 log.warning("approval thread=%s bad_resume=%s", thread, type(answer).__name__)
                 answer = interrupt({**shown, "error": str(exc)})
 
-    def _claim_key(self, task_id: str) -> str:
-        return f"task:{task_id}"
-
     # -- entry points ----------------------------------------------------------------------
+    def _begin(self, config: Any) -> _Visit:
+        thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
+        saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
+        return _Visit(thread, task_id, ns, checkpoint_id, saver=saver, node=_node_of(config))
+
+    def _read_failed(self, visit: _Visit, exc: Exception) -> None:
+        if isinstance(exc, _HistoryError):
+            visit.error = str(exc)
+        else:  # a reader failure is missing evidence, never a pass
+            log.warning("approval thread=%s history_error=%s", visit.thread, type(exc).__name__)
+            visit.error = "history_error"
+
+    def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None) -> Any:
+        """Build the payload; return the auto-approve Command when the verdict clears, else None."""
+        visit.payload = self._payload(visit.thread, draft, verdict, visit.error)
+        if visit.payload.pop("_cleared"):
+            decision: Decision = {"action": "approve", "by": "liveguard"}
+            return self._command(visit.thread, visit.payload, "auto", decision, draft)
+        return None
+
+    def _refused(self, visit: _Visit, won: Any) -> ApprovalConflict:
+        log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
+        return ApprovalConflict(visit.thread, won.decided_by, won.action, won.decided_at)
+
     def __call__(self, state: Mapping[str, Any], config: Any) -> Any:
         from liveguard.checkpoints import claim
 
-        thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
-        saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
+        visit = self._begin(config)
         draft = state.get(self.draft_key)
-        payload: dict[str, Any] | None = None
-        chunks: list[dict[str, Any]] | None = None
-        error: str | None = None
-        if saver is not None and checkpoint_id:
+        if visit.readable:
             try:
-                target, chunks = _history(saver, thread, ns, checkpoint_id)
-                payload = _stored_payload(target, task_id)
-            except _HistoryError as exc:
-                error = str(exc)
-            except Exception as exc:  # noqa: BLE001 - a reader failure is missing evidence, never a pass
-                log.warning("approval thread=%s history_error=%s", thread, type(exc).__name__)
-                error = "history_error"
-        else:
-            error = "no_history"
-        if payload is None:
-            verdict = self._evaluate_sync(self._trajectory(thread, chunks, _node_of(config))) if chunks is not None else None
-            payload = self._payload(thread, draft, verdict, error)
-            if payload.pop("_cleared"):
-                return self._command(thread, payload, "auto", {"action": "approve", "by": "liveguard"}, draft)
-        decision = self._ask(payload, thread)
+                target, visit.chunks = _history(visit.saver, visit.thread, visit.ns, visit.checkpoint_id)
+                visit.payload = _stored_payload(target, visit.task_id)
+            except Exception as exc:
+                self._read_failed(visit, exc)
+        if visit.payload is None:
+            verdict = None if visit.chunks is None else self._evaluate_sync(visit.trajectory(self))
+            auto = self._auto(visit, draft, verdict)
+            if auto is not None:
+                return auto
+        assert visit.payload is not None
+        decision = self._ask(visit.payload, visit.thread)
         if self.decide is None:
-            won = claim(saver, thread, self._claim_key(task_id), decision["by"], decision["action"],
-                        self.clock().isoformat())
+            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
+                        action=decision["action"], at=self.clock().isoformat())
             if not won.won:
-                log.warning("approval thread=%s conflict decided_by_other=1", thread)
-                raise ApprovalConflict(thread, won.decided_by, won.action, won.decided_at)
-        return self._command(thread, payload, "person", decision, draft)
+                raise self._refused(visit, won)
+        return self._command(visit.thread, visit.payload, "person", decision, draft)
 
     async def acall(self, state: Mapping[str, Any], config: Any) -> Any:
         from liveguard.checkpoints import aclaim
 
-        thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
-        saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
+        visit = self._begin(config)
         draft = state.get(self.draft_key)
-        payload: dict[str, Any] | None = None
-        chunks: list[dict[str, Any]] | None = None
-        error: str | None = None
-        if saver is not None and checkpoint_id:
+        if visit.readable:
             try:
-                target, chunks = await _ahistory(saver, thread, ns, checkpoint_id)
-                payload = _stored_payload(target, task_id)
-            except _HistoryError as exc:
-                error = str(exc)
-            except Exception as exc:  # noqa: BLE001 - a reader failure is missing evidence, never a pass
-                log.warning("approval thread=%s history_error=%s", thread, type(exc).__name__)
-                error = "history_error"
-        else:
-            error = "no_history"
-        if payload is None:
-            verdict = await self._evaluate_async(self._trajectory(thread, chunks, _node_of(config))) if chunks is not None else None
-            payload = self._payload(thread, draft, verdict, error)
-            if payload.pop("_cleared"):
-                return self._command(thread, payload, "auto", {"action": "approve", "by": "liveguard"}, draft)
-        decision = self._ask(payload, thread)
+                target, visit.chunks = await _ahistory(
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id
+                )
+                visit.payload = _stored_payload(target, visit.task_id)
+            except Exception as exc:
+                self._read_failed(visit, exc)
+        if visit.payload is None:
+            verdict = None if visit.chunks is None else await self._evaluate_async(visit.trajectory(self))
+            auto = self._auto(visit, draft, verdict)
+            if auto is not None:
+                return auto
+        assert visit.payload is not None
+        decision = self._ask(visit.payload, visit.thread)
         if self.decide is None:
-            won = await aclaim(saver, thread, self._claim_key(task_id), decision["by"], decision["action"],
-                               self.clock().isoformat())
+            won = await aclaim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
+                               action=decision["action"], at=self.clock().isoformat())
             if not won.won:
-                log.warning("approval thread=%s conflict decided_by_other=1", thread)
-                raise ApprovalConflict(thread, won.decided_by, won.action, won.decided_at)
-        return self._command(thread, payload, "person", decision, draft)
+                raise self._refused(visit, won)
+        return self._command(visit.thread, visit.payload, "person", decision, draft)
 
     def _where_or_scripted(self, config: Any) -> tuple[str, str, str, str]:
         """Where the node runs. With a scripted ``decide``, a graph without a checkpointer may run it."""
@@ -515,6 +526,35 @@ class _Gate:
                 raise
             conf = (config or {}).get(_CONF) or {}
             return str(conf.get("thread_id") or "<no thread>"), str(conf.get(_TASK_ID_KEY) or ""), "", ""
+
+
+class _Visit:
+    """One run of the approval node: where it is, what it read, what it will show."""
+
+    def __init__(
+        self, thread: str, task_id: str, ns: str, checkpoint_id: str, *, saver: Any, node: str | None
+    ) -> None:
+        self.thread = thread
+        self.task_id = task_id
+        self.ns = ns
+        self.checkpoint_id = checkpoint_id
+        self.saver = saver
+        self.node = node
+        self.chunks: list[dict[str, Any]] | None = None
+        self.payload: dict[str, Any] | None = None
+        self.error: str | None = None if saver is not None and checkpoint_id else "no_history"
+
+    @property
+    def readable(self) -> bool:
+        return self.error is None
+
+    @property
+    def claim_key(self) -> str:
+        """The interrupted task's id: the same for every resumer of this interrupt."""
+        return f"task:{self.task_id}"
+
+    def trajectory(self, gate: _Gate) -> Trajectory:
+        return gate._trajectory(self.thread, self.chunks or [], self.node)
 
 
 def approval_gate(
@@ -544,6 +584,7 @@ def approval_gate(
 
     if not isinstance(send, str) or not send:
         raise ApprovalError("approval_gate: send must name a node")
-    gate = _Gate(send, revise, draft_key, audit_key, verdict_key, graph_name, allow_set, policy,
-                 decide, clock or (lambda: datetime.now(UTC)))
+    gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
+                 verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
+                 decide=decide, clock=clock or (lambda: datetime.now(UTC)))
     return RunnableLambda(gate, afunc=gate.acall, name=name)

@@ -68,7 +68,9 @@ _SQLITE_INSERT = (
     f"INSERT OR IGNORE INTO {CLAIMS_TABLE} (thread_id, claim_key, decided_by, action, decided_at) "
     "VALUES (?, ?, ?, ?, ?)"
 )
-_SQLITE_SELECT = f"SELECT decided_by, action, decided_at FROM {CLAIMS_TABLE} WHERE thread_id = ? AND claim_key = ?"
+_SQLITE_SELECT = (
+    f"SELECT decided_by, action, decided_at FROM {CLAIMS_TABLE} WHERE thread_id = ? AND claim_key = ?"
+)
 _PG_DDL = _SQLITE_DDL
 _PG_INSERT = (
     f"INSERT INTO {CLAIMS_TABLE} (thread_id, claim_key, decided_by, action, decided_at) "
@@ -218,7 +220,7 @@ def _saver_kind(saver: Any) -> str:
     return "local"
 
 
-def claim(saver: Any, thread_id: str, key: str, by: str, action: str, at: str) -> Claim:
+def claim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
     """Insert the claim row for ``(thread_id, key)``; return whether this caller won, and the winner."""
     row = (thread_id, key, by, action, at)
     kind = _saver_kind(saver)
@@ -242,7 +244,7 @@ def claim(saver: Any, thread_id: str, key: str, by: str, action: str, at: str) -
     return _local_claim(saver, row)
 
 
-async def aclaim(saver: Any, thread_id: str, key: str, by: str, action: str, at: str) -> Claim:
+async def aclaim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
     """Async :func:`claim` for ``AsyncSqliteSaver`` / ``AsyncPostgresSaver`` (sync savers run in a thread)."""
     row = (thread_id, key, by, action, at)
     name = type(saver).__name__
@@ -267,7 +269,7 @@ async def aclaim(saver: Any, thread_id: str, key: str, by: str, action: str, at:
         return Claim(inserted, *_pg_row(got))
     if _saver_kind(saver) == "local":
         return _local_claim(saver, row)
-    return await asyncio.to_thread(claim, saver, thread_id, key, by, action, at)
+    return await asyncio.to_thread(claim, saver, thread_id, key, by=by, action=action, at=at)
 
 
 def _pg_row(got: Any) -> tuple[str, str, str]:

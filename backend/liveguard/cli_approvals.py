@@ -100,7 +100,7 @@ def iter_pending(saver: Any) -> Iterator[Pending]:
             yield pending
 
 
-def pending_for(saver: Any, thread_id: str) -> Pending | None | bool:
+def pending_for(saver: Any, thread_id: str) -> Pending | bool | None:
     """The thread's pending approval; None when it is not waiting; False when it is unknown."""
     tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     if tup is None:
@@ -242,7 +242,8 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
             config = {"configurable": {"thread_id": args.thread}, "recursion_limit": 200}
             app.invoke(Command(resume=dict(decision)), config)
             state = app.get_state(config)
-            after = _pending_of(saver.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}}))
+            latest = saver.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
+            after = _pending_of(latest)
     except (ApprovalError, CheckpointURLError) as exc:
         return _fail(str(exc))
     except ApprovalConflict as exc:

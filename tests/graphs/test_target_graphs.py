@@ -158,8 +158,10 @@ def without_thread_ids(steps: Any) -> Any:
     out = []
     for node, update in steps:
         if node == APPROVAL_NODE:
-            update = {**update, "approval": {k: v for k, v in update["approval"].items() if k != "run_id"}}
-        out.append((node, update))
+            row = {k: v for k, v in update["approval"].items() if k != "run_id"}
+            out.append((node, {**update, "approval": row}))
+        else:
+            out.append((node, update))
     return out
 
 
