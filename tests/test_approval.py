@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -439,3 +440,14 @@ def test_postgres_end_to_end(
 
     assert asyncio.run(in_async())["sent"]
 
+
+
+# -- the README's example ----------------------------------------------------------------------
+def test_readme_draft_first_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Draft-first approval", 1)[1].split("\n## ", 1)[0]
+    example = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    exec(compile(example, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("['autoapprove_off', 'hard:content_cycle'")
+    assert printed[1].startswith("person ['content_cycle'")
