@@ -13,7 +13,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from fake_openai import FakeOpenAI, Reply
-from liveguard import Policy, Step, Trajectory, Violation
+from liveguard import Policy, Step, Trajectory, Violation, check_trajectory
 from liveguard.allowset import AllowSet
 from liveguard.eval_graph import (
     NODES,
@@ -23,7 +23,6 @@ from liveguard.eval_graph import (
     build_verdict,
     evaluate_trajectory,
     merge_meta,
-    tool_entropy_collapse,
 )
 from liveguard.gate import verdict_clears_autoapprove
 from liveguard.judges import PROMPT_VERSION, Gateway, JudgeConfig
@@ -149,13 +148,14 @@ def test_structurally_broken_run_costs_zero_tokens(fake_openai: FakeOpenAI, conf
     assert {lvl.reason for lvl in verdict.levels.values()} == {"skipped:hard_violation"}
 
 
-def test_hard_violation_vetoes_perfect_scores(fake_openai: FakeOpenAI, config: JudgeConfig) -> None:
-    """An illegal hop is found after the judges ran; it still vetoes their perfect scores."""
+def test_illegal_hop_is_found_before_the_judges(fake_openai: FakeOpenAI, config: JudgeConfig) -> None:
+    """The allow-set rules run in loop_guard's Monitor: an illegal hop costs zero judge calls."""
     fake_openai.default_answer = {"score": 1.0, "confidence": 1.0, "reason": "perfect"}
     steps = messages(("plan", "p"), ("review", "r"))
     verdict = evaluate(Trajectory(run_id="hop", graph="flow", steps=steps, outcome="x"), config,
                        allow_set=ALLOW, policy=Policy.workflow())
-    assert verdict.composite == 1.0
+    assert len(fake_openai.requests) == 0
+    assert verdict.composite is None
     assert verdict.passed is False
     assert verdict.hard_codes == ["illegal_transition"]
     assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
@@ -234,17 +234,18 @@ def test_unusual_legal_ordering_gets_one_anomaly_judge_call(
     assert [v.code for v in verdict.violations] == ["dead_end"]
     monkeypatch.setenv("AGENT_EVAL_TRAJECTORY_ANOMALY", "0")
     quiet = evaluate(run, config, allow_set=ALLOW, policy=Policy.workflow())
-    assert len(fake_openai.requests) == 7
-    assert quiet.violations == []
+    assert len(fake_openai.requests) == 7  # only the anomaly judge call is switched off
+    assert [v.code for v in quiet.violations] == ["dead_end"]  # the allow-set rules still ran
 
 
 def test_tool_entropy_collapse_is_soft() -> None:
     varied = [tool_step(t, {"q": i}, f"r{i}") for i, t in enumerate(["search", "fetch", "parse"])]
     collapsed = [tool_step("search", {"q": 10 + i}, f"r{10 + i}") for i in range(5)]
-    run = Trajectory(run_id="t", steps=varied + collapsed)
-    [hit] = tool_entropy_collapse(run)
+    [hit] = check_trajectory(varied + collapsed, Policy.tool_agent())
     assert (hit.code, hit.severity, hit.step) == ("tool_entropy_collapse", "soft", 7)
-    assert tool_entropy_collapse(Trajectory(run_id="t", steps=varied + collapsed[:4])) == []
+    assert check_trajectory(varied + collapsed[:4], Policy.tool_agent()) == []
+    # A run that only ever used one tool has not collapsed: it never varied.
+    assert check_trajectory(collapsed * 2, Policy.tool_agent()) == []
 
 
 # -- privacy ----------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from liveguard.errors import LiveguardError
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
-from liveguard.rules.base import Rule
 
 __all__ = [
     "END",
@@ -90,12 +89,6 @@ class AllowSet(BaseModel):
             nodes[node] = base.model_copy(update={"max_revisits": limit, "max_visits": limit})
         tools = {**policy.tools, **self.tools}
         return policy.model_copy(update={"nodes": nodes, "tools": tools})
-
-    def rules(self, policy: Policy) -> list[Rule]:
-        """The Monitor rules this set adds: illegal_transition, excessive_loop, dead_end."""
-        from liveguard.rules.transitions import TransitionRules
-
-        return [TransitionRules(self, policy)]
 
     @classmethod
     def parse(cls, data: Any, source: str = "<memory>") -> AllowSet:

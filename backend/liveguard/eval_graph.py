@@ -33,6 +33,7 @@ from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
+from liveguard.rules.build import TRANSITION_CODES
 
 if TYPE_CHECKING:
     from liveguard.judges import Gateway, JudgeResult
@@ -222,13 +223,17 @@ class _Nodes:
         return {"levels": levels, "graph_meta": {"telemetry": {"plan_levels": {"levels": levels}}}}
 
     def loop_guard(self, state: EvalState) -> dict[str, Any]:
+        """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
         allow = state.get("allow_set")
         policy = state.get("policy") or Policy.from_env()
-        if allow is not None:
-            policy = allow.apply(policy)  # per-node limits refine the core thresholds
         steps = state["trajectory"].steps
-        found = check_trajectory(steps, policy)
-        report = {"violations": _dump(found), "steps": len(steps), "enabled": policy.enabled}
+        found = check_trajectory(steps, policy, allow)
+        report = {
+            "violations": _dump(found),
+            "steps": len(steps),
+            "enabled": policy.enabled,
+            "allow_set": allow is not None,
+        }
         return {"graph_meta": {"telemetry": {"loop_guard": report}}}
 
     def judge_node(self, node: str, level: Level) -> Any:
@@ -254,27 +259,27 @@ class _Nodes:
         return score
 
     async def trajectory_anomaly(self, state: EvalState) -> dict[str, Any]:
+        """The anomaly judge: one call for a legal-but-unusual ordering.
+
+        The allow-set rules themselves ran in ``loop_guard`` (always, when an allow-set is
+        given); ``AGENT_EVAL_TRAJECTORY_ANOMALY=0`` turns off only this judge call.
+        """
         allow = state.get("allow_set")
         if not self.use_anomaly or allow is None:
             why = "disabled" if not self.use_anomaly else "no_allow_set"
             return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
-        base = state.get("policy") or Policy.from_env()
-        # The same Monitor, with only the allow-set rules: one code path, no forked rules.
-        found = check_trajectory(
-            state["trajectory"].steps, base.model_copy(update={"enabled": False}), allow
-        )
-        report: dict[str, Any] = {"enabled": True, "violations": _dump(found)}
+        found = [v for v in _found(state, "loop_guard") if v.code in TRANSITION_CODES]
+        report: dict[str, Any] = {"enabled": True}
         unusual = [v for v in found if v.severity == "soft"]
-        hard = _hard_so_far(state) or [v.code for v in found if v.severity == "hard"]
-        if unusual and not hard and self.gate.skip_reason is None:
+        if unusual and not _hard_so_far(state) and self.gate.skip_reason is None:
             # A legal but unusual ordering: one judge call, with trajectory_eval's prompt.
             result = await self.gate.judge("trajectory", _judge_payload("trajectory", state))
             report["judge"] = _level_score("trajectory", result).model_dump()
         return {"graph_meta": {"telemetry": {"trajectory_anomaly": report}}}
 
     def detect_defects(self, state: EvalState) -> dict[str, Any]:
-        found = tool_entropy_collapse(state["trajectory"])
-        return {"graph_meta": {"telemetry": {"detect_defects": {"violations": _dump(found)}}}}
+        """Whole-run detectors that are not Monitor rules (the Monitor's defect rules ran in loop_guard)."""
+        return {"graph_meta": {"telemetry": {"detect_defects": {"violations": []}}}}
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
         verdict = build_verdict(state, gate_model=self.gate.config.model)
@@ -299,24 +304,6 @@ class _Nodes:
         if scores:
             escalation["median"] = statistics.median(scores)
         return {"escalation": escalation}
-
-
-def tool_entropy_collapse(run: Trajectory, *, recent: int = 5, min_start_tools: int = 3) -> list[Violation]:
-    """Soft: after a varied start (>= 3 distinct tools), the last ``recent`` calls use one tool."""
-    calls = [(i, s.tool) for i, s in enumerate(run.steps) if s.tool]
-    if len(calls) < recent + min_start_tools:
-        return []
-    start = {tool for _, tool in calls[:-recent]}
-    tail = {tool for _, tool in calls[-recent:]}
-    if len(start) < min_start_tools or len(tail) != 1:
-        return []
-    index, tool = calls[-1]
-    return [
-        Violation(
-            code="tool_entropy_collapse", severity="soft", step=index, node=run.steps[index].node,
-            count=recent, detail={"tool": tool, "distinct_before": len(start), "recent": recent},
-        )
-    ]
 
 
 def build_verdict(state: EvalState, gate_model: str | None = None) -> Verdict:

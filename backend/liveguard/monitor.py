@@ -17,7 +17,7 @@ from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
-from liveguard.rules import ContentCycle, NodeRevisits, RepeatedContent, Rule, Stall, ToolNoProgress
+from liveguard.rules import build
 from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation
 
 if TYPE_CHECKING:
@@ -39,18 +39,7 @@ class Monitor:
             if self.policy.ignore_keys == DEFAULT_IGNORE_KEYS
             else Fingerprinter(self.policy.ignore_keys)
         )
-        rules: list[Rule] = []
-        if self.policy.enabled:
-            rules += [
-                NodeRevisits(self.policy),
-                Stall(self.policy),
-                RepeatedContent(self.policy),
-                ToolNoProgress(self.policy),
-                ContentCycle(self.policy),
-            ]
-        if allow_set is not None:
-            rules += allow_set.rules(self.policy)
-        self._rules = tuple(rules)
+        self._rules = tuple(build(self.policy, allow_set))
         self._index = 0
         self._finished = False
 

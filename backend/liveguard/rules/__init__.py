@@ -1,9 +1,12 @@
-"""Rule families; the Monitor runs them in this order on every step."""
+"""Rule families. ``build(policy, allow_set)`` assembles them; the Monitor runs them in that order."""
 
 from liveguard.rules.base import Observation, Rule
+from liveguard.rules.build import build
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
+from liveguard.rules.defects import ToolEntropyCollapse
 from liveguard.rules.revisits import NodeRevisits
 from liveguard.rules.tools import ToolNoProgress
+from liveguard.rules.transitions import TransitionRules
 
 __all__ = [
     "ContentCycle",
@@ -12,5 +15,8 @@ __all__ = [
     "RepeatedContent",
     "Rule",
     "Stall",
+    "ToolEntropyCollapse",
     "ToolNoProgress",
+    "TransitionRules",
+    "build",
 ]

@@ -1,0 +1,53 @@
+"""The one place that assembles rules: ``build(policy, allow_set) -> list[Rule]``.
+
+The Monitor, the eval graph and the live guards all get their rules here, so live and
+offline run the same rules in the same order:
+
+1. the loop-guard family (off with ``policy.enabled=False``, i.e. ``AGENT_EVAL_LOOP_GUARD=0``);
+2. the allow-set family, whenever an allow-set is given;
+3. the defect family (soft findings).
+
+``allow_set`` is pure data; its limits and tool overrides must already be applied to
+``policy`` (``AllowSet.apply``), as :class:`~liveguard.monitor.Monitor` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from liveguard.policy import Policy
+from liveguard.rules.base import Rule
+from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
+from liveguard.rules.defects import ToolEntropyCollapse
+from liveguard.rules.revisits import NodeRevisits
+from liveguard.rules.tools import ToolNoProgress
+from liveguard.rules.transitions import TransitionRules
+
+if TYPE_CHECKING:
+    from liveguard.allowset import AllowSet
+
+__all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build"]
+
+LOOP_GUARD_CODES = frozenset(
+    {"node_revisit_cycle", "no_progress_stall", "repeated_content", "content_cycle", "tool_no_progress"}
+)
+"""Codes of the loop-guard family."""
+TRANSITION_CODES = frozenset({"illegal_transition", "excessive_loop", "dead_end"})
+"""Codes of the allow-set family."""
+
+
+def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
+    """Every rule for one run, in the order the Monitor runs them."""
+    rules: list[Rule] = []
+    if policy.enabled:
+        rules += [
+            NodeRevisits(policy),
+            Stall(policy),
+            RepeatedContent(policy),
+            ToolNoProgress(policy),
+            ContentCycle(policy),
+        ]
+    if allow_set is not None:
+        rules.append(TransitionRules(allow_set, policy))
+    rules.append(ToolEntropyCollapse())
+    return rules

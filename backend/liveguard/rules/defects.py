@@ -1,0 +1,53 @@
+"""Defect rules (soft): patterns that are not loops but deserve a look.
+
+``tool_entropy_collapse``: after a varied start (at least ``min_start_tools`` distinct
+tools), the last ``recent`` tool calls all use a single tool. It can only be judged on
+the whole run, so it reports from ``finish()``; its state is the last ``recent`` calls
+and the set of tool names seen before them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from liveguard.model import Violation
+from liveguard.rules.base import TOOL, Observation
+
+__all__ = ["ToolEntropyCollapse"]
+
+
+class ToolEntropyCollapse:
+    """Soft: a run that used several tools ends hammering one."""
+
+    def __init__(self, *, recent: int = 5, min_start_tools: int = 3) -> None:
+        if recent < 1 or min_start_tools < 1:
+            raise ValueError("recent and min_start_tools must be >= 1")
+        self._recent = recent
+        self._min_start = min_start_tools
+        self._tail: deque[tuple[int, str, str]] = deque(maxlen=recent)
+        self._start: set[str] = set()
+        self._calls = 0
+
+    def observe(self, obs: Observation) -> list[Violation] | None:
+        if obs.kind != TOOL or obs.tool is None:
+            return None
+        if len(self._tail) == self._recent:
+            self._start.add(self._tail[0][2])  # leaves the tail: part of the start now
+        self._tail.append((obs.index, obs.node, obs.tool))
+        self._calls += 1
+        return None
+
+    def finish(self) -> list[Violation] | None:
+        if self._calls < self._recent + self._min_start or len(self._start) < self._min_start:
+            return None
+        tools = {tool for _, _, tool in self._tail}
+        if len(tools) != 1:
+            return None
+        index, node, tool = self._tail[-1]
+        return [
+            Violation(
+                code="tool_entropy_collapse", severity="soft", step=index, node=node,
+                count=self._recent,
+                detail={"tool": tool, "distinct_before": len(self._start), "recent": self._recent},
+            )
+        ]
