@@ -42,6 +42,7 @@ from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL serv
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "approval_worker.py"
+LIVEGUARD = Path(sys.executable).with_name("liveguard")
 GOOD = {"score": 0.9, "confidence": 0.9, "reason": "fine"}
 ROW_KEYS = set(RunRow(source="x").as_json()) - {"error"} | {"passed"}
 LOOP_CODES = ["content_cycle", "excessive_loop", "node_revisit_cycle", "repeated_content"]
@@ -220,21 +221,27 @@ def test_reject_goes_back_to_revise_and_sends_nothing(judges: FakeOpenAI, sqlite
         assert sends(saver, "reject") == 0
 
 
-def test_reject_without_revise_ends_the_run() -> None:
-    class State(TypedDict, total=False):
-        draft: str
-        sent: str
-        approvals: list[dict[str, Any]]
-        approval: dict[str, Any]
+class _Plain(TypedDict, total=False):
+    draft: str
+    sent: str
+    approvals: list[dict[str, Any]]
+    approval: dict[str, Any]
 
-    builder: Any = StateGraph(State)
+
+def _plain_graph(saver: Any, **options: Any) -> Any:
+    """write -> gate -> send: a minimal graph around the approval step (no revise node)."""
+    builder: Any = StateGraph(_Plain)
     builder.add_node("write", lambda s: {"draft": "hello"})
-    builder.add_node("gate", approval_gate(send="send"), destinations=("send", END))
+    builder.add_node("gate", approval_gate(send="send", **options), destinations=("send", END))
     builder.add_node("send", lambda s: {"sent": s["draft"]})
     builder.add_edge(START, "write")
     builder.add_edge("write", "gate")
     builder.add_edge("send", END)
-    graph = builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=saver)
+
+
+def test_reject_without_revise_ends_the_run() -> None:
+    graph = _plain_graph(InMemorySaver())
     graph.invoke({}, cfg("t"))
     out = graph.invoke(Command(resume={"action": "reject", "by": "x"}), cfg("t"))
     assert "sent" not in out
@@ -288,6 +295,28 @@ def test_bad_resume_is_rejected_and_the_thread_stays_interrupted(
         assert done["sent"] == done["draft"]
         assert [r["by"] for r in done["approvals"]] == ["ann"]
         assert sends(saver, "bad") == 1
+
+
+def test_no_readable_history_is_held_never_auto_sent(
+    judges: FakeOpenAI, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """durability="exit" writes no checkpoint during the run: no evidence, so a person decides."""
+    monkeypatch.setenv("AGENT_EVAL_AUTOAPPROVE", "1")
+    with open_saver(sqlite_url) as saver:
+        graph = _plain_graph(saver, history_wait=0.2)
+        out = graph.invoke({}, cfg("exit"), durability="exit")
+        payload = payload_of(out)
+        assert payload["reasons"] == ["unjudged:history_unavailable"]
+        assert payload["verdict"]["passed"] is None
+        assert "sent" not in out
+        # The same graph with per-step checkpoints is judged and auto-approved.
+        assert graph.invoke({}, cfg("async"))["sent"] == "hello"
+
+
+def test_a_graph_without_checkpointer_is_refused() -> None:
+    graph = _plain_graph(None)
+    with pytest.raises(ApprovalError, match="needs a checkpointer"):
+        graph.invoke({}, cfg("none"))
 
 
 # -- savers: sync, async, in memory ------------------------------------------------------------
@@ -439,6 +468,21 @@ def test_postgres_end_to_end(
             return out
 
     assert asyncio.run(in_async())["sent"]
+
+
+def test_approvals_cli_on_postgres(postgres_url: str) -> None:  # noqa: F811
+    with open_saver(postgres_url) as saver:
+        start(saver, "ping_pong", "pg-cli")
+    listed = subprocess.run([str(LIVEGUARD), "approvals", "list",
+                             "--checkpoint", postgres_url, "--format", "json"],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120, check=True)
+    assert "pg-cli" in {row["thread_id"] for row in json.loads(listed.stdout)}
+    done = subprocess.run([str(LIVEGUARD), "approvals", "approve", "pg-cli",
+                           "--by", "ann", "--graph", "graphs.campaign:build_graph", "--checkpoint", postgres_url],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    with open_saver(postgres_url) as saver:
+        assert sends(saver, "pg-cli") == 1
 
 
 

@@ -17,7 +17,9 @@ The node (sync and async callers alike) does, in order:
    first, read like a ``stream_mode="updates"`` chunk by the same
    :class:`~liveguard.readers.stream.UpdateStepper` the live guards use). It waits (bounded,
    :data:`HISTORY_WAIT`) for the checkpoint its own step started from, because LangGraph
-   writes checkpoints in the background while the next step runs. Why not
+   writes checkpoints in the background while the next step runs; when it never appears
+   (``durability="exit"`` writes nothing during the run) the verdict is missing and the draft
+   is held for a person (``unjudged:history_unavailable``). Why not
    ``liveguard.langsmith.thread_to_trajectory``: that reader needs the compiled graph
    (``get_state_history``), and a node never sees its own compiled graph, only the
    checkpointer in its config. Why not the state: the state holds the latest values,
@@ -93,8 +95,8 @@ log = logging.getLogger("liveguard.approval")
 
 KIND: Final = "liveguard.approval"
 ACTIONS: Final = ("approve", "reject", "edit")
-HISTORY_WAIT: Final = 10.0
-"""Seconds the node waits for its own step's checkpoint to become readable."""
+HISTORY_WAIT: Final = 5.0
+"""Default seconds the node waits for its own step's checkpoint to become readable."""
 _RESUME_KEYS: Final = frozenset({"action", "by", "note", "draft"})
 _CONF: Final = "configurable"
 _CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
@@ -270,8 +272,10 @@ def _thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> di
     return {_CONF: conf}
 
 
-def _history(saver: Any, thread: str, ns: str, checkpoint_id: str) -> tuple[Any, list[dict[str, Any]]]:
-    deadline = time.monotonic() + HISTORY_WAIT
+def _history(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
+) -> tuple[Any, list[dict[str, Any]]]:
+    deadline = time.monotonic() + wait
     target = saver.get_tuple(_thread_config(thread, ns, checkpoint_id))
     while target is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -282,8 +286,10 @@ def _history(saver: Any, thread: str, ns: str, checkpoint_id: str) -> tuple[Any,
     return target, _step_chunks(chain)
 
 
-async def _ahistory(saver: Any, thread: str, ns: str, checkpoint_id: str) -> tuple[Any, list[dict[str, Any]]]:
-    deadline = time.monotonic() + HISTORY_WAIT
+async def _ahistory(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
+) -> tuple[Any, list[dict[str, Any]]]:
+    deadline = time.monotonic() + wait
     target = await saver.aget_tuple(_thread_config(thread, ns, checkpoint_id))
     while target is None and time.monotonic() < deadline:
         await asyncio.sleep(0.005)
@@ -321,7 +327,9 @@ class _Gate:
         policy: Any,
         decide: Callable[[dict[str, Any]], Any] | None,
         clock: Callable[[], datetime],
+        history_wait: float,
     ) -> None:
+        self.history_wait = history_wait
         self.send = send
         self.revise = revise
         self.draft_key = draft_key
@@ -472,7 +480,9 @@ class _Gate:
         draft = state.get(self.draft_key)
         if visit.readable:
             try:
-                target, visit.chunks = _history(visit.saver, visit.thread, visit.ns, visit.checkpoint_id)
+                target, visit.chunks = _history(
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
+                )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
                 self._read_failed(visit, exc)
@@ -498,7 +508,7 @@ class _Gate:
         if visit.readable:
             try:
                 target, visit.chunks = await _ahistory(
-                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
                 )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
@@ -569,6 +579,7 @@ def approval_gate(
     policy: Any = None,
     decide: Callable[[dict[str, Any]], Any] | None = None,
     clock: Callable[[], datetime] | None = None,
+    history_wait: float = HISTORY_WAIT,
     name: str = "approval_gate",
 ) -> Any:
     """The approval node (a Runnable with sync and async bodies); see the module docstring.
@@ -578,7 +589,8 @@ def approval_gate(
     turns on the transition rules). ``decide`` replaces the person for non-interactive runs
     (recording, batch replays): it gets the payload and returns the resume answer, which is
     validated like one; no ``interrupt()`` happens and no claim is taken. ``clock`` stamps the
-    audit records (default: now, UTC).
+    audit records (default: now, UTC). ``history_wait`` bounds the wait for the step's own
+    checkpoint (seconds).
     """
     from langchain_core.runnables import RunnableLambda
 
@@ -586,5 +598,5 @@ def approval_gate(
         raise ApprovalError("approval_gate: send must name a node")
     gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
-                 decide=decide, clock=clock or (lambda: datetime.now(UTC)))
+                 decide=decide, clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
     return RunnableLambda(gate, afunc=gate.acall, name=name)
