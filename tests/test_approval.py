@@ -477,8 +477,8 @@ def test_approvals_cli_on_postgres(postgres_url: str) -> None:  # noqa: F811
                              "--checkpoint", postgres_url, "--format", "json"],
                             capture_output=True, text=True, cwd=ROOT, timeout=120, check=True)
     assert "pg-cli" in {row["thread_id"] for row in json.loads(listed.stdout)}
-    done = subprocess.run([str(LIVEGUARD), "approvals", "approve", "pg-cli",
-                           "--by", "ann", "--graph", "graphs.campaign:build_graph", "--checkpoint", postgres_url],
+    done = subprocess.run([str(LIVEGUARD), "approvals", "approve", "pg-cli", "--by", "ann",
+                           "--graph", "graphs.campaign:build_graph", "--checkpoint", postgres_url],
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     with open_saver(postgres_url) as saver:
