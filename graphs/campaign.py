@@ -69,7 +69,7 @@ Scenarios (the scripted behaviour; ``__start__``/``__end__`` omitted):
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,6 +89,7 @@ __all__ = [
     "build_graph",
     "graph",
     "initial_input",
+    "scripted_graph",
 ]
 
 GRAPH_NAME = "campaign"
@@ -289,6 +290,26 @@ def build_graph(
         {"check_reply": "check_reply", "compose_touch": "compose_touch", END: END},
     )
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
+
+
+SCRIPTED_DECISION: dict[str, str] = {"action": "approve", "by": "script", "note": "scripted approval"}
+"""The approval step's answer in :func:`scripted_graph`."""
+SCRIPTED_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
+"""The audit clock of :func:`scripted_graph`, so its runs replay byte for byte."""
+
+
+def scripted_graph(
+    scenario: str = "healthy", *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[CampaignState, None, CampaignState, CampaignState]:
+    """:func:`build_graph` whose approval step is answered by a script (:data:`SCRIPTED_DECISION`).
+
+    For runs with no person to ask: recording the golden datasets, and tests that use the
+    campaign as a workload. It runs with or without a checkpointer and never pauses.
+    """
+    return build_graph(
+        scenario, checkpointer=checkpointer,
+        approver=lambda payload: dict(SCRIPTED_DECISION), clock=lambda: SCRIPTED_CLOCK,
+    )
 
 
 graph = build_graph()

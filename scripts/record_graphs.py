@@ -24,9 +24,9 @@ Two files per graph:
   versions (``lc_versions``) are left out so a dependency bump does not churn the file.
 
 The campaign graph's approval step (``approve_send``) never waits for a person here:
-the recorder builds it with a scripted approver (:data:`RECORDER_DECISION`, an
-``approve``) and a fixed audit clock (:data:`EXPORT_EPOCH`), and the judges are off
-(``LLM_KILL_SWITCH=1``, no API key, no ``AGENT_EVAL_AUTOAPPROVE``), so every scenario that
+the recorder builds it with ``campaign.scripted_graph`` (a scripted ``approve`` and a fixed
+audit clock), and the judges are off (every ``AGENT_EVAL_*`` judge variable and API key is
+unset, so no key: ``no_api_key``; no ``AGENT_EVAL_AUTOAPPROVE``), so every scenario that
 reaches the step records one ``approve_send`` visit: the verdict row it computed and its
 audit record (codes and digests, never the draft). No judge is ever called.
 
@@ -56,12 +56,11 @@ from typing import Any
 # Never trace to a service: the collector below is the only tracer.
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ["LANGCHAIN_TRACING_V2"] = "false"
-# Never call a judge, never auto-approve: the recording is the same on every machine.
+# Never call a judge (no key), never auto-approve: the recording is the same on every machine.
 for _name in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
-              "AGENT_EVAL_BASE_URL", "AGENT_EVAL_MODEL", "AGENT_EVAL_MAX_REVISITS",
+              "AGENT_EVAL_BASE_URL", "AGENT_EVAL_MODEL", "LLM_KILL_SWITCH", "AGENT_EVAL_MAX_REVISITS",
               "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY", "AGENT_EVAL_CHECKPOINT_URL"):
     os.environ.pop(_name, None)
-os.environ["LLM_KILL_SWITCH"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -149,19 +148,6 @@ EXPECTED: dict[str, dict[str, tuple[bool, list[str]]]] = {
 }
 
 
-RECORDER_DECISION: dict[str, str] = {
-    "action": "approve", "by": "record_graphs", "note": "scripted approval for the golden datasets",
-}
-"""The approval step's answer while recording (the campaign graph's ``approve_send``)."""
-
-
-def graph_options(graph_name: str) -> dict[str, Any]:
-    """Extra ``build_graph`` options: the campaign's approval step gets a scripted approver."""
-    if graph_name != "campaign":
-        return {}
-    return {"approver": lambda payload: dict(RECORDER_DECISION), "clock": lambda: EXPORT_EPOCH}
-
-
 def metadata_for(graph_name: str, scenario: str) -> dict[str, Any]:
     metadata: dict[str, Any] = {"scenario": scenario}
     if graph_name in POLICY:
@@ -175,7 +161,9 @@ def record(graph_name: str, scenario: str) -> Any:
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     collector = RunCollectorCallbackHandler()
     try:
-        compiled = module.build_graph(scenario, checkpointer=SqliteSaver(conn), **graph_options(graph_name))
+        # A graph with an approval step has a scripted variant: no person is asked while recording.
+        build = getattr(module, "scripted_graph", module.build_graph)
+        compiled = build(scenario, checkpointer=SqliteSaver(conn))
         config = {
             "recursion_limit": 100,
             "callbacks": [collector],

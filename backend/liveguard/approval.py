@@ -72,11 +72,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict
 
 from liveguard.errors import LiveguardError
 from liveguard.model import Step, Trajectory, Verdict
 from liveguard.readers.stream import UpdateStepper
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = [
     "ACTIONS",
@@ -195,7 +198,7 @@ def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] |
                        if s.reason.startswith("judge_error:")})
     if verdict.judge_error and not any(r.startswith("judge_error:") for r in reasons):
         reasons.append("judge_error")
-    if not verdict.passed and not verdict.hard_codes:
+    if not verdict.passed and len(reasons) == specific:
         reasons.append(f"not_passed:{verdict.reason}")
     if len(reasons) == specific:
         # Cleared nothing, yet no reason above: name the verdict's reason and soft codes.
@@ -473,7 +476,7 @@ class _Gate:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
         return ApprovalConflict(visit.thread, won.decided_by, won.action, won.decided_at)
 
-    def __call__(self, state: Mapping[str, Any], config: Any) -> Any:
+    def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         from liveguard.checkpoints import claim
 
         visit = self._begin(config)
@@ -500,7 +503,7 @@ class _Gate:
                 raise self._refused(visit, won)
         return self._command(visit.thread, visit.payload, "person", decision, draft)
 
-    async def acall(self, state: Mapping[str, Any], config: Any) -> Any:
+    async def acall(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         from liveguard.checkpoints import aclaim
 
         visit = self._begin(config)
@@ -592,11 +595,13 @@ def approval_gate(
     audit records (default: now, UTC). ``history_wait`` bounds the wait for the step's own
     checkpoint (seconds).
     """
-    from langchain_core.runnables import RunnableLambda
+    # LangGraph's own node wrapper (one traced run per visit, sync and async bodies); the public
+    # RunnableLambda would add a nested run of the same name.
+    from langgraph._internal._runnable import RunnableCallable
 
     if not isinstance(send, str) or not send:
         raise ApprovalError("approval_gate: send must name a node")
     gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
                  decide=decide, clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
-    return RunnableLambda(gate, afunc=gate.acall, name=name)
+    return RunnableCallable(gate, gate.acall, name=name, trace=False)

@@ -18,7 +18,6 @@ import itertools
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -75,8 +74,6 @@ EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
 CASES = sorted(EXPECTED_SEQUENCES)
 APPROVAL_NODE = "approve_send"
 """The campaign's approval step (liveguard.approval): it writes the verdict row and an audit record."""
-SCRIPTED_APPROVAL = {"action": "approve", "by": "tests"}
-FIXED_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -94,13 +91,8 @@ def load_allow_set(graph_name: str) -> dict[str, Any]:
 
 
 def build(module: ModuleType, scenario: str, checkpointer: Any = None) -> Any:
-    """``build_graph``; the campaign's approval step answers with a scripted approve and a fixed clock."""
-    if module.GRAPH_NAME == "campaign":
-        return module.build_graph(
-            scenario, checkpointer=checkpointer,
-            approver=lambda payload: dict(SCRIPTED_APPROVAL), clock=lambda: FIXED_CLOCK,
-        )
-    return module.build_graph(scenario, checkpointer=checkpointer)
+    """``build_graph``, or ``scripted_graph`` where the graph asks a person (campaign's approval step)."""
+    return getattr(module, "scripted_graph", module.build_graph)(scenario, checkpointer=checkpointer)
 
 
 def derive_transitions(compiled: Any) -> dict[str, list[str]]:
