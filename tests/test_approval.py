@@ -313,6 +313,17 @@ def test_no_readable_history_is_held_never_auto_sent(
         assert graph.invoke({}, cfg("async"))["sent"] == "hello"
 
 
+def test_a_failing_evaluation_holds_the_draft_and_the_run_goes_on(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_EVAL_AUTOAPPROVE", "1")
+    monkeypatch.setenv("AGENT_EVAL_BASE_URL", "not a url")  # JudgeConfig.from_env raises
+    with open_saver(sqlite_url) as saver:
+        out = _plain_graph(saver).invoke({}, cfg("evalerr"))
+    assert payload_of(out)["reasons"] == ["unjudged:eval_error"]
+    assert "sent" not in out
+
+
 def test_a_graph_without_checkpointer_is_refused() -> None:
     graph = _plain_graph(None)
     with pytest.raises(ApprovalError, match="needs a checkpointer"):

@@ -28,7 +28,8 @@ The node (sync and async callers alike) does, in order:
 2. **Verdict.** The trajectory goes through the eval graph (:func:`~liveguard.eval_graph.build_eval_graph`,
    compiled with ``checkpointer=False``), run in a fresh context (its own thread or task),
    so nothing of it is written into the caller's thread and the caller's callbacks and
-   config do not reach it. Judges come from the environment (``AGENT_EVAL_*``).
+   config do not reach it. Judges come from the environment (``AGENT_EVAL_*``). If the
+   evaluation itself fails, the draft is held (``unjudged:eval_error``) and the run goes on.
 3. **Decision.** If :func:`~liveguard.gate.verdict_clears_autoapprove` holds, the node goes to
    ``send``. Otherwise it calls ``interrupt(payload)`` with::
 
@@ -464,6 +465,11 @@ class _Gate:
             log.warning("approval thread=%s history_error=%s", visit.thread, type(exc).__name__)
             visit.error = "history_error"
 
+    def _eval_failed(self, visit: _Visit, exc: Exception) -> None:
+        """The evaluation itself failed: missing evidence, so a person decides; the run goes on."""
+        log.warning("approval thread=%s eval_error=%s", visit.thread, type(exc).__name__)
+        visit.error = "eval_error"
+
     def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None) -> Any:
         """Build the payload; return the auto-approve Command when the verdict clears, else None."""
         visit.payload = self._payload(visit.thread, draft, verdict, visit.error)
@@ -490,7 +496,12 @@ class _Gate:
             except Exception as exc:
                 self._read_failed(visit, exc)
         if visit.payload is None:
-            verdict = None if visit.chunks is None else self._evaluate_sync(visit.trajectory(self))
+            verdict = None
+            if visit.chunks is not None:
+                try:
+                    verdict = self._evaluate_sync(visit.trajectory(self))
+                except Exception as exc:
+                    self._eval_failed(visit, exc)
             auto = self._auto(visit, draft, verdict)
             if auto is not None:
                 return auto
@@ -517,7 +528,12 @@ class _Gate:
             except Exception as exc:
                 self._read_failed(visit, exc)
         if visit.payload is None:
-            verdict = None if visit.chunks is None else await self._evaluate_async(visit.trajectory(self))
+            verdict = None
+            if visit.chunks is not None:
+                try:
+                    verdict = await self._evaluate_async(visit.trajectory(self))
+                except Exception as exc:
+                    self._eval_failed(visit, exc)
             auto = self._auto(visit, draft, verdict)
             if auto is not None:
                 return auto
