@@ -1,30 +1,66 @@
 # liveguard: the README's commands. Everything runs inside .venv.
 PY ?= python3
+# The tests of the fingerprint path, re-run with the C accelerator off by `make test-pure`.
+PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
+  tests/test_messages.py tests/test_monitor.py tests/test_stream_reader.py tests/test_golden_datasets.py
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install postgres-server test lint typecheck run bench datasets clean
+.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean
 
-install: $(BIN)/liveguard postgres-server
+install: $(BIN)/liveguard browser postgres-server
 
 # The PostgreSQL tests start a throwaway server with initdb/pg_ctl: install Debian's
 # postgresql when they are missing (as root; otherwise print the command).
 postgres-server:
 	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
-	else echo "PostgreSQL server binaries (initdb, pg_ctl) are missing; run: sudo apt-get install postgresql"; fi
+	  echo "liveguard: installing Debian's postgresql for the PostgreSQL checkpoint tests"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql; \
+	else \
+	  echo "liveguard: PostgreSQL server binaries (initdb, pg_ctl) are missing; the PostgreSQL tests"; \
+	  echo "liveguard: will be skipped (they fail under CI=true). To install: sudo apt-get install -y postgresql"; \
+	fi
 
-$(BIN)/liveguard: pyproject.toml setup.py
+# Rebuilt when the package metadata, the pins or the C accelerator change. The accelerator is
+# optional: without a C compiler (e.g. CC=/nonexistent) the pure-Python fingerprint walker is used.
+$(BIN)/liveguard: pyproject.toml setup.py constraints.txt backend/liveguard/_canon.c
+	$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "liveguard needs Python >= 3.11")'
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	@$(BIN)/python -c 'import importlib; f = importlib.import_module("liveguard.fingerprint"); \
+	  print("liveguard: C accelerator", "built" if f._native else "NOT built (no C compiler?): pure-Python fingerprints")'
 	@touch $@
+
+# Headless Chromium for the report's render test (tests/test_report.py). Installed from Debian
+# when no browser is found and we are root; otherwise the one command to run is printed.
+browser:
+	@if [ -n "$$LIVEGUARD_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 \
+	    || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then \
+	  :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "liveguard: installing Debian's chromium for the report's render test"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
+	else \
+	  echo "liveguard: no chromium found; the report's render test will be skipped (it fails under CI=true)."; \
+	  echo "liveguard: to install it run:  sudo apt-get update && sudo apt-get install -y chromium"; \
+	fi
 
 test: install
 	$(BIN)/ruff check backend tests graphs benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# The pure-Python fingerprint path, with the C accelerator switched off (CI runs this too).
+test-pure: install
+	LIVEGUARD_NO_CANON=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
+
+constraints: $(BIN)/liveguard
+	@{ sed -n '1,3p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vi '^liveguard'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 run: install
 	$(BIN)/liveguard score golden_datasets/ --paths expected_paths/

@@ -216,6 +216,41 @@ def test_derive_cli_writes_yaml_that_loads(tmp_path: Path) -> None:
     )
 
 
+def test_derive_check_compares_without_touching_the_file(tmp_path: Path) -> None:
+    """--check exits 0 on a match, 1 naming the differing hops; the file is never rewritten."""
+    env = {**os.environ, "PYTHONPATH": ""}
+
+    def check(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(EXE), "paths", "derive", "graphs.campaign:graph", "--check", str(path)],
+                              capture_output=True, text=True, cwd=ROOT, check=False, env=env)
+
+    checked_in = PATHS / "campaign.yaml"
+    before = checked_in.read_bytes()
+    same = check(checked_in)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "transitions match" in same.stdout
+    assert checked_in.read_bytes() == before
+
+    text = before.decode()
+    assert "compose_touch: [" in text
+    drifted = tmp_path / "campaign.yaml"
+    edited = text.replace("__start__: [load_lead]", "__start__: [load_lead, send_touch]")
+    assert edited != text
+    drifted.write_text(edited)
+    diff = check(drifted)
+    assert diff.returncode == 1
+    assert f"{drifted}: - __start__ -> send_touch" in diff.stdout
+    assert drifted.read_text() == edited  # limits and description untouched
+
+
+def test_derive_check_and_output_are_exclusive(tmp_path: Path) -> None:
+    proc = subprocess.run([str(EXE), "paths", "derive", "graphs.campaign:graph", "-o", str(tmp_path / "x"),
+                           "--check", str(PATHS / "campaign.yaml")], capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+    assert proc.returncode == 2
+    assert not (tmp_path / "x").exists()
+
+
 class State(TypedDict):
     n: int
 

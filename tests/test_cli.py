@@ -149,7 +149,9 @@ def test_score_a_langsmith_project_and_push_feedback(fake_langsmith: FakeLangSmi
     by_id = {r["run_id"]: r for r in rows}
     for run_id, feedback in posted.items():
         assert feedback["key"] == "liveness"
-        assert feedback["score"] == int(by_id[run_id]["passed"])
+        hard = sorted({v["code"] for v in by_id[run_id]["violations"] if v["severity"] == "hard"})
+        # feedback_for: liveness is the deterministic floor (hard codes), not the judged verdict
+        assert (feedback["score"], feedback["comment"]) == (0 if hard else 1, ",".join(hard) or "ok")
     illegal = next(r for r in rows if r["violations"] and r["violations"][0]["code"] == "illegal_transition")
     assert posted[illegal["run_id"]]["comment"] == "illegal_transition"
     assert run("score", "--push-feedback", "x.jsonl").returncode == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 import warnings
@@ -16,10 +17,15 @@ from graphs import campaign
 from liveguard import Policy
 from liveguard.allowset import load_allowsets
 from liveguard.evaluators import (
+    create_async_gate_evaluator,
+    create_async_liveness_evaluator,
+    create_async_verdict_evaluator,
     create_gate_evaluator,
     create_liveness_evaluator,
     create_verdict_evaluator,
 )
+from liveguard.integrations.langsmith import feedback_for
+from liveguard.model import Verdict, Violation
 
 ALLOW = load_allowsets("expected_paths")
 SCENARIOS = ["healthy", "illegal_hop", "looping", "dead_end"]
@@ -69,7 +75,7 @@ def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> N
     assert "judges=no_api_key" in (rows["healthy"].comment or "")
     assert rows["illegal_hop"].score == 0.0
     [summary] = results._summary_results["results"]
-    assert (summary.key, summary.score) == ("release_gate", 0.0)
+    assert (summary.key, summary.value, summary.score) == ("release_gate", "ROLLBACK", 0.0)
     assert (summary.comment or "").startswith("ROLLBACK")
 
 
@@ -80,3 +86,66 @@ def test_factories_validate_their_arguments() -> None:
         create_verdict_evaluator(allow_sets={"g": {"transitions": {}}})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="window"):
         create_gate_evaluator(window=0)
+
+
+# -- openevals' calling convention: outputs = the agent's message list ------------------------------
+def sql_agent_messages(failing_calls: int) -> list[dict[str, Any]]:
+    """A create_agent-style transcript: the same failing query ``failing_calls`` times, then an answer."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Total per region?"}]
+    for i in range(failing_calls):
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [{
+                "id": f"call_{i}", "type": "function",
+                "function": {"name": "run_sql", "arguments": '{"query": "SELECT * FROM ordrs"}'}}]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": "no such table: ordrs"},
+        ]
+    messages.append({"role": "assistant", "content": "I could not find the table."})
+    return messages
+
+
+def test_openevals_convention_with_message_lists() -> None:
+    liveness = create_liveness_evaluator()
+    looping = liveness(inputs={"q": "x"}, outputs=sql_agent_messages(3), reference_outputs=None)
+    assert (looping["key"], looping["score"]) == ("liveness", 0)
+    assert "tool_no_progress" in looping["comment"].split(",")
+    healthy = liveness(outputs={"messages": sql_agent_messages(1)})
+    assert healthy == {"key": "liveness", "score": 1, "comment": "ok"}
+    with pytest.raises(TypeError, match="outputs"):
+        liveness()
+
+
+def test_async_twins_score_like_the_sync_evaluators() -> None:
+    outputs = [sql_agent_messages(1), sql_agent_messages(3)]
+
+    async def both() -> list[dict[str, Any]]:
+        live = create_async_liveness_evaluator()
+        verdict = create_async_verdict_evaluator()
+        gate = create_async_gate_evaluator(min_runs=1)
+        return [await live(outputs=outputs[1]), await verdict(outputs=outputs[1]),
+                await gate(outputs=outputs)]
+
+    live, verdict, gate = asyncio.run(both())
+    assert live == create_liveness_evaluator()(outputs=outputs[1])
+    assert verdict == create_verdict_evaluator()(outputs=outputs[1])
+    assert gate == create_gate_evaluator(min_runs=1)(outputs=outputs)
+    assert (gate["key"], gate["value"], gate["score"]) == ("release_gate", "ROLLBACK", 0.0)
+    assert verdict["score"] == 0.0
+
+
+def test_gate_value_is_categorical() -> None:
+    """HOLD when the window is too small, PROMOTE on clean runs (judges off), ROLLBACK on a loop."""
+    clean = [sql_agent_messages(1)] * 2
+    assert create_gate_evaluator(min_runs=5)(outputs=clean)["value"] == "HOLD"
+    assert create_gate_evaluator(min_runs=2)(outputs=clean)["value"] in ("PROMOTE", "HOLD")
+    assert create_gate_evaluator(min_runs=1)(outputs=[*clean, sql_agent_messages(3)])["value"] == "ROLLBACK"
+
+
+def test_feedback_for_is_the_one_liveness_definition() -> None:
+    """Hard codes only: a judged failure is not a liveness failure; the CLI pushes the same."""
+    stall = Violation(code="no_progress_stall", severity="hard", step=3, node="a", count=2)
+    soft = Violation(code="dead_end", severity="soft", step=4, node="a", count=1)
+    base = {"run_id": "r", "prompt_version": "p", "reason": "x"}
+    assert feedback_for(Verdict(**base, passed=False, violations=[stall, soft])) == {
+        "key": "liveness", "score": 0, "comment": "no_progress_stall"}
+    assert feedback_for(Verdict(**base, passed=False, violations=[soft])) == {
+        "key": "liveness", "score": 1, "comment": "ok"}

@@ -180,9 +180,12 @@ def test_record_graphs_reproduces_the_exports_byte_for_byte(tmp_path: Path) -> N
 
 def test_module_imports_no_framework() -> None:
     code = (
-        "import sys, liveguard, liveguard.langsmith\n"
+        "import sys, liveguard, liveguard.langsmith, liveguard.readers.langsmith\n"
+        "import liveguard.readers.checkpoints\n"
+        "import liveguard.readers.message_list, liveguard.integrations.langsmith, liveguard.evaluators\n"
+        "import liveguard.report\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('langsmith', 'langchain', "
-        "'langchain_core', 'langgraph')]\n"
+        "'langchain_core', 'langgraph', 'openai')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

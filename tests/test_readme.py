@@ -27,3 +27,29 @@ def test_documented_make_targets_exist() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make install" in ci
     assert "make test" in ci
+
+
+def test_readme_never_derives_over_a_checked_in_allow_set() -> None:
+    """`paths derive -o expected_paths/...` would drop limits and description and break make test."""
+    for line in re.findall(r"^liveguard paths derive .*$", README, flags=re.M):
+        assert not re.search(r"(-o|--output)\s+expected_paths/", line), line
+    assert "--check expected_paths/" in README
+
+
+def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make test-pure" in ci
+    assert "LIVEGUARD_NO_CANON=1" in makefile
+    assert "apt-get install" in makefile
+    assert "apt-get update" in makefile
+    assert "apt-get" not in ci  # the browser is make install's job, so a fresh machine gets it too
+
+
+def test_openevals_evaluator_example_runs() -> None:
+    """The evaluators' example: a message list in openevals' convention, looping on one query."""
+    [example] = [b for b in re.findall(r"```python\n(.*?)```", README, flags=re.S)
+                 if "create_liveness_evaluator" in b]
+    scope: dict[str, object] = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    assert scope["result"]["score"] == 0  # type: ignore[index]

@@ -9,6 +9,8 @@ with its diagrams removed.
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib.metadata
 import os
 import re
 import signal
@@ -30,9 +32,9 @@ from liveguard.allowset import END, START, AllowSet, load_allowsets
 from liveguard.gate import GateDecision, decide
 from liveguard.model import Verdict
 from liveguard.report import COLORS, ReportRun, render_report
+from prereq import require_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1280, 2400
 
 
@@ -63,10 +65,13 @@ def golden() -> tuple[tuple[ReportRun, ...], GateDecision, dict[str, AllowSet]]:
     return tuple(runs), decision, allow_sets
 
 
+GENERATED = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.UTC)
+
+
 @cache
 def golden_page() -> str:
     runs, decision, allow_sets = golden()
-    return render_report(runs, decision, allow_sets)
+    return render_report(runs, decision, allow_sets, generated_at=GENERATED)
 
 
 # -- reading the structure back ----------------------------------------------------------------
@@ -258,13 +263,99 @@ def test_step_text_never_reaches_the_report() -> None:
 
 def test_rendering_is_deterministic_and_handles_no_decision() -> None:
     runs, decision, allow_sets = golden()
-    assert render_report(runs, decision, allow_sets) == golden_page()
+    assert render_report(runs, decision, allow_sets, generated_at=GENERATED) == golden_page()
     page = render_report(runs, None, allow_sets)
     assert 'data-decision="none"' in page
     assert "NO DECISION" in page
     empty = render_report([], None, {})
     assert "No runs." in empty
     assert "<svg class=\"graph\"" not in empty
+
+
+# -- what a release engineer looks for first ------------------------------------------------------
+def run_ids(page: str, css: str) -> list[str]:
+    return re.findall(rf'<(?:tr|section) class="{css} (?:PASS|FAIL|ERROR)[^"]*"[^>]*data-run="([^"]*)"', page)
+
+
+def test_failing_runs_come_first_everywhere() -> None:
+    runs, _, _ = golden()
+    page = golden_page()
+    order = {True: 1, False: 0}
+    expected = [r.run_id for _, r in sorted(enumerate(runs), key=lambda x: (
+        order[bool(x[1].verdict and x[1].verdict.passed)], x[0]))]
+    assert run_ids(page, "run") == expected
+    assert run_ids(page, "run-section") == expected
+    assert expected != [r.run_id for r in runs]  # the golden input starts with a passing run
+
+
+def test_one_section_per_run_with_its_path_and_marked_violation_steps() -> None:
+    runs, _, _ = golden()
+    page = golden_page()
+    looping = next(r for r in runs if r.run_id == "campaign-looping")
+    assert looping.verdict is not None
+    section = re.search(
+        r'<section class="run-section FAIL" id="run-\d+" data-run="campaign-looping".*?</section>',
+        page, flags=re.S)
+    assert section is not None
+    html_text = section.group(0)
+    steps = re.findall(r'<li class="step( marked)?" data-step="(\d+)"', html_text)
+    assert [int(i) for _, i in steps] == list(range(len(looping.path)))
+    assert {int(i) for m, i in steps if m} == {v.step for v in looping.verdict.violations}
+    for v in looping.verdict.violations:
+        assert f'<tr data-code="{v.code}" data-step="{v.step}">' in html_text
+    assert "digest=" in html_text  # evidence is codes, counts, indices and digests
+
+
+def test_illegal_hops_are_read_from_the_violations() -> None:
+    """A hop outside the allow-set that no violation flags (rules off) is not listed as flagged."""
+    _, _, allow_sets = golden()
+    allow = allow_sets["campaign"]
+    path = ("load_lead", "compose_touch", "send_touch", "check_reply")
+    steps = [Step(node=n, summary=f"s{i}") for i, n in enumerate(path)]
+    flagged = verdict_for("flagged", "campaign", steps, Policy.workflow(), allow)
+    assert [(v.code, v.step) for v in flagged.violations if v.hard] == [("illegal_transition", 2)]
+    unchecked = verdict_for("unchecked", "campaign", steps, Policy.workflow(), None)  # rules off
+    page = render_report([ReportRun("flagged", "campaign", "a.jsonl", flagged, path),
+                          ReportRun("unchecked", "campaign", "b.jsonl", unchecked, path)], None, allow_sets)
+    listed = re.search(r"<h4>Illegal hops</h4><ul>(.*?)</ul>", page, flags=re.S)
+    assert listed is not None
+    assert "compose_touch → send_touch" in listed.group(1)
+    assert "flagged" in listed.group(1)
+    assert "unchecked" not in listed.group(1)
+    assert "<td><code>compose_touch → send_touch</code></td>" in page  # the run section names the hop
+
+
+def test_header_names_time_version_policy_prompt_version_and_inputs() -> None:
+    runs, decision, allow_sets = golden()
+    page = render_report(runs, decision, allow_sets, generated_at=GENERATED, policy="tool_agent",
+                         inputs=["golden_datasets/"])
+    meta = dict(re.findall(r'<dd data-meta="([^"]+)">([^<]*)</dd>', page))
+    assert meta["generated"] == "2026-11-30T09:00:00Z"
+    assert meta["liveguard"] == importlib.metadata.version("liveguard")
+    assert meta["policy"].startswith("tool_agent")
+    assert meta["prompt version"] == "none"
+    assert meta["inputs"] == "golden_datasets/"
+    default = dict(re.findall(r'<dd data-meta="([^"]+)">([^<]*)</dd>', golden_page()))
+    assert default["inputs"].count("golden_datasets") == 4  # the runs' own files
+
+
+class DecisionWithMissing(GateDecision):
+    """The gate decision once it carries ``missing`` (one human line per missing piece)."""
+
+    missing: list[str]
+
+
+def test_missing_evidence_banner() -> None:
+    runs, decision, allow_sets = golden()
+    assert 'class="missing"' not in golden_page()
+    held = DecisionWithMissing(**decision.model_dump(), missing=[
+        "judges skipped: no API key for api.deepseek.com", "graph <x> has no allow-set"])
+    page = render_report(runs, held, allow_sets, generated_at=GENERATED)
+    banner = re.search(r'<div class="missing" role="alert" data-missing="2">(.*?)</div>', page, flags=re.S)
+    assert banner is not None
+    assert page.index('class="missing"') < page.index("<h1>")
+    assert "<li>judges skipped: no API key for api.deepseek.com</li>" in banner.group(1)
+    assert "<li>graph &lt;x&gt; has no allow-set</li>" in banner.group(1)
 
 
 # -- PNG decoding (stdlib only) ------------------------------------------------------------------
@@ -359,15 +450,11 @@ def test_png_decoder_roundtrip() -> None:
 # -- headless Chromium ---------------------------------------------------------------------------
 def chromium(tmp_path: Path, *args: str) -> bytes:
     """Run headless Chromium (bounded, own process group); return its stdout."""
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the report's render test needs Debian's chromium package "
-            "(.ci/run installs it; locally: apt-get update && apt-get install -y chromium)"
-        )
+    browser = require_chromium()  # skips loudly outside CI; fails under CI=true
     profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=tmp_path)
     home = tempfile.mkdtemp(prefix="home-", dir=tmp_path)
     cmd = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        str(browser), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
         "--hide-scrollbars", "--force-device-scale-factor=1", *args,

@@ -73,14 +73,14 @@ def _langsmith_client() -> Any:
 
 
 def _langsmith_items(project: str) -> list[Trajectory | TrajectoryReadError]:
-    from liveguard.langsmith import list_project_trajectories
+    from liveguard.integrations.langsmith import list_project_trajectories
 
     return list(list_project_trajectories(_langsmith_client(), project))
 
 
 def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO) -> int:
-    """One ``liveness`` feedback row per scored LangSmith run: score 1/0, comment = codes."""
-    from liveguard.langsmith import push_feedback
+    """One ``liveness`` feedback row per scored LangSmith run (``feedback_for``: hard codes)."""
+    from liveguard.integrations.langsmith import feedback_for, push_feedback
 
     client = _langsmith_client()
     pushed = 0
@@ -88,8 +88,7 @@ def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO
         run = items.get(row.run_id or "")
         if row.verdict is None or run is None:
             continue
-        push_feedback(client, row.run_id, key="liveness", score=int(row.verdict.passed),
-                      comment=",".join(row.verdict.hard_codes) or "ok",
+        push_feedback(client, row.run_id, **feedback_for(row.verdict),
                       session_id=(run.metadata or {}).get("session_id"))
         pushed += 1
     out.write(f"-- pushed {pushed} feedback row(s) to LangSmith\n")
@@ -173,7 +172,8 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
                       path=r.path, error=r.error) for r in rows]
-    Path(args.output).write_text(render_report(runs, decision, args.allow_sets), encoding="utf-8")
+    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow", inputs=args.paths)
+    Path(args.output).write_text(page, encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
@@ -258,7 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
     derive = paths_sub.add_parser("derive", help="allow-set YAML from a compiled LangGraph graph")
     derive.add_argument("target", metavar="MODULE:ATTR")
     derive.add_argument("--graph-name", default=None, help="graph name (default: the module's last part)")
-    derive.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    derive_out = derive.add_mutually_exclusive_group()
+    derive_out.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    derive_out.add_argument(
+        "--check", default=None, metavar="FILE",
+        help="compare the derived transitions with an allow-set file; exit 1 on a difference",
+    )
     derive.set_defaults(handler=_paths_derive)
     cli_approvals.add_parser(sub)
     return parser
@@ -303,6 +308,8 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
     transitions, warnings = derive_transitions(target)
     for warning in warnings:
         print(f"liveguard: warning: {warning}", file=sys.stderr)
+    if args.check:
+        return _paths_derive_check(args.check, transitions, out)
     name = args.graph_name or module_name.rsplit(".", 1)[-1]
     text = yaml.safe_dump(
         {"graph": name, "transitions": transitions}, sort_keys=False, default_flow_style=None
@@ -311,6 +318,27 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
         out.write(text)
+    return EXIT_OK
+
+
+def _paths_derive_check(path: str, derived: dict[str, list[str]], out: TextIO) -> int:
+    """Diff derived transitions against a checked-in allow-set; the file is only read.
+
+    ``-`` lines are hops the file allows but the graph no longer has; ``+`` lines are hops
+    the graph has but the file does not allow. ``limits``, ``tools`` and ``description``
+    are not compared.
+    """
+    existing = load_allowset(path)  # AllowSetError -> exit 2 in main()
+    have = {(s, t) for s, targets in existing.transitions.items() for t in targets}
+    want = {(s, t) for s, targets in derived.items() for t in targets}
+    for sign, edges in (("-", have - want), ("+", want - have)):
+        for source, target in sorted(edges):
+            out.write(f"{path}: {sign} {source} -> {target}\n")
+    if have != want:
+        out.write(f"{path}: differs from the graph ({len(have - want)} hops only in the file, "
+                  f"{len(want - have)} only in the graph)\n")
+        return EXIT_FAILED
+    out.write(f"{path}: transitions match the graph ({len(want)} hops)\n")
     return EXIT_OK
 
 

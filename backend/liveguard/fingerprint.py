@@ -35,6 +35,7 @@ import enum
 import importlib
 import json
 import math
+import os
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -45,12 +46,21 @@ import orjson
 import xxhash
 
 from liveguard.errors import FingerprintError
+from liveguard.messages import is_message_shaped
 
-_native: Any
-try:  # the optional native accelerator; the pure-Python walker is the definition
-    _native = importlib.import_module("liveguard._canon")
-except ImportError:  # pragma: no cover - exercised when the extension is not built
-    _native = None
+NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
+"""Set to ``1`` to switch the C accelerator off (read once, at import): the pure-Python path."""
+
+NATIVE_DISABLED: Final = os.environ.get(NO_CANON_ENV, "").strip().lower() in ("1", "true", "yes")
+"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process."""
+
+_native: Any = None
+_DECLINE: tuple[type[BaseException], ...] = ()
+if not NATIVE_DISABLED:
+    try:  # the optional native accelerator; the pure-Python walker is the definition
+        _native = importlib.import_module("liveguard._canon")
+    except ImportError:  # exercised when the extension is not built (no C compiler)
+        _native = None
 
 __all__ = [
     "DEFAULT_IGNORE_KEYS",
@@ -95,18 +105,15 @@ class _Unsupported(Exception):
     """Raised by :func:`_convert` for a type it does not know."""
 
 
-def _is_message_shaped(d: Mapping[Any, Any]) -> bool:
-    """OpenAI/LangChain message dicts, content blocks and tool-call dicts.
+class _Declined(Exception):
+    """The fast pure-Python path's own decline signal: the walker decides instead."""
 
-    Their ids and provider metadata are volatile; elsewhere an ``id`` is data.
-    """
-    if "role" in d or "tool_call_id" in d:
-        return True
-    if "name" in d and ("args" in d or "arguments" in d):
-        return True
-    if "function" in d and "type" in d:
-        return True
-    return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
+
+if _native is not None:
+    # The only signals that mean "not handled here, ask the walker": the extension's own
+    # Decline, and _convert's _Unsupported (raised through the extension's callback). Any
+    # other exception is a real error and propagates.
+    _DECLINE = (_native.Decline, _Unsupported)
 
 
 _IS_MESSAGE: dict[type, bool] = {}
@@ -188,7 +195,7 @@ class Fingerprinter:
     function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
     """
 
-    __slots__ = ("_hash", "_ignore")
+    __slots__ = ("_hash", "_ignore", "_ignore_msg")
 
     def __init__(
         self,
@@ -197,6 +204,7 @@ class Fingerprinter:
         hasher: Callable[[bytes], str] = xxhash.xxh3_128_hexdigest,
     ) -> None:
         self._ignore = frozenset(ignore_keys)
+        self._ignore_msg = self._ignore | MESSAGE_VOLATILE_KEYS
         self._hash = hasher
 
     @property
@@ -210,10 +218,23 @@ class Fingerprinter:
                 out: bytes = _native.dumps(
                     obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
                 )
-            except Exception:
-                return self.reference_bytes(obj)
+            except _DECLINE:
+                return self.python_bytes(obj)
             return out
-        return self.reference_bytes(obj)
+        return self.python_bytes(obj)
+
+    def python_bytes(self, obj: Any) -> bytes:
+        """The canonical bytes without the extension: a fast pre-pass plus ``orjson``.
+
+        Byte-identical to :meth:`reference_bytes` (hypothesis and the benchmark corpus check
+        it). Whatever the pre-pass or orjson does not handle exactly (sets, floats that
+        ``repr`` writes with an exponent, lone surrogates, too deep or cyclic data,
+        unsupported types) goes to the walker, which also reports errors with their location.
+        """
+        try:
+            return orjson.dumps(self._fast(obj, 0), option=orjson.OPT_SORT_KEYS)
+        except (_Declined, orjson.JSONEncodeError):
+            return self.reference_bytes(obj)
 
     def __call__(self, obj: Any) -> str:
         """Hex digest of the canonical form of ``obj``."""
@@ -258,6 +279,76 @@ class Fingerprinter:
         # Conversion adds no nesting of its own; tags are dicts and count when walked.
         return self._walk(converted, depth, active)
 
+    # -- the fast pre-pass: the walker's rules for orjson, declining what orjson writes otherwise --
+    def _fast(self, x: Any, depth: int) -> Any:
+        t = type(x)
+        if t is str:
+            return x if x.isascii() else unicodedata.normalize("NFC", x)
+        if t is dict:
+            return self._fast_dict(x, depth)
+        if t is list or t is tuple:
+            if depth >= MAX_DEPTH:  # also where a cycle ends up; the walker names which
+                raise _Declined
+            return [self._fast(i, depth + 1) for i in x]
+        if t is int:
+            return x if _INT_MIN <= x <= _INT_MAX else {_TAG_INT: hex(x)}
+        if t is float:
+            return _fast_float(x)
+        if x is None or t is bool:
+            return x
+        # The walker's order for everything else.
+        if isinstance(x, Mapping):
+            return self._fast_dict(x, depth)
+        if isinstance(x, list | tuple):
+            return self._fast(list(x), depth)
+        if isinstance(x, set | frozenset):
+            raise _Declined  # order-free: the walker sorts by canonical bytes
+        if isinstance(x, str):
+            return self._fast(str.__str__(x), depth)
+        if isinstance(x, int) and not isinstance(x, enum.Enum):
+            return self._fast(int(x), depth)
+        if isinstance(x, float):
+            return _fast_float(float(x))
+        try:
+            converted = _convert(x)
+        except _Unsupported:
+            raise _Declined from None
+        return self._fast(converted, depth)
+
+    def _fast_dict(self, d: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+        if depth >= MAX_DEPTH:
+            raise _Declined
+        drop = self._ignore_msg if is_message_shaped(d) else self._ignore
+        out: dict[str, Any] = {}
+        origins: dict[str, str] | None = None
+        for key, value in d.items():
+            if type(key) is str:
+                name = key
+            elif isinstance(key, str):
+                name = str.__str__(key)
+            else:
+                raise _Declined  # tagged keys: the walker writes their canonical bytes
+            if name in drop:
+                continue
+            if not name.isascii():
+                original, name = name, unicodedata.normalize("NFC", name)
+                origins = {} if origins is None else origins
+                if name in origins and origins[name] > original:
+                    continue
+                origins[name] = original
+            item = _maybe_json(value) if name in _ARG_KEYS and isinstance(value, str) else value
+            kind = type(item)  # the frequent leaves inline: a call per leaf is the main cost
+            if (
+                (kind is str and item.isascii())
+                or (kind is int and _INT_MIN <= item <= _INT_MAX)
+                or item is None
+                or kind is bool
+            ):
+                out[name] = item
+            else:
+                out[name] = self._fast(item, depth + 1)
+        return out
+
     def _enter(self, x: object, active: set[int]) -> int:
         ident = id(x)
         if ident in active:
@@ -268,7 +359,7 @@ class Fingerprinter:
     def _walk_dict(self, d: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str, Any]:
         ident = self._enter(d, active)
         drop = self._ignore
-        if _is_message_shaped(d):
+        if is_message_shaped(d):
             drop = drop | MESSAGE_VOLATILE_KEYS
         out: dict[str, Any] = {}
         origins: dict[str, str] = {}
@@ -320,6 +411,14 @@ def _float(x: float) -> Any:
         as_int = int(x)
         return as_int if _INT_MIN <= as_int <= _INT_MAX else {_TAG_INT: hex(as_int)}
     return x
+
+
+def _fast_float(x: float) -> Any:
+    """:func:`_float`, declining what orjson writes unlike ``repr`` (exponents below 1e-4)."""
+    value = _float(x)
+    if type(value) is float and -1e-4 < value < 1e-4:
+        raise _Declined
+    return value
 
 
 def _dumps(value: Any) -> bytes:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from liveguard.errors import FingerprintError
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
+from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules import build
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
 __all__ = ["Monitor", "check_trajectory", "tool_calls_of"]
+
+tool_calls_of = tool_calls
+"""Kept for importers of ``liveguard.monitor.tool_calls_of``: :func:`liveguard.messages.tool_calls`."""
 
 
 class Monitor:
@@ -86,14 +90,9 @@ class Monitor:
             nonretryable = _nonretryable(step.result) or _nonretryable(step.error)
             return Observation(index, step.node, TOOL, key, step.tool, nonretryable)
         output = step.output
-        calls = tool_calls_of(output) if output is not None else None
+        calls = tool_calls(output) if output is not None else None
         if calls:
-            first = calls[0]
-            name = first.get("name") if isinstance(first, Mapping) else None
-            if name is None and isinstance(first, Mapping):
-                function = first.get("function")
-                name = function.get("name") if isinstance(function, Mapping) else None
-            return Observation(index, step.node, REQUEST, fp(calls), name)
+            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]))
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
@@ -104,16 +103,6 @@ class Monitor:
             content = None
         key = fp(content) if step.error is None else fp((content, step.error))
         return Observation(index, step.node, MESSAGE, key)
-
-
-def tool_calls_of(output: Any) -> list[Any] | None:
-    """The tool calls an output requests (AIMessage or OpenAI/LangChain dict), else None."""
-    calls = (
-        output.get("tool_calls") if isinstance(output, Mapping) else getattr(output, "tool_calls", None)
-    )
-    if isinstance(calls, list | tuple) and calls:
-        return list(calls)
-    return None
 
 
 def _nonretryable(value: Any) -> bool:

@@ -8,7 +8,11 @@
   ``langchain.agents.create_agent``: observes every model response and tool result through
   one Monitor per agent run; raises, or ends the run with a short stop message.
 
-Both use the same Monitor as offline scoring: one rule set, never forked. Neither kills
+* :mod:`liveguard.integrations.langsmith`: LangSmith's online side (listing a project's
+  runs, ``feedback_for`` / ``push_feedback``, and the evaluators for ``langsmith.evaluate``
+  and openevals' calling convention).
+
+The two guards use the same Monitor as offline scoring: one rule set, never forked. Neither kills
 the agent it guards when the guard itself fails (an unfingerprintable payload, a bug):
 the failure is logged by code and exception type, and the guard stands down for the rest
 of that run. Logs (logger ``liveguard.guard``) carry codes, counts, digest prefixes,

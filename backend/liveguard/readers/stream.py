@@ -31,6 +31,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from liveguard.messages import (
+    content,
+    field,
+    is_tool_message,
+    tool_call_args,
+    tool_call_name,
+    tool_calls,
+    tool_message_step,
+)
 from liveguard.model import Step
 
 __all__ = ["BOOKKEEPING_KEYS", "UpdateStepper", "steps_from_updates"]
@@ -40,9 +49,6 @@ BOOKKEEPING_KEYS: frozenset[str] = frozenset({"summary", "steps"})
 
 DEFAULT_MAX_CALLS = 256
 """How many tool calls (by id) the stepper remembers to find a tool result's args."""
-
-_MISSING: Any = object()
-
 
 class UpdateStepper:
     """Turns ``stream_mode="updates"`` chunks into Steps, one chunk at a time.
@@ -84,11 +90,11 @@ class UpdateStepper:
         summary = summary if isinstance(summary, str) else None
         if messages:
             last = messages[-1]
-            if _is_tool_message(last):
-                return [self._tool_step(node, m) for m in messages if _is_tool_message(m)]
-            if _tool_calls(last):
+            if is_tool_message(last):
+                return [self._tool_step(node, m) for m in messages if is_tool_message(m)]
+            if tool_calls(last):
                 return [Step(node=node, output=last, summary=None)]
-            return [Step(node=node, summary=summary, output=_content(last))]
+            return [Step(node=node, summary=summary, output=content(last))]
         rest = {
             key: value
             for key, value in update.items()
@@ -97,19 +103,14 @@ class UpdateStepper:
         return [Step(node=node, summary=summary, output=rest or None)]
 
     def _tool_step(self, node: str, message: Any) -> Step:
-        call_id = _field(message, "tool_call_id")
+        call_id = field(message, "tool_call_id")
         called_name, args = (None, None)
         if isinstance(call_id, str):
             called_name, args = self._calls.get(call_id, (None, None))
-        name = _field(message, "name")
-        if not isinstance(name, str) or not name:
-            name = called_name or "unknown_tool"
-        content = _content(message)
-        error = content if _field(message, "status") == "error" else None
-        return Step(node=node, tool=name, args=args, result=content, error=error)
+        return tool_message_step(node, message, name=called_name, args=args)
 
     def _remember(self, message: Any) -> None:
-        calls = _tool_calls(message)
+        calls = tool_calls(message)
         if not calls:
             return
         memory = self._calls
@@ -119,14 +120,7 @@ class UpdateStepper:
             call_id = call.get("id")
             if not isinstance(call_id, str):
                 continue
-            name, args = call.get("name"), call.get("args", _MISSING)
-            function = call.get("function")
-            if isinstance(function, Mapping):  # OpenAI format: arguments is JSON text
-                name = name or function.get("name")
-                if args is _MISSING:
-                    args = function.get("arguments")
-            memory[call_id] = (name if isinstance(name, str) else None,
-                               None if args is _MISSING else args)
+            memory[call_id] = (tool_call_name(call), tool_call_args(call))
             memory.move_to_end(call_id)
             while len(memory) > self._max_calls:
                 memory.popitem(last=False)
@@ -141,18 +135,7 @@ def steps_from_updates(chunks: Iterable[Mapping[str, Any]]) -> list[Step]:
     return steps
 
 
-# -- duck typing ------------------------------------------------------------------------------
-def _field(message: Any, name: str) -> Any:
-    if isinstance(message, Mapping):
-        return message.get(name)
-    return getattr(message, name, None)
-
-
-def _content(message: Any) -> Any:
-    """A message's content; a bare string is its own content."""
-    return message if isinstance(message, str) else _field(message, "content")
-
-
+# -- duck typing (message shapes themselves live in liveguard.messages) ----------------------
 def _messages_of(value: Any) -> list[Any]:
     """The update's new messages as a list (a single message counts as one)."""
     if value is None:
@@ -160,18 +143,3 @@ def _messages_of(value: Any) -> list[Any]:
     if isinstance(value, list | tuple):
         return list(value)
     return [value]
-
-
-def _is_tool_message(message: Any) -> bool:
-    if isinstance(message, Mapping):
-        return message.get("role") == "tool" or message.get("type") == "tool" or (
-            message.get("tool_call_id") is not None
-        )
-    return getattr(message, "tool_call_id", None) is not None or getattr(message, "type", None) == "tool"
-
-
-def _tool_calls(message: Any) -> list[Any] | None:
-    calls = _field(message, "tool_calls")
-    if isinstance(calls, list | tuple) and calls:
-        return list(calls)
-    return None

@@ -1,0 +1,131 @@
+"""The one place that knows what a message and a tool call look like.
+
+Framework-free: LangChain message objects are duck-typed (``.tool_calls``,
+``.tool_call_id``, ``.type``, ``.name``, ``.content``, ``.status``), and so are
+OpenAI-style and LangChain-style dicts (``role`` / ``type``, ``tool_calls``,
+``tool_call_id``, ``name``, ``content``, ``status``). A tool call is LangChain's
+``{"name", "args", "id"}`` or OpenAI's ``{"id", "type": "function", "function":
+{"name", "arguments"}}``.
+
+Every reader (JSONL, stream updates, LangSmith run trees, checkpoint history), the
+Monitor and the integrations ask these functions, so "the same verdict however the run
+was recorded" rests on one definition. :func:`is_message_shaped` is mirrored by
+``classify()`` in the C accelerator (``_canon.c``); a test checks that they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from liveguard.model import Step
+
+__all__ = [
+    "UNKNOWN_TOOL",
+    "content",
+    "field",
+    "is_message_shaped",
+    "is_tool_message",
+    "tool_call_args",
+    "tool_call_name",
+    "tool_calls",
+    "tool_message_step",
+    "tool_step",
+]
+
+UNKNOWN_TOOL: Final = "unknown_tool"
+"""The tool name of a tool step whose tool could not be named."""
+
+_MISSING: Any = object()
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for a mapping, else ``obj.name``; ``default`` when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def content(message: Any) -> Any:
+    """A message's content; a bare string is its own content."""
+    return message if isinstance(message, str) else field(message, "content")
+
+
+def tool_calls(output: Any) -> list[Any] | None:
+    """The tool calls an output requests (AIMessage or OpenAI/LangChain dict), else None."""
+    calls = field(output, "tool_calls")
+    if isinstance(calls, list | tuple) and calls:
+        return list(calls)
+    return None
+
+
+def is_tool_message(message: Any) -> bool:
+    """A tool result message: ``role``/``type`` ``"tool"``, or a ``tool_call_id``."""
+    return (
+        field(message, "tool_call_id") is not None
+        or field(message, "type") == "tool"
+        or field(message, "role") == "tool"
+    )
+
+
+def tool_call_name(call: Any) -> str | None:
+    """A tool call's tool name: ``name``, else OpenAI's ``function.name``; None if neither."""
+    if not isinstance(call, Mapping):
+        return None
+    name = call.get("name")
+    if not name:
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
+def tool_call_args(call: Any, default: Any = None) -> Any:
+    """A tool call's arguments: ``args``, else OpenAI's ``function.arguments`` (JSON text)."""
+    if not isinstance(call, Mapping):
+        return default
+    args = call.get("args", _MISSING)
+    if args is _MISSING:
+        function = call.get("function")
+        args = function.get("arguments", default) if isinstance(function, Mapping) else default
+    return args
+
+
+def is_message_shaped(d: Mapping[Any, Any]) -> bool:
+    """OpenAI/LangChain message dicts, content blocks and tool-call dicts.
+
+    Their ids and provider metadata are volatile (the fingerprint drops them); elsewhere an
+    ``id`` is data. Mirrored by ``classify()`` in ``_canon.c``.
+    """
+    if "role" in d or "tool_call_id" in d:
+        return True
+    if "name" in d and ("args" in d or "arguments" in d):
+        return True
+    if "function" in d and "type" in d:
+        return True
+    return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
+
+
+def tool_step(
+    node: str,
+    tool: str | None,
+    args: Any,
+    result: Any,
+    *,
+    failed: bool = False,
+    error: Any = None,
+) -> Step:
+    """The one builder of tool Steps.
+
+    ``error`` is an explicit error (a tool run's error text); otherwise a ``failed``
+    result (a tool message with ``status: "error"``) is its own error.
+    """
+    if error is None and failed:
+        error = result
+    return Step(node=node, tool=tool or UNKNOWN_TOOL, args=args, result=result, error=error)
+
+
+def tool_message_step(node: str, message: Any, *, name: str | None = None, args: Any = None) -> Step:
+    """A tool Step from a tool result message; ``name`` is used when the message has none."""
+    own = field(message, "name")
+    tool = own if isinstance(own, str) and own else name
+    return tool_step(node, tool, args, content(message), failed=field(message, "status") == "error")

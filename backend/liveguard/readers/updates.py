@@ -1,0 +1,239 @@
+"""LangGraph task results → ``stream_mode="updates"`` updates, in JSON form.
+
+Shared by the readers that rebuild what a stream would have shown from a record of the
+run: :mod:`liveguard.readers.langsmith` (traced node runs) and
+:mod:`liveguard.readers.checkpoints` (checkpoint tasks). Payloads are first put in JSON
+form with the LangSmith client's own serializer, so an in-memory run and its JSON export
+give identical steps; LangChain message dumps are reduced to :data:`MESSAGE_KEYS`.
+
+Nothing from LangSmith, LangChain or LangGraph is imported at module import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from liveguard.model import Step
+
+__all__ = ["COPIED_METADATA", "MAX_DEPTH", "MESSAGE_KEYS"]
+
+MESSAGE_KEYS: tuple[str, ...] = (
+    "type", "content", "name", "tool_calls", "invalid_tool_calls", "tool_call_id", "status",
+)
+"""Message fields kept in steps (never ``id``, ``response_metadata`` or ``usage_metadata``)."""
+
+COPIED_METADATA: tuple[str, ...] = ("scenario", "policy")
+"""Root-run (or checkpoint) metadata keys copied into ``Trajectory.metadata``."""
+
+MAX_DEPTH = 200
+"""Deepest run tree accepted (a deeper or cyclic tree is a read error, not a RecursionError)."""
+
+_MESSAGE_TYPES = frozenset({
+    "ai", "human", "system", "tool", "function", "chat", "developer", "remove",
+    "AIMessageChunk", "HumanMessageChunk", "SystemMessageChunk", "ToolMessageChunk",
+    "FunctionMessageChunk", "ChatMessageChunk",
+})
+_MESSAGE_FIELDS = frozenset({
+    "content", "additional_kwargs", "response_metadata", "type", "name", "id", "tool_calls",
+    "invalid_tool_calls", "usage_metadata", "tool_call_id", "artifact", "status", "example",
+    "role", "tool_call_chunks", "chunk_position",
+})
+_COMMAND_FIELDS = frozenset({"graph", "update", "resume", "goto"})
+_PARENT = "__parent__"
+
+
+# ============================================================================ JSON form
+
+
+@functools.cache
+def _langsmith_dumps() -> Callable[[Any], bytes] | None:
+    """The LangSmith client's serializer (what it uploads), if this langsmith has it."""
+    try:
+        module = importlib.import_module("langsmith._internal._serde")
+    except ImportError:  # pragma: no cover - every supported langsmith has it
+        return None
+    dumps: Callable[[Any], bytes] | None = getattr(module, "dumps_json", None)
+    return dumps
+
+
+def _default(obj: Any) -> Any:  # pragma: no cover - fallback serializer only
+    for method in ("model_dump", "dict", "to_dict"):
+        fn = getattr(obj, method, None)
+        if callable(fn):
+            try:
+                return fn()
+            except Exception:
+                continue
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    return str(obj)
+
+
+def _to_json(value: Any) -> Any:
+    """``value`` as plain JSON data, serialized the way the LangSmith client uploads it."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    dumps = _langsmith_dumps()
+    if dumps is not None:
+        return orjson.loads(dumps(value))
+    return orjson.loads(  # pragma: no cover
+        orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS)
+    )
+
+
+def _lc_constructor(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The kwargs of a ``dumpd`` message (``{"lc": 1, "type": "constructor", ...}``)."""
+    ident, kwargs = value.get("id"), value.get("kwargs")
+    if (
+        value.get("lc") == 1
+        and value.get("type") == "constructor"
+        and isinstance(ident, list)
+        and ident
+        and isinstance(ident[-1], str)
+        and ident[-1].endswith(("Message", "MessageChunk"))
+        and isinstance(kwargs, Mapping)
+    ):
+        return kwargs
+    return None
+
+
+def _is_message_dump(value: Mapping[str, Any]) -> bool:
+    return (
+        value.get("type") in _MESSAGE_TYPES
+        and "content" in value
+        and all(isinstance(k, str) and k in _MESSAGE_FIELDS for k in value)
+    )
+
+
+def _clean(value: Any) -> Any:
+    """JSON data with every LangChain message dump reduced to :data:`MESSAGE_KEYS`."""
+    if isinstance(value, Mapping):
+        kwargs = _lc_constructor(value)
+        if kwargs is not None:
+            value = kwargs
+        if _is_message_dump(value):
+            return {
+                key: _clean(value.get(key))
+                for key in MESSAGE_KEYS
+                if key in ("type", "content") or value.get(key) not in (None, [], {}, "")
+            }
+        return {key: _clean(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(item) for item in value]
+    return value
+
+
+def _clean_step(step: Step) -> Step:
+    return step.model_copy(
+        update={
+            "output": _clean(step.output),
+            "args": _clean(step.args),
+            "result": _clean(step.result),
+            "error": _clean(step.error),
+        }
+    )
+
+
+# ============================================================================ updates
+
+
+def _is_command(value: Any) -> bool:
+    """A LangGraph ``Command`` in JSON form (a dataclass dump)."""
+    return (
+        isinstance(value, Mapping)
+        and {"update", "goto"} <= value.keys()
+        and value.keys() <= _COMMAND_FIELDS
+    )
+
+
+def _command_writes(command: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    if command.get("graph") == _PARENT:
+        return []
+    update = command.get("update")
+    if update is None:
+        return []
+    if isinstance(update, Mapping):
+        return [(str(k), v) for k, v in update.items()]
+    if isinstance(update, list) and all(
+        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in update
+    ):
+        return [(pair[0], pair[1]) for pair in update]
+    return [("__root__", update)]
+
+
+def _return_value(outputs: Any) -> Any:
+    """The node's return value from its traced outputs (undoing ``{"output": value}``)."""
+    if isinstance(outputs, Mapping) and set(outputs) == {"output"}:
+        inner = outputs["output"]
+        if (
+            inner is None
+            or isinstance(inner, str | int | float | bool)
+            or _is_command(inner)
+            or (isinstance(inner, list) and any(_is_command(i) for i in inner))
+        ):
+            return inner
+    return outputs
+
+
+def _writes(value: Any) -> list[tuple[str, Any]] | None:
+    """Channel writes of a node's return value; ``None`` when it is not a state update."""
+    if value is None:
+        return []
+    if _is_command(value):
+        return _command_writes(value)
+    if isinstance(value, Mapping):
+        return [(str(k), v) for k, v in value.items()]
+    if isinstance(value, list) and any(_is_command(i) for i in value):
+        writes: list[tuple[str, Any]] = []
+        for item in value:
+            writes += _writes(item) or []
+        return writes
+    return None
+
+
+def _update_of(writes: list[tuple[str, Any]]) -> Any:
+    """What ``stream_mode="updates"`` shows for one task's writes."""
+    if not writes:
+        return None
+    channels = [chan for chan, _ in writes]
+    if len(set(channels)) < len(channels):
+        return [{chan: value} for chan, value in writes]
+    return dict(writes)
+
+
+def _node_update(outputs: Any) -> Any:
+    value = _return_value(outputs)
+    writes = _writes(value)
+    return value if writes is None else _update_of(writes)
+
+
+def _task_update(result: Any) -> Any:
+    """A checkpoint task's ``result`` (``{"chan": v}``, ``{"chan": {"$writes": [...]}}``)."""
+    if not isinstance(result, Mapping):
+        return result
+    writes: list[tuple[str, Any]] = []
+    for chan, value in result.items():
+        if isinstance(value, Mapping) and set(value) == {"$writes"} and isinstance(value["$writes"], list):
+            writes += [(str(chan), v) for v in value["$writes"]]
+        else:
+            writes.append((str(chan), value))
+    return _update_of(writes)
+
+
+
+# ============================================================================ metadata
+
+
+def _metadata(root_md: Mapping[str, Any], source: str, session_id: str | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"source": source}
+    for key in COPIED_METADATA:
+        if key in root_md and root_md[key] is not None:
+            metadata[key] = root_md[key]
+    if session_id:
+        metadata["session_id"] = session_id
+    return metadata

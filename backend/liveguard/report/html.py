@@ -1,0 +1,619 @@
+"""The report's HTML: one self-contained page (inline CSS and SVG, no script, no URL).
+
+See :mod:`liveguard.report` for the page's contents and the diagram's encoding.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+
+from liveguard.allowset import END, START, AllowSet
+from liveguard.gate import GateDecision
+from liveguard.model import Verdict
+from liveguard.report.aggregate import GraphData, ReportRow, collect, failing_first, hop_of
+from liveguard.report.aggregate import label as verdict_label
+from liveguard.report.layout import ARROW, MARGIN, Box, EdgeShape, fmt, layout, node_lines, shape_edges
+
+__all__ = ["COLORS", "render_report"]
+
+COLORS: Mapping[str, str] = {
+    "legal": "#afb8c1",  # allowed edge, not taken
+    "traversed": "#1f6feb",  # allowed edge, taken
+    "illegal": "#e5141e",  # edge taken but not allowed; unknown nodes
+    "looping": "#ff8c00",  # node a loop/stall rule fired on
+    "visited": "#dbeafe",  # visited node fill
+    "unvisited": "#f6f8fa",
+    "node_stroke": "#57606a",
+    "terminal": "#24292f",
+    "dead_end": "#8250df",
+    "text": "#1f2328",
+}
+"""The diagram's palette. The page itself uses none of these for anything else."""
+
+_DECISION_COLORS = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#a40e26"}
+_FAIL = "#a40e26"
+_PASS = "#1a7f37"
+_ERROR = "#6e7781"
+
+_MAX_LISTED = 20  # run ids listed in the header before "and N more"
+
+
+def render_report(
+    runs: Sequence[ReportRow],
+    decision: GateDecision | None,
+    allow_sets: Mapping[str, AllowSet],
+    *,
+    title: str = "liveguard report",
+    generated_at: datetime | None = None,
+    policy: str | None = None,
+    inputs: Sequence[str] | None = None,
+) -> str:
+    """The whole report as one self-contained HTML document (no scripts, no URLs).
+
+    ``runs`` are :class:`~liveguard.report.ReportRun` values or any rows with the same
+    fields (the CLI's ``RunRow``). The header names the time (``generated_at``, default
+    now), the liveguard version, the ``policy`` preset, the judges' prompt version(s) and
+    the ``inputs`` (default: the runs' source files). When ``decision`` has a ``missing``
+    list (one line per piece of missing evidence), a banner lists it above everything.
+    """
+    runs = failing_first(runs)
+    groups: dict[str | None, list[ReportRow]] = {}
+    for run in runs:
+        if run.graph is not None or run.verdict is not None:  # unreadable lines: the table only
+            groups.setdefault(run.graph, []).append(run)
+    with_set = sorted(g for g in groups if g is not None and g in allow_sets)
+    without_set = sorted((g for g in groups if g is None or g not in allow_sets), key=lambda g: g or "")
+    sections = [
+        _graph_section(index, collect(name, allow_sets[name], groups[name]))
+        for index, name in enumerate(with_set, start=1)
+    ]
+    sections += [_no_allowset_section(name, groups[name]) for name in without_set]
+    body = [
+        f"<header>{_missing_banner(decision)}<h1>{_e(title)}</h1>"
+        f"{_meta(runs, generated_at, policy, inputs)}{_decision_block(decision, runs)}</header>",
+        "<main>",
+        '<section class="graphs"><h2>Graphs</h2>',
+        _legend() if with_set else "",
+        *sections,
+        "</section>" if sections else '<p class="muted">No runs.</p></section>',
+        _runs_table(runs),
+        _run_sections(runs, allow_sets),
+        "</main>",
+    ]
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(part for part in body if part)
+        + "\n</body>\n</html>\n"
+    )
+
+
+# -- the page -------------------------------------------------------------------------------------
+_CSS = """
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1260px;padding:16px 20px 40px;color:#1f2328;background:#fff;
+ font:14px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans",Arial,sans-serif}
+h1{font-size:22px;margin:0 0 10px}
+h2{font-size:18px;margin:26px 0 10px;padding-bottom:4px;border-bottom:1px solid #d0d7de}
+h3{font-size:16px;margin:22px 0 8px}
+code,.mono{font-size:12.5px;
+ font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace}
+.muted{color:#59636e}
+header{border-bottom:1px solid #d0d7de;padding-bottom:12px}
+.decision{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
+.badge{display:inline-block;color:#fff;font-weight:700;font-size:22px;letter-spacing:.04em;
+ padding:8px 18px;border-radius:8px}
+.badge.none{background:#6e7781}
+.stats{display:flex;gap:20px;flex-wrap:wrap;margin:0;padding:0;list-style:none}
+.stats li{min-width:90px}.stats b{display:block;font-size:18px}
+ul.reasons{margin:6px 0 0;padding-left:18px}
+.legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px;padding:8px 10px;
+ background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;font-size:12.5px}
+.legend span{display:inline-flex;align-items:center;gap:6px}
+.graph-row{display:flex;gap:24px;align-items:flex-start}
+.graph-row .diagram{flex:0 0 auto;min-width:440px;max-width:62%;overflow-x:auto}
+.graph-row svg.graph{display:block;max-width:100%;height:auto}
+.findings{flex:1 1 320px;min-width:280px;font-size:13px}
+.findings h4{margin:10px 0 4px;font-size:13px}
+.findings ul{margin:0;padding-left:18px}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{border-bottom:1px solid #d0d7de;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}
+td.run-id,td.judges{white-space:nowrap}
+.verdict{font-weight:700}
+.verdict.PASS{color:#1a7f37}.verdict.FAIL{color:#a40e26}.verdict.ERROR{color:#6e7781}
+.v{display:inline-block;margin:0 8px 2px 0;white-space:nowrap}
+.sev{font-size:11px;padding:0 4px;border-radius:3px;border:1px solid}
+.sev.hard{color:#a40e26;border-color:#a40e26}.sev.soft{color:#59636e;border-color:#8c959f}
+.missing{margin:0 0 12px;padding:10px 14px;border:2px solid #9a6700;border-radius:6px;background:#fff8c5}
+.missing b{display:block;margin-bottom:4px}.missing ul{margin:0;padding-left:18px}
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0 0 12px;font-size:12.5px}
+dl.meta dt{color:#59636e}dl.meta dd{margin:0}
+.run-section{border-top:1px solid #d0d7de;padding:6px 0 10px}
+.run-section h3{margin:10px 0 6px}
+ol.path{display:flex;flex-wrap:wrap;gap:4px;margin:6px 0;padding:0;list-style:none}
+ol.path li{border:1px solid #d0d7de;border-radius:4px;padding:0 5px;font-size:12px;background:#f6f8fa}
+ol.path li .i{color:#59636e;margin-right:3px}
+ol.path li.marked{border:2px solid #a40e26;background:#fff0f0;font-weight:700}
+ol.path li.gap{border:none;background:none;color:#59636e}
+table.violations td{font-size:12.5px}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _decision_block(decision: GateDecision | None, runs: Sequence[ReportRow]) -> str:
+    scored = [r for r in runs if r.verdict is not None]
+    passed = sum(1 for r in scored if r.verdict is not None and r.verdict.passed)
+    errors = len(runs) - len(scored)
+    stats = [
+        ("runs in report", str(len(runs))),
+        ("passed", str(passed)),
+        ("failed", str(len(scored) - passed)),
+        ("unreadable", str(errors)),
+    ]
+    if decision is None:
+        badge = '<span class="badge none" data-decision="none">NO DECISION</span>'
+        reasons = '<p class="muted">No gate decision was computed for these runs.</p>'
+    else:
+        color = _DECISION_COLORS[decision.decision]
+        badge = (
+            f'<span class="badge {_e(decision.decision)}" data-decision="{_e(decision.decision)}" '
+            f'style="background:{color}">{_e(decision.decision)}</span>'
+        )
+        rate = "—" if decision.pass_rate is None else f"{decision.pass_rate:.0%}"
+        stats = [
+            ("gate window", f"{decision.runs} of last {decision.window}"),
+            ("pass rate", f"{rate} (needs {decision.threshold:.0%})"),
+            ("passed in window", f"{decision.passed}/{decision.runs}"),
+            ("min runs", str(decision.min_runs)),
+            *stats,
+        ]
+        items = [f"<li>{_e(r)}</li>" for r in decision.reasons]
+        if decision.rollback_runs:
+            shown = decision.rollback_runs[:_MAX_LISTED]
+            more = len(decision.rollback_runs) - len(shown)
+            items.append(
+                "<li>rollback runs: "
+                + ", ".join(f"<code>{_e(r)}</code>" for r in shown)
+                + (f" and {more} more (see the table)" if more else "")
+                + "</li>"
+            )
+        reasons = f'<ul class="reasons">{"".join(items)}</ul>'
+    stat_html = "".join(f"<li><b>{_e(v)}</b>{_e(k)}</li>" for k, v in stats)
+    return (
+        f'<div class="decision"><div>{badge}</div><div><ul class="stats">{stat_html}</ul>'
+        f"{reasons}</div></div>"
+    )
+
+
+def _violations_html(verdict: Verdict) -> str:
+    if not verdict.violations:
+        return '<span class="muted">—</span>'
+    return "".join(
+        f'<span class="v"><code>{_e(v.code)}@{v.step}</code> <span class="muted">({_e(v.node)})</span> '
+        f'<span class="sev {_e(v.severity)}">{_e(v.severity)}</span></span>'
+        for v in verdict.violations
+    )
+
+
+def _runs_table(runs: Sequence[ReportRow]) -> str:
+    rows: list[str] = []
+    for run in runs:
+        mark = verdict_label(run)
+        head = (
+            f'<tr class="run {mark}" data-run="{_e(run.run_id or "")}">'
+            f"<td class=\"run-id\"><code>{_e(run.run_id or '—')}</code></td><td>{_e(run.graph or '—')}</td>"
+            f'<td class="verdict {mark}">{mark}</td>'
+        )
+        verdict = run.verdict
+        if verdict is None:
+            rows.append(
+                f'{head}<td colspan="3"><code>{_e(run.source)}</code>: {_e(run.error or "not scored")}'
+                "</td></tr>"
+            )
+            continue
+        score = "—" if verdict.composite is None else f"{verdict.composite:.2f}"
+        if verdict.judge_error:
+            judges = "judge error"
+        elif verdict.judges_skipped:
+            judges = f"skipped: {verdict.judges_skipped}"
+        else:
+            judges = "judged" if verdict.judged else "—"
+        rows.append(
+            f'{head}<td>{score}</td><td class="muted judges">{_e(judges)}</td>'
+            f"<td>{_violations_html(verdict)}</td></tr>"
+        )
+    return (
+        '<section class="runs"><h2>Runs</h2><table class="runs">'
+        "<thead><tr><th>run</th><th>graph</th><th>verdict</th><th>score</th><th>judges</th>"
+        "<th>violations <span class=\"muted\">code@step (node)</span></th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _legend() -> str:
+    c = COLORS
+
+    def swatch(inner: str, width: int = 34) -> str:
+        return f'<svg class="swatch" width="{width}" height="16" viewBox="0 0 {width} 16">{inner}</svg>'
+
+    def line(color: str, width: float, dash: str = "") -> str:
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        return (
+            f'<line x1="1" y1="8" x2="26" y2="8" stroke="{color}" stroke-width="{width}"{dash_attr}/>'
+            f'<path d="M25,3 L33,8 L25,13 z" fill="{color}"/>'
+        )
+
+    def box(fill: str, stroke: str, dash: str = "") -> str:
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        return (
+            f'<rect x="2" y="2" width="26" height="12" rx="3" fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="1.5"{dash_attr}/>'
+        )
+
+    items = [
+        (line(c["legal"], 1.5), "allowed, not taken"),
+        (line(c["traversed"], 4), "allowed and taken (×N = times)"),
+        (line(c["illegal"], 3, "6 4"), "illegal hop: not in the allow-set"),
+        (box(c["visited"], c["node_stroke"]), "visited node (max visits per run)"),
+        (box(c["looping"], c["node_stroke"]), "looping node: revisits, stall, cycle, tool retries"),
+        (box(c["illegal"], c["illegal"]), "unknown node"),
+        (box("#ffffff", c["dead_end"], "4 2"), "dead end: a run finished with no edge to __end__"),
+        (box(c["terminal"], c["terminal"]), "__start__ / __end__"),
+    ]
+    return '<div class="legend">' + "".join(
+        f"<span>{swatch(svg)}{_e(text)}</span>" for svg, text in items
+    ) + "</div>"
+
+
+# -- drawing --------------------------------------------------------------------------------------
+_EDGE_CLASSES = {"legal": "edge legal", "traversed": "edge legal traversed", "illegal": "edge illegal"}
+_EDGE_NOTES = {"legal": "allowed, not taken", "traversed": "allowed", "illegal": "NOT in the allow-set"}
+
+
+def _edge_order(data: GraphData) -> list[tuple[str, str]]:
+    """Allow-set edges in file order, then observed edges the set does not list."""
+    legal = (
+        [(s, t) for s, targets in data.allow.transitions.items() for t in targets]
+        if data.allow is not None
+        else []
+    )
+    seen = dict.fromkeys(legal)
+    for hop in sorted(data.edge_counts):
+        seen.setdefault(hop)
+    return list(seen)
+
+
+def _edge_status(data: GraphData, shape: EdgeShape) -> str:
+    hop = (shape.source, shape.target)
+    if not data.is_legal(*hop):
+        return "illegal"
+    return "traversed" if data.edge_counts.get(hop) else "legal"
+
+
+def _edge_svg(data: GraphData, prefix: str, number: int, shape: EdgeShape) -> str:
+    kind = _edge_status(data, shape)
+    hop = (shape.source, shape.target)
+    count = data.edge_counts.get(hop, 0)
+    if kind == "traversed":
+        width = min(2.5 + 1.2 * math.log2(count), 6.0)
+    else:
+        width = 3.5 if kind == "illegal" else 1.5
+    dash = ' stroke-dasharray="7 5"' if kind == "illegal" else ""
+    runs_note = f" in {data.edge_runs[hop]} run(s)" if count else ""
+    color = COLORS[kind]
+    parts = [
+        f'<g class="{_EDGE_CLASSES[kind]}" id="{prefix}-edge-{number}" data-from="{_e(shape.source)}" '
+        f'data-to="{_e(shape.target)}" data-count="{count}">'
+        f"<title>{_e(shape.source)} → {_e(shape.target)}: {_EDGE_NOTES[kind]}; taken {count} time(s)"
+        f"{runs_note}</title>"
+        f'<path d="{shape.d}" fill="none" stroke="{color}" stroke-width="{width:.1f}"{dash} '
+        f'stroke-linecap="round" stroke-linejoin="round" marker-end="url(#{prefix}-arrow-{kind})"/>'
+    ]
+    if count:
+        lx, ly = shape.label_xy
+        parts.append(
+            f'<text class="count" x="{fmt(lx)}" y="{fmt(ly)}" text-anchor="{shape.label_anchor}" '
+            f'fill="{color}" stroke="#ffffff" stroke-width="4" paint-order="stroke" '
+            f'font-size="12" font-weight="700">×{count}</text>'
+        )
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _node_svg(data: GraphData, node: str, box: Box) -> str:
+    c = COLORS
+    terminal = node in (START, END)
+    unknown = not terminal and (data.allow is None or node not in data.allow.nodes)
+    classes = ["node"]
+    fill, stroke, text_fill, stroke_w, dash = c["unvisited"], c["node_stroke"], c["text"], 1.2, ""
+    tip = [node]
+    if terminal:
+        classes.append("terminal")
+        fill = stroke = c["terminal"]
+        text_fill = "#ffffff"
+    if node in data.max_visits:
+        classes.append("visited")
+        fill = fill if terminal else c["visited"]
+        tip.append(f"{data.visits[node]} visit(s) in {data.visit_runs[node]} run(s), "
+                   f"max {data.max_visits[node]} in one run")
+    if unknown:
+        classes.append("unknown")
+        fill = stroke = c["illegal"]
+        text_fill = "#ffffff"
+        tip.append("not in the allow-set")
+    if node in data.looping:
+        classes.append("looping")
+        fill, text_fill = c["looping"], c["text"]
+        tip.append("flagged: " + ", ".join(
+            f"{code} ({n} run(s))" for code, n in sorted(data.looping[node].items())))
+    if node in data.dead_ends:
+        classes.append("dead-end")
+        stroke, stroke_w, dash = c["dead_end"], 2.5, ' stroke-dasharray="5 3"'
+        tip.append(f"dead end in {data.dead_ends[node]} run(s)")
+    name, sub = node_lines(data, node)
+    radius = box.h / 2 if terminal else 6
+    parts = [
+        f'<g class="{" ".join(classes)}" data-node="{_e(node)}" '
+        f'data-visits="{data.visits.get(node, 0)}" data-max-visits="{data.max_visits.get(node, 0)}">'
+        f"<title>{_e('; '.join(tip))}</title>"
+        f'<rect x="{fmt(box.left)}" y="{fmt(box.top)}" width="{fmt(box.w)}" height="{fmt(box.h)}" '
+        f'rx="{fmt(radius)}" fill="{fill}" stroke="{stroke}" stroke-width="{stroke_w}"{dash}/>'
+    ]
+    if sub:
+        parts.append(
+            f'<text class="name" x="{fmt(box.cx)}" y="{fmt(box.cy - 3)}" text-anchor="middle" '
+            f'fill="{text_fill}" font-size="13" font-weight="700">{_e(name)}</text>'
+            f'<text class="visits" x="{fmt(box.cx)}" y="{fmt(box.cy + 13)}" text-anchor="middle" '
+            f'fill="{text_fill}" font-size="11">{_e(sub)}</text>'
+        )
+    else:
+        parts.append(
+            f'<text class="name" x="{fmt(box.cx)}" y="{fmt(box.cy + 4.5)}" text-anchor="middle" '
+            f'fill="{text_fill}" font-size="12" font-weight="700">{_e(name)}</text>'
+        )
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _graph_svg(index: int, data: GraphData) -> str:
+    edges = _edge_order(data)
+    boxes, depth = layout(data, edges)
+    shapes, x_min, x_max = shape_edges(edges, boxes, depth)
+    y_min = min(b.top for b in boxes.values()) - MARGIN - 30
+    y_max = max(b.bottom for b in boxes.values()) + MARGIN + 20
+    width, height = x_max - x_min, y_max - y_min
+    prefix = f"g{index}"
+    out = [
+        f'<svg class="graph" id="{prefix}" data-graph="{_e(data.name)}" width="{fmt(width)}" '
+        f'height="{fmt(height)}" viewBox="{fmt(x_min)} {fmt(y_min)} {fmt(width)} {fmt(height)}" '
+        f'role="img" aria-label="allow-set of {_e(data.name)} with observed paths"><defs>',
+    ]
+    for kind in ("legal", "traversed", "illegal"):
+        out.append(
+            f'<marker id="{prefix}-arrow-{kind}" viewBox="0 0 10 10" refX="1" refY="5" '
+            f'markerWidth="{ARROW + 1:.0f}" markerHeight="{ARROW + 1:.0f}" markerUnits="userSpaceOnUse" '
+            f'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{COLORS[kind]}"/></marker>'
+        )
+    out.append('</defs><g class="edges">')
+    paint_order = {"legal": 0, "traversed": 1, "illegal": 2}  # illegal hops on top
+    numbered = sorted(enumerate(shapes), key=lambda item: (paint_order[_edge_status(data, item[1])], item[0]))
+    out += [_edge_svg(data, prefix, number, shape) for number, shape in numbered]
+    out.append('</g><g class="nodes">')
+    out += [_node_svg(data, node, boxes[node])
+            for node in sorted(boxes, key=lambda n: (depth[n], boxes[n].cx))]
+    out.append("</g></svg>")
+    return "".join(out)
+
+
+def _findings(data: GraphData) -> str:
+    parts: list[str] = []
+    chips = "".join(
+        f'<li><code>{_e(r.run_id or r.source)}</code> '
+        f'<span class="verdict {verdict_label(r)}">{verdict_label(r)}</span>'
+        + (f' <span class="muted">{_e(", ".join(r.verdict.hard_codes))}</span>'
+           if r.verdict is not None and r.verdict.hard_codes else "")
+        + "</li>"
+        for r in data.runs
+    )
+    parts.append(f"<h4>Runs ({len(data.runs)})</h4><ul>{chips}</ul>")
+    if data.illegal_runs:
+        items = "".join(
+            f"<li><code>{_e(s)} → {_e(t)}</code> ×{data.edge_counts[(s, t)]} "
+            f'<span class="muted">({_e(", ".join(ids))})</span></li>'
+            for (s, t), ids in sorted(data.illegal_runs.items())
+        )
+        parts.append(f"<h4>Illegal hops</h4><ul>{items}</ul>")
+    if data.looping:
+        items = "".join(
+            f"<li><code>{_e(node)}</code> max {data.max_visits.get(node, 0)} visits/run: "
+            + ", ".join(f"{_e(code)} ({n} run(s))" for code, n in sorted(codes.items()))
+            + "</li>"
+            for node, codes in sorted(data.looping.items())
+        )
+        parts.append(f"<h4>Looping nodes</h4><ul>{items}</ul>")
+    if data.dead_ends:
+        items = "".join(
+            f"<li><code>{_e(node)}</code> ({n} run(s))</li>" for node, n in sorted(data.dead_ends.items())
+        )
+        parts.append(f"<h4>Dead ends</h4><ul>{items}</ul>")
+    if data.allow is not None:
+        legal = [(s, t) for s, targets in data.allow.transitions.items() for t in targets]
+        unused = [hop for hop in legal if not data.edge_counts.get(hop)]
+        if unused:
+            items = ", ".join(f"<code>{_e(s)} → {_e(t)}</code>" for s, t in unused)
+            parts.append(f'<h4>Allowed, never taken</h4><p class="muted">{items}</p>')
+    return "".join(parts)
+
+
+def _graph_section(index: int, data: GraphData) -> str:
+    allow = data.allow
+    assert allow is not None
+    n_edges = sum(len(t) for t in allow.transitions.values())
+    passed = sum(1 for r in data.runs if r.verdict is not None and r.verdict.passed)
+    return (
+        f'<section class="graph-section" id="graph-{index}" data-graph="{_e(data.name)}">'
+        f"<h3>{_e(data.name)} <span class=\"muted\">— {len(data.runs)} run(s), {passed} passed; "
+        f"allow-set: {len(allow.nodes)} nodes, {n_edges} edges</span></h3>"
+        f'<div class="graph-row"><div class="diagram">{_graph_svg(index, data)}</div>'
+        f'<div class="findings">{_findings(data)}</div></div></section>'
+    )
+
+
+def _no_allowset_section(name: str | None, runs: Sequence[ReportRow]) -> str:
+    data = collect(name or "", None, runs)
+    label = name if name is not None else "(no graph)"
+    visited = ", ".join(
+        f"<code>{_e(node)}</code> ×{count}"
+        for node, count in sorted(data.visits.items())
+        if node not in (START, END)
+    )
+    return (
+        f'<section class="graph-section no-allowset" data-graph="{_e(name or "")}">'
+        f"<h3>{_e(label)} <span class=\"muted\">— {len(runs)} run(s); no allow-set: "
+        "transitions not checked, no diagram</span></h3>"
+        f'<div class="findings">{_findings(data)}'
+        + (f'<p class="muted">Visited nodes: {visited}</p>' if visited else "")
+        + "</div></section>"
+    )
+
+
+# -- header: missing evidence, provenance ----------------------------------------------------------
+def _missing_banner(decision: GateDecision | None) -> str:
+    """One line per piece of missing evidence, when the decision carries them (``missing``)."""
+    missing = [str(line) for line in (getattr(decision, "missing", None) or [])]
+    if not missing:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in missing)
+    return (
+        f'<div class="missing" role="alert" data-missing="{len(missing)}"><b>Missing evidence: '
+        f"this decision is not based on complete evidence</b><ul>{items}</ul></div>"
+    )
+
+
+def _version() -> str:
+    try:
+        return metadata.version("liveguard")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def _meta(runs: Sequence[ReportRow], generated_at: datetime | None, policy: str | None,
+          inputs: Sequence[str] | None) -> str:
+    when = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    prompts = sorted({r.verdict.prompt_version for r in runs if r.verdict is not None})
+    sources = list(inputs) if inputs is not None else sorted(
+        {r.source.rsplit(":", 1)[0] if r.source.rsplit(":", 1)[-1].isdigit() else r.source for r in runs}
+    )
+    shown = sources[:_MAX_LISTED]
+    more = len(sources) - len(shown)
+    rows = [
+        ("generated", when.isoformat().replace("+00:00", "Z")),
+        ("liveguard", _version()),
+        ("policy", f"{policy} (a run's metadata.policy wins)" if policy
+         else "default preset (a run's metadata.policy wins)"),
+        ("prompt version", ", ".join(prompts) or "—"),
+        ("inputs", ", ".join(shown) + (f" and {more} more" if more else "") or "—"),
+    ]
+    items = "".join(f'<dt>{_e(k)}</dt><dd data-meta="{_e(k)}">{_e(v)}</dd>' for k, v in rows)
+    return f'<dl class="meta">{items}</dl>'
+
+
+# -- one section per run ------------------------------------------------------------------------
+_PATH_FULL = 120  # steps shown in full; longer paths keep their ends and the marked steps
+_PATH_CONTEXT = 3
+_PATH_ENDS = 15
+
+
+def _shown_steps(length: int, marked: set[int]) -> list[int | None]:
+    """Step indices to draw, ``None`` for an elided gap."""
+    if length <= _PATH_FULL:
+        return list(range(length))
+    keep = set(range(min(_PATH_ENDS, length))) | set(range(max(0, length - _PATH_ENDS), length))
+    for step in marked:
+        keep.update(range(max(0, step - _PATH_CONTEXT), min(length, step + _PATH_CONTEXT + 1)))
+    shown: list[int | None] = []
+    last = -1
+    for index in sorted(keep):
+        if index != last + 1:
+            shown.append(None)
+        shown.append(index)
+        last = index
+    if last != length - 1:
+        shown.append(None)
+    return shown
+
+
+def _detail(value: object) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_detail(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_detail(v) for v in value[:8]) + (", …" if len(value) > 8 else "") + "]"
+    return str(value)
+
+
+def _run_section(index: int, run: ReportRow, allow_sets: Mapping[str, AllowSet]) -> str:
+    mark = verdict_label(run)
+    verdict = run.verdict
+    head = (
+        f'<section class="run-section {mark}" id="run-{index}" data-run="{_e(run.run_id or "")}" '
+        f'data-verdict="{mark}"><h3><code>{_e(run.run_id or run.source)}</code> '
+        f'<span class="verdict {mark}">{mark}</span> <span class="muted">{_e(run.graph or "no graph")}'
+        f" · {len(run.path)} step(s) · {_e(run.source)}</span></h3>"
+    )
+    if verdict is None:
+        return f'{head}<p><code>{_e(run.source)}</code>: {_e(run.error or "not scored")}</p></section>'
+    by_step: dict[int, list[str]] = {}
+    for v in verdict.violations:
+        by_step.setdefault(v.step, []).append(v.code)
+    chips: list[str] = []
+    for step in _shown_steps(len(run.path), set(by_step)):
+        if step is None:
+            chips.append('<li class="gap">…</li>')
+            continue
+        codes = by_step.get(step)
+        title = f' title="{_e(", ".join(codes))}"' if codes else ""
+        chips.append(
+            f'<li class="step{" marked" if codes else ""}" data-step="{step}"{title}>'
+            f'<span class="i">{step}</span>{_e(run.path[step])}</li>'
+        )
+    path = f'<ol class="path" data-steps="{len(run.path)}">{"".join(chips)}</ol>' if run.path else (
+        '<p class="muted">No steps.</p>')
+    rows = "".join(
+        f'<tr data-code="{_e(v.code)}" data-step="{v.step}"><td><code>{_e(v.code)}</code></td>'
+        f'<td><span class="sev {_e(v.severity)}">{_e(v.severity)}</span></td><td>{v.step}</td>'
+        f"<td><code>{_e(v.node)}</code></td><td>{v.count}</td>"
+        + (f"<td><code>{_e(' → '.join(hop_of(run, v)))}</code></td>" if v.code == "illegal_transition"
+           else f'<td class="muted">{_e(_detail(v.detail))}</td>')
+        + "</tr>"
+        for v in verdict.violations
+    )
+    table = (
+        '<table class="violations"><thead><tr><th>code</th><th>severity</th><th>step</th><th>node</th>'
+        f"<th>count</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+        if verdict.violations else '<p class="muted">No violations.</p>'
+    )
+    has_set = run.graph is not None and run.graph in allow_sets
+    note = "" if has_set else '<p class="muted">No allow-set for this graph: transitions not checked.</p>'
+    return f"{head}{path}{table}{note}</section>"
+
+
+def _run_sections(runs: Sequence[ReportRow], allow_sets: Mapping[str, AllowSet]) -> str:
+    if not runs:
+        return ""
+    sections = "".join(_run_section(i, run, allow_sets) for i, run in enumerate(runs, start=1))
+    return (
+        '<section class="run-details"><h2>Runs in detail <span class="muted">failing first; '
+        "node path with the violation steps marked (codes, counts, step indices; never step text)"
+        f"</span></h2>{sections}</section>"
+    )

@@ -1,0 +1,131 @@
+"""liveguard.messages: one definition of message and tool-call shapes, mirrored by the C code."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from liveguard import Monitor, Policy, Step
+from liveguard.fingerprint import (
+    DEFAULT_IGNORE_KEYS,
+    MAX_DEPTH,
+    MESSAGE_VOLATILE_KEYS,
+    NATIVE_DISABLED,
+    NO_CANON_ENV,
+    Fingerprinter,
+    _convert,
+    _maybe_json,
+)
+from liveguard.messages import (
+    content,
+    field,
+    is_message_shaped,
+    is_tool_message,
+    tool_call_args,
+    tool_call_name,
+    tool_calls,
+    tool_message_step,
+    tool_step,
+)
+from liveguard.monitor import tool_calls_of
+from liveguard.readers.stream import UpdateStepper
+from prereq import missing
+
+LC_CALL = {"name": "run_sql", "args": {"q": "SELECT 1"}, "id": "c1", "type": "tool_call"}
+OPENAI_CALL = {"id": "c2", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
+
+
+def test_field_reads_mappings_and_attributes() -> None:
+    msg = ToolMessage("ok", tool_call_id="c1", name="run_sql")
+    assert field(msg, "tool_call_id") == field({"tool_call_id": "c1"}, "tool_call_id") == "c1"
+    assert field(msg, "missing", 7) == field({}, "missing", 7) == 7
+    assert content("bare text") == "bare text"
+    assert content(msg) == content({"content": "ok"}) == "ok"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (ToolMessage("ok", tool_call_id="c1"), True),
+        ({"role": "tool", "content": "ok"}, True),
+        ({"type": "tool", "content": "ok"}, True),
+        ({"tool_call_id": "c1", "content": "ok"}, True),
+        ({"tool_call_id": None, "role": "assistant", "content": "ok"}, False),
+        (AIMessage("hi"), False),
+        (HumanMessage("hi"), False),
+        ({"role": "user", "content": "hi"}, False),
+        ("plain text", False),
+    ],
+)
+def test_is_tool_message(message: Any, expected: bool) -> None:
+    assert is_tool_message(message) is expected
+
+
+def test_tool_calls_and_their_names_and_args() -> None:
+    ai = AIMessage("", tool_calls=[{"name": "run_sql", "args": {"q": "SELECT 1"}, "id": "c1"}])
+    assert tool_calls(ai) == ai.tool_calls
+    assert tool_calls({"role": "assistant", "tool_calls": [OPENAI_CALL]}) == [OPENAI_CALL]
+    assert tool_calls({"role": "assistant", "tool_calls": []}) is None
+    assert tool_calls(AIMessage("answer")) is None
+    assert tool_calls("text") is None
+    assert tool_calls_of is tool_calls  # the Monitor's old name is the same function
+    assert [tool_call_name(LC_CALL), tool_call_name(OPENAI_CALL)] == ["run_sql", "search"]
+    assert tool_call_name({"name": ["not", "a", "name"]}) is None
+    assert tool_call_name("run_sql") is None
+    assert tool_call_args(LC_CALL) == {"q": "SELECT 1"}
+    assert tool_call_args(OPENAI_CALL) == '{"q": "x"}'
+    assert tool_call_args({"name": "f"}) is None
+
+
+def test_the_monitor_names_a_request_by_its_first_call() -> None:
+    """A request whose first call names no tool (a list) is still observed, never a TypeError."""
+    monitor = Monitor(Policy.tool_agent())
+    for call in (LC_CALL, OPENAI_CALL, {"name": ["x"], "args": {}}):
+        assert monitor.observe(Step(node="model", output={"role": "assistant", "tool_calls": [call]})) == []
+
+
+def test_one_tool_step_builder() -> None:
+    assert tool_step("tools", None, {"a": 1}, "boom", failed=True) == Step(
+        node="tools", tool="unknown_tool", args={"a": 1}, result="boom", error="boom")
+    assert tool_step("tools", "t", None, None, error="Timeout").error == "Timeout"
+    failed = ToolMessage("no such table", tool_call_id="c1", status="error")
+    assert tool_message_step("tools", failed, name="run_sql", args={"q": 1}) == Step(
+        node="tools", tool="run_sql", args={"q": 1}, result="no such table", error="no such table")
+    named = {"role": "tool", "name": "own_name", "content": "ok", "tool_call_id": "c1"}
+    assert tool_message_step("tools", named, name="called_name").tool == "own_name"
+
+
+def test_the_stream_reader_builds_tool_steps_with_the_shared_builder() -> None:
+    stepper = UpdateStepper()
+    stepper.feed({"model": {"messages": [AIMessage("", tool_calls=[LC_CALL])]}})
+    result = ToolMessage("no such table", tool_call_id="c1", status="error")
+    (step,) = stepper.feed({"tools": {"messages": [result]}})
+    assert step == tool_message_step("tools", result, name="run_sql", args={"q": "SELECT 1"})
+
+
+# -- the C accelerator's classify() mirrors is_message_shaped ---------------------------------------
+SHAPE_KEYS = ["role", "tool_call_id", "name", "args", "arguments", "function", "type", "content", "text",
+              "id", "usage_metadata", "x", "Role", "names", "type "]
+shape_values = st.none() | st.integers(0, 3) | st.sampled_from(["", "tool", "text", "ai"])
+message_like = st.dictionaries(st.sampled_from(SHAPE_KEYS), shape_values, max_size=6).map(
+    lambda d: {**d, "id": "volatile-or-data"})
+
+
+@settings(max_examples=800, deadline=None)
+@given(message_like)
+def test_c_classify_agrees_with_is_message_shaped(d: dict[str, Any]) -> None:
+    """The C code drops ``id`` exactly when the Python check calls the dict message-shaped."""
+    if NATIVE_DISABLED:
+        pytest.skip(f"the C accelerator is switched off ({NO_CANON_ENV}=1)")
+    if importlib.util.find_spec("liveguard._canon") is None:
+        missing("the C accelerator liveguard._canon", "`make install` found no C compiler")
+    from liveguard import _canon
+
+    out = _canon.dumps(d, DEFAULT_IGNORE_KEYS, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH)
+    assert (b'"id":' not in out) is is_message_shaped(d)
+    assert out == Fingerprinter().reference_bytes(d)
