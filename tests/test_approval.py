@@ -34,7 +34,7 @@ from liveguard.approval import (
     draft_digest,
     parse_decision,
 )
-from liveguard.checkpoints import aopen_saver, open_saver
+from liveguard.checkpoints import aclaim, aopen_saver, claim, open_saver
 from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
 from liveguard.model import Step, Trajectory
 from liveguard.scoring import RunRow
@@ -506,3 +506,33 @@ def test_readme_draft_first_example_runs(capsys: pytest.CaptureFixture[str]) -> 
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("['autoapprove_off', 'hard:content_cycle'")
     assert printed[1].startswith("person ['content_cycle'")
+
+
+# -- claims: one winner per interrupt, on every saver ------------------------------------------
+def _claim_twice(saver: Any) -> tuple[bool, bool, str]:
+    first = claim(saver, "t", "task:1", by="ann", action="approve", at="T1")
+    second = claim(saver, "t", "task:1", by="bob", action="reject", at="T2")
+    other = claim(saver, "t", "task:2", by="bob", action="reject", at="T3")
+    assert other.won, "a later interrupt is a new claim"
+    return first.won, second.won, f"{second.action} by {second.decided_by} at {second.decided_at}"
+
+
+def test_claims_on_sync_savers(sqlite_url: str, postgres_url: str) -> None:  # noqa: F811
+    assert _claim_twice(InMemorySaver()) == (True, False, "approve by ann at T1")
+    for url in (sqlite_url, postgres_url):
+        with open_saver(url) as saver:
+            assert _claim_twice(saver) == (True, False, "approve by ann at T1"), url
+
+
+def test_claims_on_async_savers(sqlite_url: str, postgres_url: str) -> None:  # noqa: F811
+    async def both(url: str) -> tuple[tuple[bool, bool, str], tuple[bool, bool]]:
+        async with aopen_saver(url) as saver:
+            first = await aclaim(saver, "a", "task:1", by="ann", action="edit", at="T1")
+            second = await aclaim(saver, "a", "task:1", by="bob", action="approve", at="T2")
+            # A sync caller in a worker thread (a sync node under an async saver).
+            third = await asyncio.to_thread(claim, saver, "a", "task:1", by="cy", action="approve", at="T3")
+            fresh = await asyncio.to_thread(claim, saver, "a", "task:9", by="cy", action="approve", at="T4")
+            return (first.won, second.won, f"{second.action} by {second.decided_by}"), (third.won, fresh.won)
+
+    for url in (sqlite_url, postgres_url):
+        assert asyncio.run(both(url)) == ((True, False, "edit by ann"), (False, True)), url

@@ -223,6 +223,13 @@ def _saver_kind(saver: Any) -> str:
 def claim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
     """Insert the claim row for ``(thread_id, key)``; return whether this caller won, and the winner."""
     row = (thread_id, key, by, action, at)
+    if type(saver).__name__.startswith("Async") and getattr(saver, "loop", None) is not None:
+        # An async saver used from a sync node (a worker thread): run the async claim on its loop.
+        future = asyncio.run_coroutine_threadsafe(
+            aclaim(saver, thread_id, key, by=by, action=action, at=at), saver.loop
+        )
+        result: Claim = future.result()
+        return result
     kind = _saver_kind(saver)
     if kind == "sqlite":
         conn: sqlite3.Connection = saver.conn
