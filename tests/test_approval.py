@@ -33,9 +33,11 @@ from liveguard.approval import (
     approval_gate,
     draft_digest,
     parse_decision,
+    read_thread,
 )
 from liveguard.checkpoints import aclaim, aopen_saver, claim, open_saver
 from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
+from liveguard.langsmith import thread_to_trajectory
 from liveguard.model import Step, Trajectory
 from liveguard.scoring import RunRow
 from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
@@ -536,3 +538,18 @@ def test_claims_on_async_savers(sqlite_url: str, postgres_url: str) -> None:  # 
 
     for url in (sqlite_url, postgres_url):
         assert asyncio.run(both(url)) == ((True, False, "edit by ann"), (False, True)), url
+
+
+# -- the approval step's reader agrees with the graph-based checkpoint reader ------------------
+@pytest.mark.parametrize("scenario", campaign.SCENARIOS)
+def test_read_thread_gives_the_steps_of_the_graph_based_reader(scenario: str) -> None:
+    saver = InMemorySaver()
+    graph = campaign.scripted_graph(scenario, checkpointer=saver)
+    graph.invoke(campaign.initial_input(scenario), cfg(scenario))
+    from_saver = read_thread(saver, scenario, graph_name="campaign")
+    from_graph = thread_to_trajectory(graph, cfg(scenario))
+    assert from_saver.steps == from_graph.steps
+    third = "send_touch" if scenario == "illegal_hop" else "gate_draft"
+    assert [s.node for s in from_saver.steps][:3] == ["load_lead", "compose_touch", third]
+    with pytest.raises(ApprovalError, match="no checkpoint"):
+        read_thread(saver, "nobody")

@@ -92,6 +92,7 @@ __all__ = [
     "approval_gate",
     "draft_digest",
     "parse_decision",
+    "read_thread",
     "reasons_for",
 ]
 
@@ -304,6 +305,34 @@ async def _ahistory(
     return target, _step_chunks(_chain(tuples, checkpoint_id))
 
 
+def _steps_of(chunks: Sequence[Mapping[str, Any]]) -> list[Step]:
+    stepper = UpdateStepper()
+    steps: list[Step] = []
+    for chunk in chunks:
+        steps += stepper.feed(chunk)
+    return steps
+
+
+def read_thread(
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, graph_name: str | None = None
+) -> Trajectory:
+    """The steps of a thread from its checkpointer alone (no compiled graph needed).
+
+    Follows the checkpoint chain back from ``checkpoint_id`` (default: the thread's latest
+    root checkpoint) and reads every finished task, as the approval step does. Raises
+    :class:`ApprovalError` for a thread with no checkpoint.
+    """
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    target = saver.get_tuple({_CONF: conf})
+    if target is None:
+        raise ApprovalError(f"thread {thread_id}: no checkpoint")
+    chain = _chain(list(saver.list(_thread_config(thread_id, ""))), target.config[_CONF]["checkpoint_id"])
+    return Trajectory(run_id=thread_id, graph=graph_name, steps=_steps_of(_step_chunks(chain)),
+                      metadata={"source": "checkpoint"})
+
+
 def _stored_payload(target: Any, task_id: str) -> dict[str, Any] | None:
     """The payload this task interrupted with before (a resume re-runs the node)."""
     for write_task, channel, value in target.pending_writes or ():
@@ -347,10 +376,7 @@ class _Gate:
 
     # -- evaluation ------------------------------------------------------------------------
     def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:
-        stepper = UpdateStepper()
-        steps: list[Step] = []
-        for chunk in chunks:
-            steps += stepper.feed(chunk)
+        steps = _steps_of(chunks)
         if node:
             # This visit itself (contentless: counted, never compared): the path so far ends
             # here, not on the previous node, and revisit limits of the approval node apply.
