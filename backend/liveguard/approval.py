@@ -25,6 +25,8 @@ The node (sync and async callers alike) does, in order:
    checkpointer in its config. Why not the state: the state holds the latest values,
    not each step's update, so a repeated draft would be invisible. A superstep that ran
    several nodes in parallel is attributed by node name order (its content is exact).
+   :func:`read_thread` is the same reader for a whole thread; a test checks that it gives
+   the graph-based reader's steps on every campaign scenario.
 2. **Verdict.** The trajectory goes through the eval graph (:func:`~liveguard.eval_graph.build_eval_graph`,
    compiled with ``checkpointer=False``), run in a fresh context (its own thread or task),
    so nothing of it is written into the caller's thread and the caller's callbacks and
