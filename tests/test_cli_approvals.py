@@ -145,7 +145,9 @@ def test_approve_from_another_process_sends_once(url: str) -> None:
 
 
 def test_reject_then_edit(url: str, tmp_path: Path) -> None:
-    status, text = cli("approvals", "reject", "held-ok", "--by", "bob", "--graph", GRAPH, "--checkpoint", url)
+    # --graph names a compiled graph here (the module-level one, compiled without a checkpointer).
+    status, text = cli("approvals", "reject", "held-ok", "--by", "bob", "--graph", "graphs.campaign:graph",
+                       "--checkpoint", url)
     assert status == 0
     assert text.strip() == "thread held-ok: reject by bob; waiting for approval again"
     assert "sent" not in state(url, "held-ok")
