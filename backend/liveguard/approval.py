@@ -194,14 +194,21 @@ def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] |
         return reasons  # only the switch held it
     specific = len(reasons)
     reasons += [f"hard:{code}" for code in verdict.hard_codes]
-    if verdict.judges_skipped and verdict.judges_skipped != "hard_violation":
-        reasons.append(f"unjudged:{verdict.judges_skipped}")
-    elif not verdict.judged and not verdict.hard_codes:
-        reasons.append(f"unjudged:{verdict.reason}")
-    reasons += sorted({f"judge_error:{s.level}" for s in verdict.levels.values()
-                       if s.reason.startswith("judge_error:")})
-    if verdict.judge_error and not any(r.startswith("judge_error:") for r in reasons):
-        reasons.append("judge_error")
+    # Missing evidence, as the verdict names it (``prefix:detail`` codes) when it does.
+    missing = [str(m) for m in (getattr(verdict, "missing", None) or [])]
+    for code in missing:
+        named = "unjudged:" + code.split(":", 1)[1] if code.startswith("judges_skipped:") else code
+        if named != "unjudged:hard_violation" and named not in reasons:
+            reasons.append(named)
+    if not missing:
+        if verdict.judges_skipped and verdict.judges_skipped != "hard_violation":
+            reasons.append(f"unjudged:{verdict.judges_skipped}")
+        elif not verdict.judged and not verdict.hard_codes:
+            reasons.append(f"unjudged:{verdict.reason}")
+        reasons += sorted({f"judge_error:{s.level}" for s in verdict.levels.values()
+                           if s.reason.startswith("judge_error:")})
+        if verdict.judge_error and not any(r.startswith("judge_error:") for r in reasons):
+            reasons.append("judge_error")
     if not verdict.passed and len(reasons) == specific:
         reasons.append(f"not_passed:{verdict.reason}")
     if len(reasons) == specific:
@@ -416,8 +423,12 @@ class _Gate:
         from liveguard.gate import verdict_clears_autoapprove
         from liveguard.scoring import RunRow
 
-        cleared = verdict_clears_autoapprove(verdict)
-        reasons = reasons_for(verdict, cleared)
+        try:
+            cleared = verdict_clears_autoapprove(verdict)
+            reasons = reasons_for(verdict, cleared)
+        except Exception as exc:  # a bad setting: the check cannot clear anything
+            log.warning("approval thread=%s autoapprove_check_error=%s", thread, type(exc).__name__)
+            cleared, reasons = False, ["autoapprove_check_error"]
         if error is not None:
             reasons = [r for r in reasons if r != "unjudged:no_verdict"] + [f"unjudged:{error}"]
         row = RunRow(source="checkpoint", run_id=thread, graph=self.graph_name, verdict=verdict,
