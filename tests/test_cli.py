@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,17 @@ from liveguard.testing import messages, ping_pong, repeated_tool_call, trajector
 EXE = Path(sys.executable).with_name("liveguard")  # the console script installed beside python
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The console script; ``cwd`` defaults to an empty directory (no ./expected_paths/)."""
     assert EXE.exists(), "the liveguard console script is not installed"
-    return subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run([str(EXE), *args], capture_output=True, text=True, env=env, check=False,
+                          cwd=cwd or NEUTRAL)
+
+
+NEUTRAL = Path(tempfile.mkdtemp(prefix="liveguard-cwd-"))
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -42,7 +51,13 @@ def test_score_jsonl_schema(runs_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [r["run_id"] for r in rows] == ["healthy", "pingpong", "tool"]
-    assert [r["passed"] for r in rows] == [True, False, False]
+    assert [r["passed"] for r in rows] == [False, False, False]  # no key: unjudged, not passed
+    assert rows[0]["provenance"]["reason"] == "unjudged"
+    assert rows[0]["provenance"]["missing"] == ["judges_skipped:no_api_key"]
+    structural = run("score", str(runs_dir), "--format", "jsonl", "--no-judges")
+    srows = [json.loads(line) for line in structural.stdout.splitlines()]
+    assert [r["passed"] for r in srows] == [True, False, False]
+    assert srows[0]["provenance"]["reason"] == "structural_only"
     assert rows[1]["violations"] == [
         {"code": "content_cycle", "severity": "hard", "step": 3, "node": "reviewer", "count": 2}
     ]
@@ -65,7 +80,8 @@ def test_unreadable_lines_are_error_rows_and_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(rows) == 2
-    assert rows[0]["passed"] is True
+    assert rows[0]["passed"] is False  # no steps: never a pass
+    assert "no_steps" in rows[0]["provenance"]["missing"]
     assert rows[1]["source"] == f"{path}:2"
     assert rows[1]["passed"] is None
     assert "run_id" in rows[1]["error"]
@@ -101,7 +117,7 @@ def test_score_with_judges_against_a_local_server(runs_dir: Path, fake_openai: F
     assert len(fake_openai.requests) == 2  # step + trajectory for the healthy run only
     off = run("score", str(runs_dir), "--format", "jsonl", "--no-judges", env=env)
     assert {json.loads(r)["provenance"]["judges_skipped"] for r in off.stdout.splitlines()} == {
-        "kill_switch", "hard_violation"
+        "structural_only"
     }
     assert len(fake_openai.requests) == 2
 
@@ -111,11 +127,14 @@ def test_gate_exit_codes_and_evidence(runs_dir: Path, tmp_path: Path) -> None:
     assert rollback.returncode == 4
     assert rollback.stdout.startswith("ROLLBACK")
     assert "rollback evidence: pingpong: content_cycle@3" in rollback.stdout
-    assert "judges skipped" in rollback.stdout
+    assert "judges skipped (no_api_key)" in rollback.stdout
     healthy = tmp_path / "healthy.jsonl"
     write_jsonl(healthy, [trajectory(f"h{i}", messages(("a", f"{i}"), ("b", "x"))) for i in range(3)])
-    assert run("gate", str(healthy), "--min-runs", "3").returncode == 0
-    hold = run("gate", str(healthy), "--min-runs", "5")
+    unjudged = run("gate", str(healthy), "--min-runs", "3")
+    assert unjudged.returncode == 3, unjudged.stdout  # unjudged runs are missing evidence
+    assert "missing: judges skipped (no_api_key): 3 run(s) unjudged" in unjudged.stdout
+    assert run("gate", str(healthy), "--min-runs", "3", "--no-judges").returncode == 0
+    hold = run("gate", str(healthy), "--min-runs", "5", "--no-judges")
     assert (hold.returncode, hold.stdout.split()[0]) == (3, "HOLD")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n")
@@ -137,7 +156,7 @@ def test_score_a_langsmith_project_and_push_feedback(fake_langsmith: FakeLangSmi
     """The online path through the real CLI and langsmith client, against the local stand-in."""
     env = {**os.environ, "LANGSMITH_ENDPOINT": fake_langsmith.url, "LANGSMITH_API_KEY": "test-key"}
     proc = run("score", "--langsmith-project", "campaign", "--paths", "expected_paths",
-               "--format", "jsonl", "--push-feedback", env=env)
+               "--format", "jsonl", "--push-feedback", env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     rows = [json.loads(line) for line in lines if line.startswith("{")]

@@ -180,8 +180,14 @@ def test_kill_switch_and_missing_key_skip_every_call(
     assert fake_openai.requests == []
     assert verdict.judges_skipped == why
     assert not verdict.judged
-    assert verdict.passed  # the deterministic floor still ran and found nothing
+    assert (verdict.passed, verdict.reason) == (False, "unjudged")  # never a pass unasked
+    assert verdict.missing == [f"judges_skipped:{why}"]
     assert verdict.evidence["counts"]["loop_guard"] == 0
+    structural = evaluate_trajectory(healthy(), allow_set=ALLOW, policy=Policy.workflow(),
+                                     structural_only=True)
+    assert (structural.passed, structural.reason, structural.missing) == (True, "structural_only", [])
+    assert structural.structural_only
+    assert fake_openai.requests == []
     looping = evaluate_trajectory(Trajectory(run_id="l", steps=ping_pong()))
     assert looping.hard_codes == ["content_cycle"]
     assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
@@ -196,7 +202,10 @@ def test_malformed_answer_is_a_soft_judge_error(fake_openai: FakeOpenAI, config:
     assert errors == ["malformed_json", "out_of_range"]
     assert all(v.severity == "soft" for v in verdict.violations if v.code == "judge_error")
     assert verdict.judge_error
-    assert verdict.composite == pytest.approx(0.9)  # the one good level; errors are never a pass
+    assert verdict.composite is None  # not reported as if complete
+    assert verdict.evidence["partial_composite"] == pytest.approx(0.9)
+    assert (verdict.passed, verdict.judged, verdict.reason) == (False, False, "unjudged")
+    assert verdict.missing == ["judge_error:step:malformed_json", "judge_error:trajectory:out_of_range"]
     assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
 
 

@@ -71,7 +71,8 @@ def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> N
                                  graph="campaign")
     results = run_offline(fake_langsmith, evaluators=[verdict], summary_evaluators=[gate])
     rows = {r["example"].inputs["scenario"]: r["evaluation_results"]["results"][0] for r in results}
-    assert rows["healthy"].score == 1.0
+    assert rows["healthy"].score == 0.0  # no key: unjudged, never a pass
+    assert (rows["healthy"].comment or "").startswith("unjudged;")
     assert "judges=no_api_key" in (rows["healthy"].comment or "")
     assert rows["illegal_hop"].score == 0.0
     [summary] = results._summary_results["results"]
@@ -136,7 +137,10 @@ def test_gate_value_is_categorical() -> None:
     """HOLD when the window is too small, PROMOTE on clean runs (judges off), ROLLBACK on a loop."""
     clean = [sql_agent_messages(1)] * 2
     assert create_gate_evaluator(min_runs=5)(outputs=clean)["value"] == "HOLD"
-    assert create_gate_evaluator(min_runs=2)(outputs=clean)["value"] in ("PROMOTE", "HOLD")
+    assert create_gate_evaluator(min_runs=2)(outputs=clean)["value"] == "PROMOTE"  # structural only
+    # Asked for judges that cannot run (no key here): missing evidence holds, it never promotes.
+    held = create_gate_evaluator(min_runs=2, judges=True)(outputs=clean)
+    assert (held["value"], held["score"]) == ("HOLD", 0.5)
     assert create_gate_evaluator(min_runs=1)(outputs=[*clean, sql_agent_messages(3)])["value"] == "ROLLBACK"
 
 

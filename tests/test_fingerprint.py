@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from liveguard import Fingerprinter, FingerprintError, canonical_bytes, fingerprint
+from liveguard.errors import safe_key
 from liveguard.fingerprint import MAX_DEPTH
 
 
@@ -146,7 +147,9 @@ def test_unserializable_object_raises_typed_error_with_location() -> None:
     with pytest.raises(FingerprintError) as info:
         fingerprint({"args": {"rows": [1, Opaque()]}})
     assert isinstance(info.value, ValueError)
-    assert info.value.path == "$.args.rows[1]"
+    assert info.value.path == f"$.args.{safe_key('rows')}[1]"  # a user key is shown as a digest
+    assert info.value.path.startswith("$.args.#")
+    assert "rows" not in str(info.value)
     assert "0x" not in str(info.value)  # no repr with a memory address
 
 

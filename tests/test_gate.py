@@ -49,7 +49,7 @@ def test_judge_only_failures_hold_not_rollback() -> None:
 
 
 def test_exit_codes() -> None:
-    assert dict(EXIT_CODES) == {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4}
+    assert dict(EXIT_CODES) == {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4, "REFUSE": 2}
     with pytest.raises(ValueError, match="window"):
         decide([], window=0)
 

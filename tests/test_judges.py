@@ -38,6 +38,18 @@ ENV_VARS = (
 )
 
 
+def data_of(user: str) -> str:
+    """The one data block of a judge's user message (and check its per-request boundary)."""
+    lines = user.split("\n")
+    begin = next(i for i, line in enumerate(lines) if line.startswith("BEGIN_RUN_DATA "))
+    token = lines[begin].split(" ", 1)[1]
+    assert len(token) >= 16
+    assert lines[-1] == f"END_RUN_DATA {token}"
+    block = "\n".join(lines[begin + 1 : -1])
+    assert token not in block
+    return block
+
+
 @pytest.fixture(autouse=True)
 def _clean_judge_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The developer's keys, URLs and switches must not leak into (or out of) these tests."""
@@ -74,7 +86,7 @@ def test_scores_are_parsed_and_the_request_is_well_formed(fake_openai: FakeOpenA
     assert request.body["response_format"] == {"type": "json_object"}
     assert request.body["temperature"] == 0
     assert request.content("system") == SYSTEM_PROMPTS[level]
-    assert request.content("user") == '{"steps": [1, 2], "task": "add"}'  # sorted keys
+    assert data_of(request.content("user")) == '{"steps": [1, 2], "task": "add"}'  # sorted keys
 
 
 def test_prompts_are_distinct_and_ask_for_json() -> None:
@@ -92,7 +104,7 @@ def test_base_url_without_v1_works(fake_openai: FakeOpenAI) -> None:
 
 def test_long_payloads_are_truncated(fake_openai: FakeOpenAI) -> None:
     judge(config(fake_openai), "trajectory", {"steps": ["x" * 1000] * 100})
-    user = fake_openai.requests[0].content("user")
+    user = data_of(fake_openai.requests[0].content("user"))
     assert len(user) == MAX_PAYLOAD_CHARS
     assert user.endswith("[truncated]")
 
@@ -100,7 +112,8 @@ def test_long_payloads_are_truncated(fake_openai: FakeOpenAI) -> None:
 def test_payloads_with_unsortable_keys_and_objects_are_sent(fake_openai: FakeOpenAI) -> None:
     result = judge(config(fake_openai), "outcome", {"outcome": {1: "a", "b": object.__name__}, "n": 2})
     assert result.error is None
-    assert json.loads(fake_openai.requests[0].content("user"))["outcome"] == {"1": "a", "b": "object"}
+    sent = json.loads(data_of(fake_openai.requests[0].content("user")))
+    assert sent["outcome"] == {"1": "a", "b": "object"}
 
 
 # -- retries and HTTP errors ----------------------------------------------------------------
@@ -258,7 +271,8 @@ def test_defaults() -> None:
     [
         ({"AGENT_EVAL_API_KEY": "key-a", "DEEPSEEK_API_KEY": "key-d", "OPENAI_API_KEY": "key-o"}, "key-a"),
         ({"DEEPSEEK_API_KEY": "key-d", "OPENAI_API_KEY": "key-o"}, "key-d"),
-        ({"OPENAI_API_KEY": "key-o"}, "key-o"),
+        ({"AGENT_EVAL_BASE_URL": "https://api.openai.com/v1", "DEEPSEEK_API_KEY": "key-d",
+          "OPENAI_API_KEY": "key-o"}, "key-o"),
         ({"AGENT_EVAL_API_KEY": "", "DEEPSEEK_API_KEY": " key-d\n", "OPENAI_API_KEY": "key-o"}, "key-d"),
     ],
 )
@@ -302,7 +316,7 @@ def test_bad_env_values_name_the_variable(env: dict[str, str], var: str) -> None
 # -- concurrency ----------------------------------------------------------------------------
 def _by_index(request: RecordedRequest) -> Reply:
     """Score = item index / 10; later items answer sooner, so completions arrive out of order."""
-    i = json.loads(request.content("user"))["i"]
+    i = json.loads(data_of(request.content("user")))["i"]
     return Reply.json({"score": i / 10, "confidence": 1, "reason": f"item {i}"}, delay=0.02 * (6 - i))
 
 

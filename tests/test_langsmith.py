@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -139,6 +140,8 @@ def test_tracer_run_and_its_json_export_convert_identically() -> None:
     from_json = run_to_trajectory(exported)
     assert from_json == live
     assert live.run_id == str(root.id)
+    start = (live.metadata or {}).pop("start_time")  # the root's start: the gate's window order
+    assert datetime.fromisoformat(start) == root.start_time.replace(tzinfo=UTC)
     assert live.metadata == {"source": "langsmith", "scenario": "looping", "policy": "tool_agent"}
     # the outcome is the root's outputs, messages without ids or provider metadata
     last = live.outcome["messages"][-1]
@@ -158,6 +161,7 @@ def test_golden_exports_are_self_describing() -> None:
             assert metadata["graph"] == graph
             run = exported[metadata["scenario"]]
             assert run.run_id == root["id"]
+            assert (run.metadata or {}).pop("start_time") == root["start_time"].replace("Z", "+00:00")
             assert run.metadata == {
                 "source": "langsmith",
                 **(jsonl[metadata["scenario"]].metadata or {}),
@@ -384,7 +388,7 @@ def test_odd_but_readable_runs() -> None:
         Step(node="e", output={"v": 2}),
     ]
     assert (run.run_id, run.graph, run.status, run.outcome) == ("root-1", "odd", "success", {"done": True})
-    assert run.metadata == {"source": "langsmith"}
+    assert run.metadata == {"source": "langsmith", "start_time": "2025-01-01T00:00:00+00:00"}
     failed = run_to_trajectory(_root(error="RuntimeError('x')"))
     assert (failed.status, failed.steps) == ("error", [])
 

@@ -339,17 +339,12 @@ def test_header_names_time_version_policy_prompt_version_and_inputs() -> None:
     assert default["inputs"].count("golden_datasets") == 4  # the runs' own files
 
 
-class DecisionWithMissing(GateDecision):
-    """The gate decision once it carries ``missing`` (one human line per missing piece)."""
-
-    missing: list[str]
-
-
 def test_missing_evidence_banner() -> None:
     runs, decision, allow_sets = golden()
     assert 'class="missing"' not in golden_page()
-    held = DecisionWithMissing(**decision.model_dump(), missing=[
-        "judges skipped: no API key for api.deepseek.com", "graph <x> has no allow-set"])
+    assert decision is not None
+    held = decision.model_copy(update={"missing": [
+        "judges skipped: no API key for api.deepseek.com", "graph <x> has no allow-set"]})
     page = render_report(runs, held, allow_sets, generated_at=GENERATED)
     banner = re.search(r'<div class="missing" role="alert" data-missing="2">(.*?)</div>', page, flags=re.S)
     assert banner is not None

@@ -17,11 +17,12 @@ from liveguard.errors import (
 from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph, evaluate_trajectory
 from liveguard.fingerprint import Fingerprinter, canonical_bytes, fingerprint
 from liveguard.gate import CELL_PASS, GateDecision, decide, verdict_clears_autoapprove
-from liveguard.judges import PROMPT_VERSION, Gateway, JudgeConfig, JudgeSkipped
+from liveguard.judges import PROMPT_VERSION, Gateway, JudgeClient, JudgeConfig, JudgeSkipped
 from liveguard.model import Expected, LevelScore, Step, Trajectory, Verdict, Violation
 from liveguard.monitor import Monitor, check_trajectory
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 from liveguard.readers.jsonl import read_jsonl
+from liveguard.settings import Settings
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "Fingerprinter",
     "GateDecision",
     "Gateway",
+    "JudgeClient",
     "JudgeConfig",
     "JudgeSkipped",
     "LevelScore",
@@ -45,6 +47,7 @@ __all__ = [
     "NodePolicy",
     "Policy",
     "PolicyError",
+    "Settings",
     "Step",
     "ToolPolicy",
     "Trajectory",

@@ -13,9 +13,13 @@ An allow-set lives in ``expected_paths/<graph>.yaml``::
     tools:                          # optional per-tool policy overrides (pollers)
       wait_job: {no_progress: 8}
 
-Loading is all-or-nothing: malformed YAML, unknown keys, a transition to an
-undeclared node or a non-positive limit raise :class:`AllowSetError` naming the file,
-the line and the key. The same module holds the static protocol checks
+Loading is all-or-nothing: malformed YAML, a file that is not valid UTF-8, a key given
+twice in one mapping, unknown keys, a transition to an undeclared node, or a number
+outside its documented range raise :class:`AllowSetError` naming the file, the line and
+the key. Ranges: ``limits.<node>`` 1..:data:`MAX_LIMIT`; ``tools.<tool>.no_progress``
+2..:data:`MAX_COUNT`, ``nonretryable`` 1..:data:`MAX_COUNT`, ``window``
+1..:data:`MAX_WINDOW`; every number an integer (``1e20`` or ``2.5`` is rejected).
+The same module holds the static protocol checks
 (``liveguard paths check``) and derivation from a compiled LangGraph graph
 (``liveguard paths derive``).
 """
@@ -47,6 +51,13 @@ __all__ = [
 
 START = "__start__"
 END = "__end__"
+MAX_LIMIT = 10_000
+"""Largest per-node visit limit."""
+MAX_COUNT = 1_000
+"""Largest per-tool repeat count (``no_progress``, ``nonretryable``)."""
+MAX_WINDOW = 10_000
+"""Largest per-tool window (steps)."""
+_TOOL_RANGES = {"no_progress": (2, MAX_COUNT), "nonretryable": (1, MAX_COUNT), "window": (1, MAX_WINDOW)}
 
 
 class AllowSetError(LiveguardError, ValueError):
@@ -101,11 +112,17 @@ def load_allowset(path: str | Path) -> AllowSet:
     """Load and validate one YAML file; raise :class:`AllowSetError` with file:line:key."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise AllowSetError(str(path), "", f"cannot read: {exc.strerror or exc}") from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = raw.count(b"\n", 0, exc.start) + 1
+        raise AllowSetError(f"{path}:{lineno}", "", f"not valid UTF-8 (byte offset {exc.start})") from None
+    try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _no_duplicate_keys(root, str(path))
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -126,6 +143,38 @@ def load_allowsets(directory: str | Path) -> dict[str, AllowSet]:
     return found
 
 
+def _no_duplicate_keys(node: yaml.Node | None, source: str, path: str = "") -> None:
+    """Reject a key given twice in one mapping (YAML would silently keep the last)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            dotted = f"{path}.{key}" if path else key
+            if key in seen:
+                raise AllowSetError(f"{source}:{key_node.start_mark.line + 1}", dotted,
+                                    "duplicate key (given twice in one mapping)")
+            seen.add(key)
+            _no_duplicate_keys(value_node, source, dotted)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _no_duplicate_keys(item, source, f"{path}.{i}" if path else str(i))
+
+
+def _strict_ints(data: Mapping[Any, Any]) -> tuple[tuple[str | int, ...], str] | None:
+    """The first number that is not a plain integer (floats like 1e20 included)."""
+    for section in ("limits", "tools"):
+        entries = data.get(section)
+        if not isinstance(entries, Mapping):
+            continue
+        for name, value in entries.items():
+            items = value.items() if section == "tools" and isinstance(value, Mapping) else [(None, value)]
+            for field, number in items:
+                if isinstance(number, float) or (field in _TOOL_RANGES and isinstance(number, bool)):
+                    loc: tuple[str | int, ...] = (section, str(name)) + ((str(field),) if field else ())
+                    return loc, f"must be an integer, got {number!r}"
+    return None
+
+
 def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
     def fail(loc: tuple[str | int, ...], reason: str) -> AllowSetError:
         key = ".".join(str(p) for p in loc)
@@ -134,6 +183,9 @@ def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
 
     if not isinstance(data, Mapping):
         raise fail((), "expected a mapping with graph and transitions")
+    not_int = _strict_ints(data)
+    if not_int is not None:
+        raise fail(*not_int)
     try:
         allow = AllowSet.model_validate(data)
     except ValidationError as exc:
@@ -158,8 +210,13 @@ def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
     for node, limit in allow.limits.items():
         if node not in allow.nodes:
             raise fail(("limits", node), f"limit for undeclared node {node!r}")
-        if limit < 1:
-            raise fail(("limits", node), f"limit must be a positive integer, got {limit}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise fail(("limits", node), f"limit must be within 1..{MAX_LIMIT}, got {limit}")
+    for tool, override in allow.tools.items():
+        for field, (low, high) in _TOOL_RANGES.items():
+            value = getattr(override, field)
+            if value is not None and not low <= value <= high:
+                raise fail(("tools", tool, field), f"must be within {low}..{high}, got {value}")
     return allow
 
 

@@ -9,14 +9,19 @@ Commands:
   paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
 
 Exit status: 0 done; 1 ``score --strict`` with a failing run or ``paths check`` with an
-error finding; 2 bad input or usage; ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4.
+error finding; 2 bad input or usage (and ``gate``/``report`` refusing: duplicate run ids,
+unreadable runs); ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4; 70 a bug in liveguard itself.
+
+The environment is read once, here (:class:`liveguard.settings.Settings`), and passed inward.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,25 +38,59 @@ from liveguard.allowset import (
     load_allowsets,
 )
 from liveguard.errors import PolicyError, TrajectoryReadError
-from liveguard.gate import GateDecision, decide
-from liveguard.model import Trajectory, Verdict
-from liveguard.policy import Policy
+from liveguard.gate import GATE_PASS_RATE, GateDecision, decide
+from liveguard.model import Trajectory
 from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
+from liveguard.settings import Settings
 
 __all__ = ["main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BUG = 70  # EX_SOFTWARE: an internal error, never confused with --strict's 1
+DEFAULT_PATHS = "expected_paths"
 PROGRESS_AFTER = 20  # runs: smaller batches finish before a bar would help
+
+
+class UsageError(Exception):
+    """Bad input or usage: one line on stderr, exit 2."""
+
+
+def _allow_sets(args: argparse.Namespace) -> dict[str, AllowSet]:
+    """``--paths DIR`` (or ``./expected_paths`` when it exists), validated; says what it loaded."""
+    given = args.paths_dir
+    directory = Path(given) if given else Path(DEFAULT_PATHS)
+    if given is None and not directory.is_dir():
+        print(f"liveguard: allow-sets: none loaded (no --paths, no ./{DEFAULT_PATHS}/)", file=sys.stderr)
+        return {}
+    if not directory.exists():
+        raise UsageError(f"--paths {directory}: no such directory")
+    if not directory.is_dir():
+        raise UsageError(f"--paths {directory}: not a directory")
+    files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    if not files:
+        raise UsageError(f"--paths {directory}: no *.yaml or *.yml allow-set in it")
+    found = load_allowsets(directory)
+    print(f"liveguard: allow-sets: loaded {len(found)} from {directory}/ "
+          f"({', '.join(sorted(found))})", file=sys.stderr)
+    return found
 
 
 def _rows(args: argparse.Namespace) -> list[RunRow]:
     """Read and score every run named on the command line (shared by score/gate/report)."""
+    settings: Settings = args.settings
     # Validates the environment once, up front: a bad override is a usage error.
-    default = Policy.from_env(PRESETS[args.policy or "workflow"]())
-    allow_sets: dict[str, AllowSet] = load_allowsets(args.paths_dir) if args.paths_dir else {}
+    default = settings.policy(PRESETS["workflow"]())
+    explicit = settings.policy(PRESETS[args.policy]()) if args.policy else None
+    settings.judge_config()
+    allow_sets = _allow_sets(args)
     args.allow_sets = allow_sets  # the report draws them
+    for line in _env_notes(args):
+        print(f"liveguard: {line}", file=sys.stderr)
+    for p in args.paths:
+        if not Path(p).exists():
+            raise UsageError(f"{p}: no such file or directory")
     items = list(iter_inputs(args.paths))
     project = getattr(args, "langsmith_project", None)
     if project:
@@ -59,23 +98,52 @@ def _rows(args: argparse.Namespace) -> list[RunRow]:
         items += args.langsmith_items
     progress = _progress if len(items) > PROGRESS_AFTER and sys.stderr.isatty() else None
     rows = score_runs(items, allow_sets=allow_sets, default_policy=default, judges=args.judges,
-                      jobs=args.jobs, progress=progress)
+                      jobs=args.jobs, progress=progress, settings=settings,
+                      explicit_policy=explicit)
     if progress is not None:
         sys.stderr.write("\n")
     return rows
 
 
+def _env_notes(args: argparse.Namespace) -> list[str]:
+    """Rule families and judges switched off by the environment or the command line."""
+    settings: Settings = args.settings
+    notes = [f"rule family off: {code.split(':', 1)[1]} (environment flag)"
+             for code in settings.rule_families_off()]
+    if not args.judges:
+        notes.append("judges: off (--no-judges): structural only")
+    else:
+        hint = settings.judge_config().skip_hint()
+        if hint:
+            notes.append(f"judges: not run ({hint}); unjudged runs do not pass")
+    return notes
+
+
 def _langsmith_client() -> Any:
     """The LangSmith client from the environment (LANGSMITH_ENDPOINT, LANGSMITH_API_KEY)."""
+    import logging
+
     import langsmith
 
+    # The client logs its own retries and warnings; the CLI reports a failure in one line.
+    logging.getLogger("langsmith").setLevel(logging.CRITICAL)
     return langsmith.Client()
 
 
 def _langsmith_items(project: str) -> list[Trajectory | TrajectoryReadError]:
+    import langsmith.utils
+    import requests
+
     from liveguard.integrations.langsmith import list_project_trajectories
 
-    return list(list_project_trajectories(_langsmith_client(), project))
+    try:
+        return list(list_project_trajectories(_langsmith_client(), project))
+    except (langsmith.utils.LangSmithError, requests.RequestException, OSError) as exc:
+        kind = ("unauthorised" if isinstance(exc, langsmith.utils.LangSmithAuthError)
+                else "not found" if isinstance(exc, langsmith.utils.LangSmithNotFoundError)
+                else "unreachable")
+        raise UsageError(f"LangSmith {kind}: cannot list project {project!r} "
+                         f"({type(exc).__name__})") from None
 
 
 def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO) -> int:
@@ -126,55 +194,86 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _gate(args: argparse.Namespace, out: TextIO) -> int:
-    rows = _rows(args)
-    bad = [r for r in rows if r.verdict is None]
-    for r in bad:
-        out.write(f"ERROR  {r.source}: {r.error}\n")
-    if bad or not rows:
-        print("liveguard: gate needs every run readable; fix the inputs above", file=sys.stderr)
-        return EXIT_USAGE
+def _decision(args: argparse.Namespace, rows: list[RunRow]) -> GateDecision:
+    """The one gate decision for ``gate`` and ``report`` (refusals included)."""
+    seen: dict[str, int] = {}
+    for r in rows:
+        if r.run_id:
+            seen[r.run_id] = seen.get(r.run_id, 0) + 1
+    duplicates = sorted(rid for rid, n in seen.items() if n > 1)
+    unreadable = [r.source for r in rows if r.verdict is None and r.run_id not in duplicates]
     verdicts = [r.verdict for r in rows if r.verdict is not None]
-    decision = _decision(args, verdicts)
-    if decision is None:
-        return EXIT_USAGE
+    if not rows:
+        raise UsageError("no runs found in the input")
+    try:
+        return decide(verdicts, window=args.window, min_runs=args.min_runs,
+                      pass_rate=args.pass_rate, unreadable=unreadable, duplicates=duplicates)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _write_decision(decision: GateDecision, rows: list[RunRow], out: TextIO) -> None:
     out.write(f"{decision.decision}\n")
     for reason in decision.reasons:
         out.write(f"  reason: {reason}\n")
+    for line in decision.missing:
+        out.write(f"  missing: {line}\n")
     rate = "n/a" if decision.pass_rate is None else f"{decision.pass_rate:.2f}"
-    out.write(f"  runs: {decision.runs} (window {decision.window}, min {decision.min_runs}), "
+    order = "by start time" if decision.order == "start_time" else "input order"
+    out.write(f"  runs: {decision.runs} (window {decision.window}, {order}, min {decision.min_runs}), "
               f"passed: {decision.passed}, pass rate: {rate}, threshold: {decision.threshold:.2f}\n")
+    verdicts = {r.run_id: r.verdict for r in rows if r.verdict is not None}
     for run_id in decision.rollback_runs:
-        verdict = next(v for v in verdicts if v.run_id == run_id)
+        verdict = verdicts.get(run_id)
+        if verdict is None:
+            continue
         hits = ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
         out.write(f"  rollback evidence: {run_id}: {hits}\n")
-    skipped = sorted({v.judges_skipped for v in verdicts if v.judges_skipped})
-    if skipped:
-        out.write(f"  judges skipped: {', '.join(skipped)} (deterministic floor only)\n")
+
+
+def _gate(args: argparse.Namespace, out: TextIO) -> int:
+    rows = _rows(args)
+    for r in rows:
+        if r.verdict is None:
+            out.write(f"ERROR  {r.source}: {r.error}\n")
+    decision = _decision(args, rows)
+    _write_decision(decision, rows, out)
     return decision.exit_code
 
 
-def _decision(args: argparse.Namespace, verdicts: list[Verdict]) -> GateDecision | None:
-    """The gate decision for ``gate`` and ``report``; None (after saying why) on bad bounds."""
+def _same_file(a: Path, b: Path) -> bool:
     try:
-        return decide(verdicts, window=args.window, min_runs=args.min_runs, pass_rate=args.pass_rate)
-    except ValueError as exc:
-        print(f"liveguard: {exc}", file=sys.stderr)
-        return None
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
 
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
     from liveguard.report import ReportRun, render_report
 
+    target = Path(args.output)
+    inputs: list[Path] = []
+    allow_dir = args.paths_dir or (DEFAULT_PATHS if Path(DEFAULT_PATHS).is_dir() else None)
+    for p in [*args.paths, *([allow_dir] if allow_dir else [])]:
+        path = Path(p)
+        inputs += [q for q in path.iterdir() if q.is_file()] if path.is_dir() else [path]
+    clash = next((p for p in inputs if _same_file(p, target)), None)
+    if clash is not None:
+        raise UsageError(f"-o {target}: refusing to overwrite the input file {clash}")
     rows = _rows(args)
-    decision = _decision(args, [r.verdict for r in rows if r.verdict is not None])
-    if decision is None:
-        return EXIT_USAGE
+    decision = _decision(args, rows)
     runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
                       path=r.path, error=r.error) for r in rows]
-    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow", inputs=args.paths)
-    Path(args.output).write_text(page, encoding="utf-8")
+    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow",
+                         inputs=args.paths)
+    target.write_text(page, encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
+    for line in decision.missing:
+        out.write(f"  missing: {line}\n")
+    if decision.decision == "REFUSE":
+        for reason in decision.reasons:
+            print(f"liveguard: refused: {reason}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
 
@@ -194,40 +293,59 @@ def _emit(rows: list[RunRow], fmt: str, out: TextIO) -> None:
     mismatched = sum(1 for r in rows if r.matches_expected is False)
     skipped = sorted({r.verdict.judges_skipped for r in rows if r.verdict and r.verdict.judges_skipped})
     judges = f"Judges skipped: {', '.join(skipped)}." if skipped else "Judges ran."
+    if rows and all(r.verdict is None or r.verdict.structural_only for r in rows):
+        judges = "Structural only (--no-judges): judges not asked."
+    unjudged = sum(1 for r in rows if r.verdict is not None and r.verdict.reason.endswith("unjudged"))
     out.write(
-        f"-- {len(rows)} runs: {len(rows) - failed - errors} passed, {failed} failed, "
-        f"{errors} unreadable; expected-verdict mismatches: {mismatched}. {judges}\n"
+        f"-- {len(rows)} runs: {len(rows) - failed - errors} passed, {failed} failed "
+        f"({unjudged} unjudged), {errors} unreadable; expected-verdict mismatches: {mismatched}. "
+        f"{judges}\n"
     )
+    families = sorted({m.split(":", 1)[1] for r in rows if r.verdict
+                       for m in r.verdict.missing if m.startswith("rule_family_off:")})
+    if families:
+        out.write(f"-- rule families off: {', '.join(families)}\n")
 
 
 def _table_row(r: RunRow) -> str:
     if r.verdict is None:
         return f"ERROR  {r.source}: {r.error}"
     v = r.verdict
-    verdict = "PASS" if v.passed else "FAIL"
+    verdict = "PASS" if v.passed else "UNJUDGED" if v.reason.endswith("unjudged") else "FAIL"
+    if v.missing and not v.reason.endswith("unjudged") and not v.passed:
+        verdict = "INCOMPLETE" if not v.hard_codes else verdict
     hits = ", ".join(f"{x.code}@{x.step}" for x in v.violations) or "-"
     score = "  -  " if v.composite is None else f"{v.composite:.2f} "
     mark = {None: "", True: "  [as expected]", False: "  [UNEXPECTED]"}[r.matches_expected]
-    return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}"
+    gaps = f"  missing: {', '.join(v.missing)}" if v.missing else ""
+    return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}{gaps}"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="liveguard", description=__doc__)
+    from liveguard import __version__
+
+    parser = argparse.ArgumentParser(prog="liveguard", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"liveguard {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     def inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument("paths", nargs="+" if required else "*", metavar="PATH")
         p.add_argument("--paths", dest="paths_dir", metavar="DIR", default=None,
-                       help="directory of allow-set YAML files (matched to runs by graph name)")
+                       help="directory of allow-set YAML files (matched to runs by graph name; "
+                            f"default ./{DEFAULT_PATHS}/ when it exists)")
         p.add_argument("--policy", choices=sorted(PRESETS), default=None,
-                       help="policy preset for runs whose metadata names none (default: workflow)")
+                       help="policy preset for every run, over the run's metadata.policy "
+                            "(default: metadata.policy, else workflow)")
         p.add_argument("--judges", action=argparse.BooleanOptionalAction, default=True,
-                       help="call the LLM judges (needs a key; off with LLM_KILL_SWITCH=1)")
-        p.add_argument("--jobs", type=int, default=4, help="runs scored concurrently")
+                       help="call the LLM judges; --no-judges is a structural-only evaluation "
+                            "(a structurally clean run passes, and the output says so)")
+        p.add_argument("--jobs", type=_positive_int, default=4, help="runs scored concurrently (>= 1)")
 
     def window(p: argparse.ArgumentParser) -> None:
         p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
         p.add_argument("--min-runs", type=int, default=10, help="runs needed to PROMOTE")
-        p.add_argument("--pass-rate", type=float, default=0.80, help="pass rate needed to PROMOTE")
+        p.add_argument("--pass-rate", type=float, default=GATE_PASS_RATE,
+                       help="share of runs in the window that must pass to PROMOTE")
 
     score = sub.add_parser("score", help="score recorded runs")
     inputs(score, required=False)
@@ -267,6 +385,16 @@ def build_parser() -> argparse.ArgumentParser:
     derive.set_defaults(handler=_paths_derive)
     cli_approvals.add_parser(sub)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _paths_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -349,12 +477,34 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    stream = out or sys.stdout
     try:
-        status: int = args.handler(args, out or sys.stdout)
-    except (PolicyError, AllowSetError) as exc:
+        args.settings = Settings.from_env()
+        status: int = args.handler(args, stream)
+        stream.flush()
+    except (PolicyError, AllowSetError, UsageError) as exc:
         print(f"liveguard: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `liveguard score ... | head`: the reader left; end quietly
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in liveguard: exit 70, with where (never step text)
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        print(f"liveguard: internal error (a bug in liveguard, please report): "
+              f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}", file=sys.stderr)
+        return EXIT_BUG
     return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

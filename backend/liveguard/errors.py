@@ -15,10 +15,45 @@ liveness stop, present and future.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from liveguard.model import Violation
+
+
+SCHEMA_KEYS = frozenset({
+    "run_id", "graph", "steps", "status", "outcome", "metadata", "expected", "node", "summary",
+    "output", "tool", "args", "result", "error", "role", "content", "tool_calls", "name",
+    "arguments", "function", "id", "type", "tool_call_id", "passed", "hard_codes", "policy",
+    "start_time", "messages", "inputs", "outputs",
+})
+"""Keys of liveguard's own formats and of message shapes: shown as is in error locations."""
+
+
+def safe_key(key: object) -> str:
+    """A location segment for a dict key that never carries the key's text.
+
+    Schema keys (:data:`SCHEMA_KEYS`) and integers are shown as is; any other key is shown
+    as ``#`` plus an 8-hex digest prefix (a card number or an e-mail in a key stays private).
+    """
+    text = str(key)
+    if text in SCHEMA_KEYS or (text.isdigit() and len(text) <= 6):  # list indices
+        return text
+    return "#" + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+
+
+_DOTTED_LOC = re.compile(r"^(?P<loc>[^:\s][^:]*?): (?P<msg>.*)$", re.DOTALL)
+
+
+def redact_location(reason: str) -> str:
+    """``steps.0.<key>: message`` (a pydantic location) with private keys digested."""
+    match = _DOTTED_LOC.match(reason)
+    if match is None or match["loc"].startswith("invalid JSON"):
+        return reason
+    loc = ".".join(safe_key(part) for part in match["loc"].split("."))
+    return f"{loc}: {match['msg']}"
 
 
 class LiveguardError(Exception):
@@ -28,7 +63,8 @@ class LiveguardError(Exception):
 class FingerprintError(LiveguardError, ValueError):
     """A payload cannot be fingerprinted: unsupported type, cycle or excessive nesting.
 
-    ``path`` is a JSONPath-like location inside the payload (``$.args.rows[3]``).
+    ``path`` is a JSONPath-like location inside the payload (``$.args.#1f0c2a9e[3]``;
+    a user dict key appears only as a digest prefix, see :func:`safe_key`).
     """
 
     def __init__(self, reason: str, path: str = "$") -> None:

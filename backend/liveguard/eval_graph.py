@@ -10,9 +10,17 @@ are not declared channels, and two nodes writing one plain channel clobber each 
 So guards never write ``violations``: each writes its findings under its own key of
 ``graph_meta["telemetry"]``, a channel whose reducer merges key-wise. Judges write their
 level under their own key of ``scores`` (also merged key-wise). ``aggregate`` is the
-only writer of ``violations`` and ``verdict``. ``escalate_borderline`` writes only its
-panel result to ``escalation``; :func:`apply_escalation` folds that into the returned
-verdict, so the pass rule lives in one function (:func:`_decide`).
+only writer of ``violations`` and ``verdict``. ``escalate_borderline`` records its
+panel under ``escalation`` and replaces ``verdict`` with
+:func:`liveguard.verdict.apply_escalation` of it (the only other writer, and only through
+the verdict module), so ``build_eval_graph().invoke()`` returns the final verdict. The
+pass rule lives in one function, :func:`liveguard.verdict.decide_run`.
+
+Evidence or no pass: a planned judge level (or the panel) that failed, judges that did
+not run, a run with no steps, a graph with no allow-set while allow-sets are in use and a
+rule family switched off are each listed in ``Verdict.missing``, and the run is not passed.
+A structural-only evaluation (``structural_only=True``, the CLI's ``--no-judges``) plans no
+judge level and lets a structurally clean run pass, saying so (``reason="structural_only"``).
 
 Cost: once ``loop_guard`` has a hard violation, no judge is called (the run costs zero
 tokens); with ``LLM_KILL_SWITCH=1`` or no key, no judge is called anywhere and the
@@ -24,8 +32,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -33,10 +39,18 @@ from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
-from liveguard.rules.build import TRANSITION_CODES
+from liveguard.rules.build import TRANSITION_CODES, build_step_rules
+from liveguard.settings import Settings
+from liveguard.verdict import (
+    BORDERLINE_MARGIN,
+    apply_escalation,
+    decide_run,
+    is_borderline,
+    panel_outcome,
+)
 
 if TYPE_CHECKING:
-    from liveguard.judges import Gateway, JudgeResult
+    from liveguard.judges import JudgeClient, JudgeResult
 
 __all__ = [
     "EvalState",
@@ -91,6 +105,7 @@ class EvalState(TypedDict, total=False):
 
     trajectory: Trajectory
     allow_set: AllowSet | None
+    allowsets_in_use: bool
     policy: Policy | None
     outcome: Any
     levels: list[str]
@@ -164,28 +179,35 @@ def _skipped(level: Level, why: str) -> LevelScore:
 # -- the graph -------------------------------------------------------------------------------
 def build_eval_graph(
     *,
-    gateway: Gateway | None = None,
+    client: JudgeClient | None = None,
+    gateway: JudgeClient | None = None,
     panel_size: int = 3,
-    margin: float = 0.05,
+    margin: float = BORDERLINE_MARGIN,
     anomaly: bool | None = None,
+    structural_only: bool = False,
+    settings: Settings | None = None,
 ) -> Any:
-    """Compile the eval graph. ``gateway=None`` builds one from the environment.
+    """Compile the eval graph.
 
-    ``anomaly=None`` reads ``AGENT_EVAL_TRAJECTORY_ANOMALY`` (on unless ``0``); the
-    anomaly guard only runs when the run's graph has an allow-set.
+    ``client`` (``gateway`` is its deprecated name) is the judge client; None builds one
+    from ``settings``. ``settings=None`` reads the environment once, here (this is an
+    edge). ``anomaly=None`` follows ``settings.trajectory_anomaly``. ``structural_only=True``
+    plans no judge level: a structurally clean run passes with ``reason="structural_only"``.
     """
     from langgraph.graph import END, START, StateGraph
 
-    from liveguard.judges import Gateway, JudgeConfig
+    from liveguard.judges import JudgeClient
 
     if panel_size < 1 or not 0.0 <= margin <= 1.0:
         raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
-    use_anomaly = (
-        os.environ.get("AGENT_EVAL_TRAJECTORY_ANOMALY", "1").strip() != "0"
-        if anomaly is None
-        else anomaly
-    )
-    nodes = _Nodes(gateway or Gateway(JudgeConfig.from_env()), panel_size, margin, use_anomaly)
+    judge_client = client if client is not None else gateway
+    if judge_client is None or anomaly is None:
+        settings = settings if settings is not None else Settings.from_env()
+    if judge_client is None:
+        assert settings is not None
+        judge_client = JudgeClient(settings.judge_config())
+    use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
+    nodes = _Nodes(judge_client, panel_size, margin, use_anomaly, structural_only)
     builder: Any = StateGraph(EvalState)
     builder.add_node("plan_levels", nodes.plan_levels)
     builder.add_node("loop_guard", nodes.loop_guard)
@@ -203,29 +225,36 @@ def build_eval_graph(
 
 
 class _Nodes:
-    """The eval graph's nodes; they share one gateway and the escalation settings."""
+    """The eval graph's nodes; they share one judge client and the escalation settings."""
 
-    def __init__(self, gate: Gateway, panel_size: int, margin: float, use_anomaly: bool) -> None:
-        self.gate = gate
+    def __init__(
+        self, client: JudgeClient, panel_size: int, margin: float, use_anomaly: bool,
+        structural_only: bool,
+    ) -> None:
+        self.client = client
         self.panel_size = panel_size
         self.margin = margin
         self.use_anomaly = use_anomaly
+        self.structural_only = structural_only
 
     def plan_levels(self, state: EvalState) -> dict[str, Any]:
         run = state["trajectory"]
         levels = []
-        if run.steps:
-            levels.append("step")
-        if len(run.steps) >= 2:
-            levels.append("trajectory")
-        if state.get("outcome") is not None:
-            levels.append("outcome")
-        return {"levels": levels, "graph_meta": {"telemetry": {"plan_levels": {"levels": levels}}}}
+        if not self.structural_only:
+            if run.steps:
+                levels.append("step")
+            if len(run.steps) >= 2:
+                levels.append("trajectory")
+            if state.get("outcome") is not None:
+                levels.append("outcome")
+        report = {"levels": levels, "structural_only": self.structural_only,
+                  "anomaly": self.use_anomaly}
+        return {"levels": levels, "graph_meta": {"telemetry": {"plan_levels": report}}}
 
     def loop_guard(self, state: EvalState) -> dict[str, Any]:
         """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
         allow = state.get("allow_set")
-        policy = state.get("policy") or Policy.from_env()
+        policy = state.get("policy") or Policy()
         steps = state["trajectory"].steps
         found = check_trajectory(steps, policy, allow)
         report = {
@@ -251,9 +280,9 @@ class _Nodes:
         if _hard_so_far(state):
             return _skipped(level, "hard_violation")  # a broken run costs zero tokens
         try:
-            result = await self.gate.judge(level, _judge_payload(level, state))
+            result = await self.client.judge(level, _judge_payload(level, state))
         except JudgeSkipped:
-            return _skipped(level, self.gate.skip_reason or "skipped")
+            return _skipped(level, self.client.skip_reason or "skipped")
         score = _level_score(level, result)
         log.info("judge level=%s reason=%s requests=%d", level, score.reason, result.requests)
         return score
@@ -265,48 +294,96 @@ class _Nodes:
         given); ``AGENT_EVAL_TRAJECTORY_ANOMALY=0`` turns off only this judge call.
         """
         allow = state.get("allow_set")
-        if not self.use_anomaly or allow is None:
-            why = "disabled" if not self.use_anomaly else "no_allow_set"
+        if not self.use_anomaly or allow is None or self.structural_only:
+            why = ("structural_only" if self.structural_only
+                   else "disabled" if not self.use_anomaly else "no_allow_set")
             return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
         found = [v for v in _found(state, "loop_guard") if v.code in TRANSITION_CODES]
         report: dict[str, Any] = {"enabled": True}
         unusual = [v for v in found if v.severity == "soft"]
-        if unusual and not _hard_so_far(state) and self.gate.skip_reason is None:
+        if unusual and not _hard_so_far(state) and self.client.skip_reason is None:
             # A legal but unusual ordering: one judge call, with trajectory_eval's prompt.
-            result = await self.gate.judge("trajectory", _judge_payload("trajectory", state))
+            result = await self.client.judge("trajectory", _judge_payload("trajectory", state))
             report["judge"] = _level_score("trajectory", result).model_dump()
         return {"graph_meta": {"telemetry": {"trajectory_anomaly": report}}}
 
     def detect_defects(self, state: EvalState) -> dict[str, Any]:
-        """Whole-run detectors that are not Monitor rules (the Monitor's defect rules ran in loop_guard)."""
-        return {"graph_meta": {"telemetry": {"detect_defects": {"violations": []}}}}
+        """Step-text rules (``evaluator_injection_suspected``), and ``no_allowset``.
+
+        The Monitor's digest rules ran in ``loop_guard``; these need the step text.
+        """
+        run = state["trajectory"]
+        found: list[Violation] = []
+        rules = build_step_rules(state.get("policy"))
+        for index, step in enumerate(run.steps):
+            for rule in rules:
+                hit = rule.check(index, step)
+                if hit is not None:
+                    found.append(hit)
+        if state.get("allowsets_in_use") and state.get("allow_set") is None:
+            found.append(Violation(code="no_allowset", severity="soft", step=0,
+                                   node=run.graph or "-", count=1,
+                                   detail={"graph": run.graph or "-"}))
+        return {"graph_meta": {"telemetry": {"detect_defects": {"violations": _dump(found)}}}}
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
-        verdict = build_verdict(state, gate_model=self.gate.config.model)
+        verdict = build_verdict(state, gate_model=self.client.config.model,
+                                structural_only=self.structural_only)
         return {"violations": list(verdict.violations), "verdict": verdict}
 
     async def escalate_borderline(self, state: EvalState) -> dict[str, Any]:
+        """Ask the panel on a borderline composite and apply it (through the verdict module)."""
         verdict = state["verdict"]
-        composite = verdict.composite
-        if verdict.hard_codes or composite is None or abs(composite - 0.80) > self.margin:
+        if not is_borderline(verdict, self.margin):
             return {"escalation": {"called": False}}
-        if self.gate.skip_reason is not None:
-            return {"escalation": {"called": False, "why": self.gate.skip_reason}}
+        if self.client.skip_reason is not None:
+            return {"escalation": {"called": False, "why": self.client.skip_reason}}
         payload = _judge_payload("trajectory", state)
-        results = await self.gate.judge_many([("trajectory", payload)] * self.panel_size)
-        scores = [r.score for r in results if r.error is None and r.score is not None]
-        escalation: dict[str, Any] = {
-            "called": True,
-            "panel": self.panel_size,
-            "answered": len(scores),
-            "requests": sum(r.requests for r in results),
-        }
-        if scores:
-            escalation["median"] = statistics.median(scores)
-        return {"escalation": escalation}
+        results = await self.client.judge_many([("trajectory", payload)] * self.panel_size)
+        escalation = panel_outcome([r.score if r.error is None else None for r in results],
+                                   [r.error for r in results if r.error is not None])
+        escalation["requests"] = sum(r.requests for r in results)
+        return {"escalation": escalation, "verdict": apply_escalation(verdict, escalation)}
 
 
-def build_verdict(state: EvalState, gate_model: str | None = None) -> Verdict:
+def _missing(state: EvalState, scores: Mapping[str, LevelScore], structural_only: bool,
+             use_anomaly: bool) -> list[str]:
+    """Every piece of missing evidence for this run, as ``prefix:detail`` codes."""
+    run = state["trajectory"]
+    telemetry = _telemetry(state)
+    missing: list[str] = []
+    if not run.steps:
+        missing.append("no_steps")
+    planned = set(state.get("levels") or [])
+    for level, s in sorted(scores.items()):
+        if level not in planned:
+            continue
+        if s.reason.startswith("judge_error:"):
+            missing.append(f"judge_error:{level}:{s.evidence.get('error')}")
+        elif s.reason.startswith("skipped:") and s.reason != "skipped:hard_violation":
+            code = f"judges_skipped:{s.reason.split(':', 1)[1]}"
+            if code not in missing:
+                missing.append(code)
+    anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
+    if anomaly_judge and str(anomaly_judge.get("reason", "")).startswith("judge_error:"):
+        missing.append(f"judge_error:anomaly:{(anomaly_judge.get('evidence') or {}).get('error')}")
+    if state.get("allowsets_in_use") and state.get("allow_set") is None:
+        missing.append(f"no_allowset:{run.graph or '-'}")
+    if not telemetry.get("loop_guard", {}).get("enabled", True):
+        missing.append("rule_family_off:loop_guard")
+    if not use_anomaly and not structural_only:
+        missing.append("rule_family_off:trajectory_anomaly")
+    return missing
+
+
+def _start_time(run: Trajectory) -> str | None:
+    value = (run.metadata or {}).get("start_time")
+    return value if isinstance(value, str) and value else None
+
+
+def build_verdict(
+    state: EvalState, gate_model: str | None = None, *, structural_only: bool = False
+) -> Verdict:
     """aggregate's pure core: re-collect every guard's telemetry and the judges' scores."""
     from liveguard.judges import PROMPT_VERSION
 
@@ -323,14 +400,28 @@ def build_verdict(state: EvalState, gate_model: str | None = None) -> Verdict:
                 detail={"level": level_score.level, "error": level_score.evidence.get("error")},
             ))
     violations.sort(key=lambda v: (v.step, v.code))
+    use_anomaly = bool(telemetry.get("plan_levels", {}).get("anomaly", True))
+    missing = _missing(state, scores, structural_only, use_anomaly)
     judged_scores = [s.score for s in scores.values() if s.score is not None]
-    composite = sum(judged_scores) / len(judged_scores) if judged_scores else None
+    complete = bool(judged_scores) and not any(m.startswith("judge_error:") for m in missing)
+    composite = sum(judged_scores) / len(judged_scores) if complete else None
+    partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
     skipped = sorted({s.reason.split(":", 1)[1] for s in scores.values()
                       if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned"})
     hard = sorted({v.code for v in violations if v.severity == "hard"})
     judge_error = any(v.code == "judge_error" for v in violations)
-    passed, reason = _decide(hard, composite)
+    passed, reason = decide_run(hard, composite, missing, structural_only=structural_only)
     confidences = [s.confidence for s in scores.values() if s.confidence is not None]
+    evidence: dict[str, Any] = {
+        "hard_codes": hard,
+        "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
+        "steps": sorted({v.step for v in violations}),
+        "counts": {g: len(_found(state, g)) for g in GUARDS},
+        "levels": sorted(scores),
+        "steps_total": len(run.steps),
+    }
+    if partial is not None:
+        evidence["partial_composite"] = partial
     return Verdict(
         run_id=run.run_id,
         graph=run.graph,
@@ -338,56 +429,29 @@ def build_verdict(state: EvalState, gate_model: str | None = None) -> Verdict:
         composite=composite,
         violations=violations,
         levels=scores,
-        judged=bool(judged_scores),
-        judges_skipped=skipped[0] if skipped and not judged_scores else None,
+        judged=complete,
+        judges_skipped=(skipped[0] if skipped and not judged_scores
+                        else "structural_only" if structural_only else None),
         judge_error=judge_error,
+        structural_only=structural_only,
+        missing=missing,
+        start_time=_start_time(run),
         prompt_version=PROMPT_VERSION,
         confidence=min(confidences) if confidences else (1.0 if hard else None),
         reason=reason,
         source="eval_graph" + (f":{gate_model}" if gate_model else ""),
-        evidence={
-            "hard_codes": hard,
-            "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
-            "steps": sorted({v.step for v in violations}),
-            "counts": {g: len(_found(state, g)) for g in GUARDS},
-            "levels": sorted(scores),
-            "steps_total": len(run.steps),
-        },
+        evidence=evidence,
     )
 
 
-def _decide(hard: Sequence[str], composite: float | None) -> tuple[bool, str]:
-    """The one pass rule: a hard violation vetoes everything; else the pass mark decides."""
-    from liveguard.gate import CELL_PASS
-
-    if hard:
-        return False, "hard_violation"
-    if composite is None:
-        return True, "unjudged_structurally_clean"
-    if composite < CELL_PASS:
-        return False, "below_pass_mark"
-    return True, "passed"
-
-
-def apply_escalation(verdict: Verdict, escalation: Mapping[str, Any] | None) -> Verdict:
-    """Fold a borderline panel's median into the verdict (the panel decides)."""
-    if not escalation or not escalation.get("called") or "median" not in escalation:
-        return verdict
-    median = float(escalation["median"])
-    passed, reason = _decide(verdict.hard_codes, median)
-    evidence = {**verdict.evidence, "escalation": {k: escalation[k] for k in
-                                                  ("panel", "answered", "requests", "median")}}
-    return verdict.model_copy(update={
-        "passed": passed, "composite": median, "reason": f"panel:{reason}", "evidence": evidence,
-    })
-
-
 def _inputs(
-    trajectory: Trajectory, allow_set: AllowSet | None, policy: Policy | None, outcome: Any
+    trajectory: Trajectory, allow_set: AllowSet | None, policy: Policy | None, outcome: Any,
+    allowsets_in_use: bool = False,
 ) -> dict[str, Any]:
     return {
         "trajectory": trajectory,
         "allow_set": allow_set,
+        "allowsets_in_use": allowsets_in_use,
         "policy": policy,
         "outcome": trajectory.outcome if outcome is None else outcome,
         "graph_meta": {"telemetry": {}},
@@ -402,11 +466,19 @@ async def aevaluate_trajectory(
     policy: Policy | None = None,
     outcome: Any = None,
     graph: Any = None,
+    allowsets_in_use: bool = False,
+    structural_only: bool = False,
 ) -> Verdict:
-    """Run the eval graph on one trajectory and return its verdict."""
-    compiled = graph if graph is not None else build_eval_graph()
-    state = await compiled.ainvoke(_inputs(trajectory, allow_set, policy, outcome))
-    return apply_escalation(state["verdict"], state.get("escalation"))
+    """Run the eval graph on one trajectory and return its (final, escalated) verdict.
+
+    ``allowsets_in_use=True`` with ``allow_set=None`` records ``no_allowset`` (missing
+    evidence). ``structural_only`` applies only when ``graph`` is None (a given graph
+    was compiled with its own).
+    """
+    compiled = graph if graph is not None else build_eval_graph(structural_only=structural_only)
+    state = await compiled.ainvoke(_inputs(trajectory, allow_set, policy, outcome, allowsets_in_use))
+    verdict: Verdict = state["verdict"]
+    return verdict
 
 
 def evaluate_trajectory(
@@ -415,25 +487,36 @@ def evaluate_trajectory(
     allow_set: AllowSet | None = None,
     policy: Policy | None = None,
     outcome: Any = None,
-    gateway: Gateway | None = None,
+    client: JudgeClient | None = None,
+    gateway: JudgeClient | None = None,
+    structural_only: bool = False,
+    settings: Settings | None = None,
 ) -> Verdict:
     """Synchronous evaluation of one run (not for use inside a running event loop).
 
-    Builds the graph around ``gateway`` (default: from the environment) and closes the
-    gateway's client before returning, so each call owns its own event loop.
+    Builds the graph around ``client`` (``gateway`` is its deprecated name; default: from
+    ``settings``, else the environment) and closes the client before returning, so each
+    call owns its own event loop. ``structural_only=True`` is the documented Python
+    equivalent of ``--no-judges``: no judge is asked, and a structurally clean run passes
+    with ``reason="structural_only"``. Without it, a run the judges did not score is not
+    passed.
     """
 
     async def run() -> Verdict:
-        from liveguard.judges import Gateway, JudgeConfig
+        from liveguard.judges import JudgeClient
 
-        gate = gateway if gateway is not None else Gateway(JudgeConfig.from_env())
+        given = client if client is not None else gateway
+        cfg = settings if settings is not None else Settings.from_env()
+        judge_client = given if given is not None else JudgeClient(cfg.judge_config())
         try:
             return await aevaluate_trajectory(
-                trajectory, allow_set=allow_set, policy=policy, outcome=outcome,
-                graph=build_eval_graph(gateway=gate),
+                trajectory, allow_set=allow_set,
+                policy=policy if policy is not None else cfg.policy(), outcome=outcome,
+                graph=build_eval_graph(client=judge_client, structural_only=structural_only,
+                                       settings=cfg),
             )
         finally:
-            await gate.aclose()
+            await judge_client.aclose()
 
     return asyncio.run(run())
 

@@ -45,7 +45,7 @@ from typing import Any, Final
 import orjson
 import xxhash
 
-from liveguard.errors import FingerprintError
+from liveguard.errors import FingerprintError, safe_key
 from liveguard.messages import is_message_shaped
 
 NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
@@ -381,7 +381,7 @@ class Fingerprinter:
             try:
                 out[name] = self._walk(item, depth + 1, active)
             except FingerprintError as exc:
-                raise exc.at(f".{name}" if name.isidentifier() else f"[{name!r}]") from None
+                raise exc.at(f".{safe_key(name)}") from None  # never the key's text
         active.discard(ident)
         return out
 

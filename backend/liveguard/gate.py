@@ -1,40 +1,61 @@
 """The release gate and the auto-approve check: where verdicts become decisions.
 
-``decide(verdicts)`` looks at the last ``window`` runs:
+``decide(verdicts)`` looks at the last ``window`` runs and decides. The window is "the
+last N runs by start time" when every run carries a readable ISO start time
+(``Verdict.start_time``, from the run's ``metadata.start_time``), else the last N in
+input order (``GateDecision.order`` says which). In this order:
 
+* duplicate run ids or unreadable runs in the input → REFUSE (exit 2, naming them);
 * any hard liveness violation (a structural code: loops, stalls, illegal hops) → ROLLBACK;
-* pass rate ≥ ``pass_rate`` with at least ``min_runs`` runs → PROMOTE;
-* otherwise → HOLD.
+* any missing evidence in the window (``Verdict.missing``: judges failed or skipped,
+  no steps, a graph without an allow-set, a rule family switched off) → HOLD;
+* fewer than ``min_runs`` runs → HOLD;
+* pass rate ≥ ``pass_rate`` → PROMOTE, else HOLD.
+
+``GateDecision.missing`` holds one human line per piece of missing evidence; it is
+computed here only, and ``liveguard gate`` and ``liveguard report`` print the same one.
 
 ``verdict_clears_autoapprove(verdict)`` fails closed: anything short of a judged,
-error-free, passing verdict above the pass mark, with ``AGENT_EVAL_AUTOAPPROVE=1``,
-is False.
+error-free, passing verdict above the pass mark with no suspected evaluator injection,
+with auto-approve switched on, is False.
 """
 
 from __future__ import annotations
 
-import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from liveguard.model import Verdict
+from liveguard.verdict import PASS_MARK
 
 __all__ = [
     "CELL_PASS",
     "EXIT_CODES",
+    "GATE_PASS_RATE",
     "Decision",
     "GateDecision",
     "decide",
+    "missing_lines",
     "verdict_clears_autoapprove",
 ]
 
-CELL_PASS: Final = 0.80
-"""The judge pass mark: a composite below it fails."""
+CELL_PASS: Final = PASS_MARK
+"""The judge pass mark (kept for compatibility; it lives in :mod:`liveguard.verdict`)."""
+GATE_PASS_RATE: Final = 0.80
+"""The gate's default pass rate: the share of runs in the window that must pass.
+A different concept from the judge pass mark, with its own constant."""
 
-Decision = Literal["PROMOTE", "HOLD", "ROLLBACK"]
-EXIT_CODES: Final[Mapping[str, int]] = {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4}
+Decision = Literal["PROMOTE", "HOLD", "ROLLBACK", "REFUSE"]
+EXIT_CODES: Final[Mapping[str, int]] = {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4, "REFUSE": 2}
+_JUDGE_GAPS: Final = ("judge_error:", "judges_skipped:")
+_FAMILY_FLAGS: Final[Mapping[str, str]] = {
+    "loop_guard": "AGENT_EVAL_LOOP_GUARD=0",
+    "trajectory_anomaly": "AGENT_EVAL_TRAJECTORY_ANOMALY=0",
+}
 
 
 class GateDecision(BaseModel):
@@ -49,13 +70,73 @@ class GateDecision(BaseModel):
     threshold: float
     passed: int
     pass_rate: float | None
+    order: Literal["start_time", "input"] = "input"
+    structural_only: bool = False
     rollback_runs: list[str] = Field(default_factory=list)
     rollback_codes: list[str] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    """One human line per piece of missing evidence (the report's banner)."""
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.decision]
+
+
+def _instant(text: str | None) -> float | None:
+    """Seconds since the epoch of an ISO start time (naive = UTC), or None."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _ids(ids: Sequence[str], limit: int = 10) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
+    """One human line per kind of missing evidence over ``verdicts`` (codes, counts, ids)."""
+    failed: dict[str, set[str]] = {}
+    skipped: dict[str, set[str]] = {}
+    no_steps: list[str] = []
+    no_allow: dict[str, int] = {}
+    families: set[str] = set()
+    for v in verdicts:
+        for m in v.missing:
+            kind, _, detail = m.partition(":")
+            if kind == "judge_error":
+                failed.setdefault(v.run_id, set()).add(detail)
+            elif kind == "judges_skipped":
+                skipped.setdefault(detail, set()).add(v.run_id)
+            elif kind == "no_steps":
+                no_steps.append(v.run_id)
+            elif kind == "no_allowset":
+                no_allow[detail] = no_allow.get(detail, 0) + 1
+            elif kind == "rule_family_off":
+                families.add(detail)
+    lines: list[str] = []
+    if failed:
+        codes = Counter(d for details in failed.values() for d in details)
+        listed = ", ".join(f"{code} x{n}" for code, n in sorted(codes.items()))
+        lines.append(f"judges failed: {len(failed)} run(s) unjudged (level:error {listed})")
+    for why, ids in sorted(skipped.items()):
+        lines.append(f"judges skipped ({why}): {len(ids)} run(s) unjudged")
+    if no_steps:
+        lines.append(f"no steps: {len(no_steps)} run(s) with no step recorded or recovered: "
+                     f"{_ids(sorted(set(no_steps)))}")
+    if no_allow:
+        graphs = ", ".join(f"{g} ({n} run(s))" for g, n in sorted(no_allow.items()))
+        lines.append(f"no allow-set: transition rules did not run for graph(s) {graphs}")
+    for family in sorted(families):
+        lines.append(f"rule family off: {family} ({_FAMILY_FLAGS.get(family, 'environment')})")
+    return lines
 
 
 def decide(
@@ -63,20 +144,52 @@ def decide(
     *,
     window: int = 50,
     min_runs: int = 10,
-    pass_rate: float = CELL_PASS,
+    pass_rate: float = GATE_PASS_RATE,
+    unreadable: Sequence[str] = (),
+    duplicates: Sequence[str] = (),
 ) -> GateDecision:
-    """PROMOTE / HOLD / ROLLBACK over the last ``window`` verdicts (input order is run order)."""
+    """PROMOTE / HOLD / ROLLBACK / REFUSE over the last ``window`` verdicts.
+
+    ``unreadable`` names input runs that gave no verdict (``file:line``); ``duplicates``
+    run ids seen more than once in the input (duplicates among ``verdicts`` are found
+    here too). Either refuses the decision.
+    """
     if window < 1 or min_runs < 0 or not 0.0 <= pass_rate <= 1.0:
         raise ValueError("window must be >= 1, min_runs >= 0 and pass_rate within [0, 1]")
-    recent = list(verdicts)[-window:]
+    counts = Counter(v.run_id for v in verdicts)
+    dupes = sorted(set(duplicates) | {rid for rid, n in counts.items() if n > 1})
+    instants = [_instant(v.start_time) for v in verdicts]
+    timed = bool(verdicts) and all(t is not None for t in instants)
+    ordered = ([v for _, _, v in sorted(zip(instants, range(len(verdicts)), verdicts, strict=True),
+                                        key=lambda x: (x[0], x[1]))]
+               if timed else list(verdicts))
+    recent = ordered[-window:]
     passed = sum(1 for v in recent if v.passed)
     rate = passed / len(recent) if recent else None
     rollback = [v for v in recent if v.liveness_codes]
     codes = sorted({c for v in rollback for c in v.liveness_codes})
+    missing = missing_lines(recent)
+    structural = bool(recent) and all(v.structural_only for v in recent)
     reasons: list[str] = []
-    if rollback:
-        decision: Decision = "ROLLBACK"
+    decision: Decision
+    if dupes or unreadable:
+        decision = "REFUSE"
+        if dupes:
+            reasons.append(f"duplicate run ids in the input: {_ids(dupes)}")
+        if unreadable:
+            reasons.append(f"{len(unreadable)} unreadable run(s): {_ids(list(unreadable))}")
+    elif rollback:
+        decision = "ROLLBACK"
         reasons.append(f"{len(rollback)} run(s) with hard liveness violations: {', '.join(codes)}")
+    elif missing:
+        decision = "HOLD"
+        incomplete = sum(1 for v in recent if v.missing)
+        unjudged = [v for v in recent if any(m.startswith(_JUDGE_GAPS) for m in v.missing)]
+        if unjudged:
+            codes = sorted({m.split(":")[-1] for v in unjudged for m in v.missing
+                            if m.startswith(_JUDGE_GAPS)})
+            reasons.append(f"{len(unjudged)} unjudged run(s) in the window: {', '.join(codes)}")
+        reasons.append(f"missing evidence on {incomplete} run(s) in the window (see below)")
     elif len(recent) < min_runs:
         decision = "HOLD"
         reasons.append(f"only {len(recent)} run(s) in the window; {min_runs} needed")
@@ -86,6 +199,8 @@ def decide(
     else:
         decision = "HOLD"
         reasons.append(f"pass rate {rate or 0.0:.2f} < {pass_rate:.2f} over {len(recent)} runs")
+    if structural and decision != "REFUSE":
+        reasons.append("structural only: judges not asked (--no-judges)")
     return GateDecision(
         decision=decision,
         runs=len(recent),
@@ -94,21 +209,37 @@ def decide(
         threshold=pass_rate,
         passed=passed,
         pass_rate=rate,
+        order="start_time" if timed else "input",
+        structural_only=structural,
         rollback_runs=[v.run_id for v in rollback],
         rollback_codes=codes,
         reasons=reasons,
+        missing=missing,
     )
 
 
 def verdict_clears_autoapprove(
-    verdict: Verdict | None, env: Mapping[str, str] | None = None
+    verdict: Verdict | None, env: Mapping[str, str] | None = None, *, enabled: bool | None = None
 ) -> bool:
-    """True only when a send may go out without a human. Fails closed on anything else."""
-    env = os.environ if env is None else env
-    if env.get("AGENT_EVAL_AUTOAPPROVE", "").strip() != "1":
+    """True only when a send may go out without a human. Fails closed on anything else.
+
+    ``enabled`` is the auto-approve switch (the settings value); None reads
+    ``AGENT_EVAL_AUTOAPPROVE`` from ``env`` (default: the environment, read here at the edge).
+    """
+    if enabled is None:
+        from liveguard.settings import Settings
+
+        enabled = Settings.from_env(env).autoapprove
+    if not enabled:
         return False
-    if verdict is None or not verdict.passed or verdict.hard_codes:
+    if verdict is None or not verdict.passed or verdict.hard_codes or verdict.missing:
         return False
     if not verdict.judged or verdict.judge_error or verdict.judges_skipped:
         return False
-    return verdict.composite is not None and verdict.composite >= CELL_PASS
+    if verdict.structural_only or ("escalation" in verdict.evidence and "median" not in (
+        verdict.evidence["escalation"] or {}
+    )):
+        return False
+    if any(v.code == "evaluator_injection_suspected" for v in verdict.violations):
+        return False
+    return verdict.composite is not None and verdict.composite >= PASS_MARK

@@ -116,7 +116,13 @@ class LevelScore(BaseModel):
 class Verdict(BaseModel):
     """The eval graph's verdict on one run.
 
-    ``passed`` is False whenever a hard violation fired, whatever the scores.
+    ``passed`` is False whenever a hard violation fired, whatever the scores, and
+    whenever evidence is missing: ``missing`` lists it as ``prefix:detail`` codes
+    (``judge_error:step:http_5xx``, ``judges_skipped:no_api_key``, ``no_steps``,
+    ``no_allowset:<graph>``, ``rule_family_off:loop_guard``; see
+    :data:`liveguard.verdict.MISSING_CODES`). ``structural_only`` is True when the caller
+    asked for a structural-only evaluation (no judges, by request). ``start_time`` (ISO
+    text, when the run carries one) orders the gate's window.
     ``reason`` and every ``evidence`` value are codes, counts, digests and step indices.
     """
 
@@ -131,6 +137,9 @@ class Verdict(BaseModel):
     judged: bool = False
     judges_skipped: str | None = None
     judge_error: bool = False
+    structural_only: bool = False
+    missing: list[str] = Field(default_factory=list)
+    start_time: str | None = None
     prompt_version: str
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     reason: str

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.errors import LiveguardError, TrajectoryReadError, redact_location
 from liveguard.model import Expected, Trajectory, Verdict
 from liveguard.policy import Policy
 from liveguard.readers.jsonl import read_jsonl
+from liveguard.settings import Settings, resolve
 
 __all__ = ["PRESETS", "RunRow", "iter_inputs", "policy_for", "score_runs"]
 
@@ -73,6 +74,10 @@ class RunRow:
                 "confidence": v.confidence,
                 "judged": v.judged,
                 "judges_skipped": v.judges_skipped,
+                "structural_only": v.structural_only,
+                "missing": list(v.missing),
+                "judge_errors": [m.split(":", 1)[1] for m in v.missing
+                                 if m.startswith("judge_error:")],
                 "prompt_version": v.prompt_version,
                 "levels": {
                     name: {"score": s.score, "reason": s.reason, "source": s.source}
@@ -108,12 +113,17 @@ def iter_inputs(paths: Iterable[str | Path]) -> Iterator[tuple[str, Trajectory |
                 yield (item.source if isinstance(item, TrajectoryReadError) else str(f)), item
 
 
-def policy_for(run: Trajectory, default: Policy) -> Policy:
-    """The run's ``metadata.policy`` preset (with the environment applied), else ``default``."""
+def policy_for(
+    run: Trajectory, default: Policy, explicit: Policy | None = None,
+    settings: Settings | None = None,
+) -> Policy:
+    """The precedence (:func:`liveguard.settings.resolve`): ``explicit``, then the run's
+    ``metadata.policy`` preset (with the settings' overrides applied), then ``default``."""
     preset = (run.metadata or {}).get("policy")
+    from_metadata = None
     if isinstance(preset, str) and preset in PRESETS:
-        return Policy.from_env(PRESETS[preset]())
-    return default
+        from_metadata = (settings or Settings.from_env()).policy(PRESETS[preset]())
+    return resolve(explicit, from_metadata, default)
 
 
 def score_runs(
@@ -134,23 +144,25 @@ async def ascore_runs(
     judges: bool = True,
     jobs: int = 4,
     progress: Callable[[int, int], None] | None = None,
+    settings: Settings | None = None,
+    explicit_policy: Policy | None = None,
 ) -> list[RunRow]:
+    """``judges=False`` is a structural-only evaluation (the CLI's ``--no-judges``)."""
     from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-    from liveguard.judges import Gateway, JudgeConfig
+    from liveguard.judges import JudgeClient
 
-    config = JudgeConfig.from_env()
-    if not judges:
-        config = config.model_copy(update={"kill_switch": True})
-    gateway = Gateway(config)
-    graph = build_eval_graph(gateway=gateway)
-    default = default_policy if default_policy is not None else Policy.from_env()
+    settings = settings if settings is not None else Settings.from_env()
+    gateway = JudgeClient(settings.judge_config())
+    graph = build_eval_graph(client=gateway, structural_only=not judges, settings=settings)
+    default = default_policy if default_policy is not None else settings.policy()
+    in_use = bool(allow_sets)
     limit = asyncio.Semaphore(max(1, jobs))
     done = 0
 
     async def one(source: str, item: Trajectory | TrajectoryReadError) -> RunRow:
         nonlocal done
         if isinstance(item, TrajectoryReadError):
-            row = RunRow(source=item.source, error=item.reason)
+            row = RunRow(source=item.source, error=redact_location(item.reason))
         else:
             row = await _score_one(source, item)
         done += 1
@@ -166,7 +178,8 @@ async def ascore_runs(
             try:
                 allow = (allow_sets or {}).get(run.graph) if run.graph else None
                 verdict = await aevaluate_trajectory(
-                    run, allow_set=allow, policy=policy_for(run, default), graph=graph
+                    run, allow_set=allow, policy=policy_for(run, default, explicit_policy, settings),
+                    graph=graph, allowsets_in_use=in_use,
                 )
             except LiveguardError as exc:  # e.g. a payload that cannot be fingerprinted
                 return RunRow(source=base.source, run_id=base.run_id, graph=base.graph, path=path,

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 LIVENESS_KEY: Final = "liveness"
-GATE_SCORES: Mapping[str, float] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0}
+GATE_SCORES: Mapping[str, float] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0, "REFUSE": 0.0}
 """The gate decision as a number, next to the categorical ``value``."""
 
 Evaluator = Callable[..., dict[str, Any]]
@@ -251,21 +251,23 @@ async def _averdict(
     policy: Policy | None,
     allow_sets: Mapping[str, AllowSet] | None,
     judge_config: JudgeConfig | None,
+    structural_only: bool = False,
 ) -> Verdict:
+    """One run's verdict. ``structural_only`` is the caller's explicit ``judges=False``."""
     from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-    from liveguard.judges import Gateway
+    from liveguard.judges import JudgeClient
 
     default = policy if policy is not None else Policy.from_env()
-    gateway = Gateway(judge_config if judge_config is not None else JudgeConfig.from_env())
+    client = JudgeClient(judge_config if judge_config is not None else JudgeConfig.from_env())
     try:
         return await aevaluate_trajectory(
             trajectory,
             allow_set=(allow_sets or {}).get(trajectory.graph or ""),
             policy=policy_for(trajectory, default),
-            graph=build_eval_graph(gateway=gateway),
+            graph=build_eval_graph(client=client, structural_only=structural_only),
         )
     finally:
-        await gateway.aclose()
+        await client.aclose()
 
 
 def _verdict_feedback(verdict: Verdict) -> dict[str, Any]:
@@ -396,10 +398,13 @@ def _gate_score(
 ) -> Callable[[list[Trajectory]], Coroutine[Any, Any, dict[str, Any]]]:
     _check(allow_sets, policy)
     decide([], window=window, min_runs=min_runs, pass_rate=pass_rate)  # validates the bounds
+    # judges=False is an explicit structural-only evaluation: no judge is called, and a
+    # clean run may pass on the deterministic floor (the output says "structural only").
     config = None if judges else JudgeConfig.from_env().model_copy(update={"kill_switch": True})
 
     async def score(trajectories: list[Trajectory]) -> dict[str, Any]:
-        verdicts = [await _averdict(t, policy, allow_sets, config) for t in trajectories]
+        verdicts = [await _averdict(t, policy, allow_sets, config, structural_only=not judges)
+                    for t in trajectories]
         return gate_feedback(decide(verdicts, window=window, min_runs=min_runs, pass_rate=pass_rate))
 
     return score

@@ -67,6 +67,7 @@ Nothing from LangSmith, LangChain or LangGraph is imported at module import time
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -142,6 +143,13 @@ class _Run:
     def sort_key(self) -> tuple[int, float, str]:
         step = self.step
         return (-1 if step is None else step, self.start, self.dotted_order)
+
+
+def _with_start_time(metadata: dict[str, Any], start: float) -> dict[str, Any]:
+    """The root run's ``start_time`` (ISO 8601, UTC) in ``metadata``: the gate's window order."""
+    if math.isfinite(start) and "start_time" not in metadata:
+        metadata["start_time"] = datetime.fromtimestamp(start, UTC).isoformat()
+    return metadata
 
 
 def _timestamp(value: Any) -> float:
@@ -506,7 +514,7 @@ def run_to_trajectory(
             steps=steps,
             status=root.status,
             outcome=_clean(root.outputs),
-            metadata=_metadata(md, SOURCE_LANGSMITH, root.session_id),
+            metadata=_with_start_time(_metadata(md, SOURCE_LANGSMITH, root.session_id), root.start),
             expected=expected if expected is not None else _expected_of(md),
         )
     except TrajectoryReadError:

@@ -34,7 +34,7 @@ COLORS: Mapping[str, str] = {
 }
 """The diagram's palette. The page itself uses none of these for anything else."""
 
-_DECISION_COLORS = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#a40e26"}
+_DECISION_COLORS = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#a40e26", "REFUSE": "#a40e26"}
 _FAIL = "#a40e26"
 _PASS = "#1a7f37"
 _ERROR = "#6e7781"

@@ -7,6 +7,10 @@ offline run the same rules in the same order:
 2. the allow-set family, whenever an allow-set is given;
 3. the defect family (soft findings).
 
+Step-text rules (``evaluator_injection_suspected``) need the step's text, which the
+Monitor's digest-only observations do not carry; :func:`build_step_rules` assembles
+them and the eval graph's ``detect_defects`` node runs them.
+
 ``allow_set`` is pure data; its limits and tool overrides must already be applied to
 ``policy`` (``AllowSet.apply``), as :class:`~liveguard.monitor.Monitor` does.
 """
@@ -19,6 +23,7 @@ from liveguard.policy import Policy
 from liveguard.rules.base import Rule
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
 from liveguard.rules.defects import ToolEntropyCollapse
+from liveguard.rules.injection import EvaluatorInjection
 from liveguard.rules.revisits import NodeRevisits
 from liveguard.rules.tools import ToolNoProgress
 from liveguard.rules.transitions import TransitionRules
@@ -26,7 +31,7 @@ from liveguard.rules.transitions import TransitionRules
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build"]
+__all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build", "build_step_rules"]
 
 LOOP_GUARD_CODES = frozenset(
     {"node_revisit_cycle", "no_progress_stall", "repeated_content", "content_cycle", "tool_no_progress"}
@@ -51,3 +56,8 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
         rules.append(TransitionRules(allow_set, policy))
     rules.append(ToolEntropyCollapse())
     return rules
+
+
+def build_step_rules(policy: Policy | None = None) -> list[EvaluatorInjection]:
+    """The step-text rules (soft), in order. ``policy`` is reserved for their thresholds."""
+    return [EvaluatorInjection()]

@@ -1,0 +1,93 @@
+"""Configuration read from the environment once, at the edge, into a value passed inward.
+
+The CLI, the integrations and the evaluator factories call :meth:`Settings.from_env`
+once; the library below them takes a :class:`Settings` (or the pieces it needs) as an
+argument and never reads ``os.environ`` itself.
+
+Precedence, written once (:func:`resolve`): an explicit argument, then the run's
+metadata, then the default.
+
+Variables: ``AGENT_EVAL_*`` judge settings (see :class:`~liveguard.judges.JudgeConfig`),
+``LLM_KILL_SWITCH``, ``AGENT_EVAL_LOOP_GUARD`` (``0``: the loop-guard rule family off),
+``AGENT_EVAL_TRAJECTORY_ANOMALY`` (``0``: the anomaly judge call off; the allow-set
+rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeVar
+
+from liveguard.policy import Policy
+
+if TYPE_CHECKING:
+    from liveguard.judges import JudgeConfig
+
+__all__ = ["ENV_NAMES", "Settings", "resolve"]
+
+T = TypeVar("T")
+
+ENV_NAMES: tuple[str, ...] = (
+    "AGENT_EVAL_API_KEY", "AGENT_EVAL_BASE_URL", "AGENT_EVAL_MODEL", "AGENT_EVAL_TIMEOUT",
+    "AGENT_EVAL_MAX_RETRIES", "AGENT_EVAL_CONCURRENCY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
+    "LLM_KILL_SWITCH", "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY",
+    "AGENT_EVAL_MAX_REVISITS", "AGENT_EVAL_AUTOAPPROVE",
+)
+"""Every variable liveguard reads (and only at the edge)."""
+
+
+def resolve(explicit: T | None, metadata: T | None, default: T) -> T:
+    """The precedence rule: explicit argument, then the run's metadata, then the default."""
+    if explicit is not None:
+        return explicit
+    if metadata is not None:
+        return metadata
+    return default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A snapshot of the environment's liveguard variables, validated on use."""
+
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        source = os.environ if env is None else env
+        return cls(MappingProxyType({k: source[k] for k in ENV_NAMES if k in source}))
+
+    def _flag(self, name: str, default: str = "1") -> str:
+        return self.env.get(name, default).strip()
+
+    @property
+    def loop_guard(self) -> bool:
+        return self._flag("AGENT_EVAL_LOOP_GUARD") != "0"
+
+    @property
+    def trajectory_anomaly(self) -> bool:
+        return self._flag("AGENT_EVAL_TRAJECTORY_ANOMALY") != "0"
+
+    @property
+    def autoapprove(self) -> bool:
+        return self._flag("AGENT_EVAL_AUTOAPPROVE", "") == "1"
+
+    def policy(self, base: Policy | None = None) -> Policy:
+        """``base`` with the environment's overrides (raises PolicyError naming a bad variable)."""
+        return Policy.from_env(base, env=self.env)
+
+    def judge_config(self) -> JudgeConfig:
+        from liveguard.judges import JudgeConfig
+
+        return JudgeConfig.from_env(self.env)
+
+    def rule_families_off(self) -> list[str]:
+        """``rule_family_off:<family>`` codes for the families the environment switched off."""
+        off = []
+        if not self.loop_guard:
+            off.append("rule_family_off:loop_guard")
+        if not self.trajectory_anomaly:
+            off.append("rule_family_off:trajectory_anomaly")
+        return off

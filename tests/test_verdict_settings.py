@@ -1,0 +1,87 @@
+"""The verdict module's decision rule and the settings' precedence, each written once."""
+
+from __future__ import annotations
+
+import pytest
+
+from liveguard import Policy, Trajectory
+from liveguard.gate import GATE_PASS_RATE, decide
+from liveguard.model import Verdict
+from liveguard.scoring import policy_for
+from liveguard.settings import Settings, resolve
+from liveguard.testing import messages
+from liveguard.verdict import BORDERLINE_MARGIN, PASS_MARK, apply_escalation, decide_run, is_borderline
+
+
+@pytest.mark.parametrize(
+    ("hard", "composite", "missing", "structural", "expected"),
+    [
+        (["content_cycle"], 1.0, [], False, (False, "hard_violation")),
+        (["content_cycle"], None, [], True, (False, "hard_violation")),
+        ([], 1.0, ["judge_error:step:http_5xx"], False, (False, "unjudged")),
+        ([], None, ["judges_skipped:no_api_key"], False, (False, "unjudged")),
+        ([], None, ["no_steps"], True, (False, "incomplete_evidence")),
+        ([], None, ["rule_family_off:loop_guard"], True, (False, "incomplete_evidence")),
+        ([], None, ["no_allowset:g"], True, (True, "structural_only")),  # holds the gate only
+        ([], None, [], True, (True, "structural_only")),
+        ([], None, [], False, (False, "unjudged")),
+        ([], PASS_MARK - 0.01, [], False, (False, "below_pass_mark")),
+        ([], PASS_MARK, [], False, (True, "passed")),
+    ],
+)
+def test_the_decision_rule(hard: list[str], composite: float | None, missing: list[str],
+                           structural: bool, expected: tuple[bool, str]) -> None:
+    assert decide_run(hard, composite, missing, structural_only=structural) == expected
+
+
+def _verdict(**fields: object) -> Verdict:
+    base: dict[str, object] = {"run_id": "r", "passed": True, "composite": 0.82, "judged": True,
+                               "prompt_version": "p", "reason": "passed"}
+    return Verdict.model_validate({**base, **fields})
+
+
+def test_escalation_is_applied_by_the_verdict_module() -> None:
+    v = _verdict()
+    assert is_borderline(v, BORDERLINE_MARGIN)
+    assert not is_borderline(_verdict(composite=0.9))
+    failed = apply_escalation(v, {"called": True, "panel": 3, "answered": 1, "errors": ["timeout"]})
+    assert (failed.passed, failed.judged, failed.composite) == (False, False, None)
+    assert failed.missing == ["judge_error:panel:timeout"]
+    low = apply_escalation(v, {"called": True, "panel": 3, "answered": 3, "median": 0.7})
+    assert (low.passed, low.composite, low.reason) == (False, 0.7, "panel:below_pass_mark")
+    assert apply_escalation(v, {"called": False}) is v
+
+
+def test_the_gate_pass_rate_is_its_own_constant() -> None:
+    assert decide([]).threshold == GATE_PASS_RATE
+
+
+@pytest.mark.parametrize(
+    ("explicit", "metadata", "default", "expected"),
+    [(1, 2, 3, 1), (None, 2, 3, 2), (None, None, 3, 3), (0, 2, 3, 0)],
+)
+def test_precedence_explicit_then_metadata_then_default(
+    explicit: int | None, metadata: int | None, default: int, expected: int
+) -> None:
+    assert resolve(explicit, metadata, default) == expected
+
+
+def test_policy_precedence_for_a_run() -> None:
+    run = Trajectory(run_id="r", steps=messages(("a", "x")), metadata={"policy": "tool_agent"})
+    plain = Trajectory(run_id="p", steps=messages(("a", "x")))
+    settings = Settings.from_env({})
+    explicit = Policy.workflow(window=7)
+    default = Policy.workflow(window=9)
+    assert policy_for(run, default, explicit, settings) == explicit
+    assert policy_for(run, default, None, settings) == Policy.tool_agent()
+    assert policy_for(plain, default, None, settings) == default
+
+
+def test_settings_are_a_snapshot_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_EVAL_LOOP_GUARD", "0")
+    settings = Settings.from_env()
+    monkeypatch.setenv("AGENT_EVAL_LOOP_GUARD", "1")
+    assert not settings.loop_guard
+    assert settings.rule_families_off() == ["rule_family_off:loop_guard"]
+    assert settings.policy().enabled is False
+    assert Settings.from_env({"AGENT_EVAL_AUTOAPPROVE": "1"}).autoapprove
