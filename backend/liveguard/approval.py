@@ -71,7 +71,6 @@ import itertools
 import json
 import logging
 import operator
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -182,15 +181,15 @@ def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] |
     """Why a send was not auto-approved: codes only (empty when it was)."""
     if cleared:
         return []
-    env = os.environ if env is None else env
+    from liveguard.gate import verdict_clears_autoapprove
+    from liveguard.settings import Settings
+
     reasons: list[str] = []
-    if env.get("AGENT_EVAL_AUTOAPPROVE", "").strip() != "1":
+    if not Settings.from_env(env).autoapprove:
         reasons.append("autoapprove_off")
     if verdict is None:
         return [*reasons, "unjudged:no_verdict"]
-    from liveguard.gate import verdict_clears_autoapprove
-
-    if verdict_clears_autoapprove(verdict, {**env, "AGENT_EVAL_AUTOAPPROVE": "1"}):
+    if verdict_clears_autoapprove(verdict, enabled=True):
         return reasons  # only the switch held it
     specific = len(reasons)
     reasons += [f"hard:{code}" for code in verdict.hard_codes]
