@@ -31,9 +31,11 @@ from liveguard.approval import (
     ApprovalConflict,
     ApprovalError,
     approval_gate,
+    aresume_approval,
     draft_digest,
     parse_decision,
     read_thread,
+    resume_approval,
 )
 from liveguard.checkpoints import aclaim, aopen_saver, claim, open_saver
 from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
@@ -330,6 +332,42 @@ def test_a_graph_without_checkpointer_is_refused() -> None:
     graph = _plain_graph(None)
     with pytest.raises(ApprovalError, match="needs a checkpointer"):
         graph.invoke({}, cfg("none"))
+
+
+@pytest.mark.parametrize(("answer", "message"), BAD_ANSWERS[:4])
+def test_resume_approval_raises_before_resuming(
+    judges: FakeOpenAI, sqlite_url: str, answer: Any, message: str
+) -> None:
+    with open_saver(sqlite_url) as saver:
+        graph = campaign.build_graph("ping_pong", checkpointer=saver)
+        first = payload_of(graph.invoke(campaign.initial_input("ping_pong"), cfg("checked")))
+        before = len(list(saver.list(None)))
+        with pytest.raises(ApprovalError, match=message):
+            resume_approval(graph, cfg("checked"), answer)
+        assert len(list(saver.list(None))) == before, "nothing was resumed"
+        assert "error" not in payload_of({"__interrupt__": graph.get_state(cfg("checked")).interrupts})
+        assert graph.get_state(cfg("checked")).interrupts[0].value == first
+        done = resume_approval(graph, cfg("checked"), {"action": "approve", "by": "ann"})
+        assert done["sent"] == done["draft"]
+        with pytest.raises(ApprovalError, match="not waiting for approval"):
+            resume_approval(graph, cfg("checked"), {"action": "approve", "by": "ann"})
+        assert sends(saver, "checked") == 1
+
+
+def test_aresume_approval(judges: FakeOpenAI, sqlite_url: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with aopen_saver(sqlite_url) as saver:
+            graph = campaign.build_graph("ping_pong", checkpointer=saver)
+            await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("achecked"))
+            with pytest.raises(ApprovalError, match=r"resume\.by"):
+                await aresume_approval(graph, cfg("achecked"), {"action": "approve"})
+            out: dict[str, Any] = await aresume_approval(
+                graph, cfg("achecked"), {"action": "reject", "by": "ann", "note": "no"})
+            return out
+
+    out = asyncio.run(scenario())
+    assert "sent" not in out
+    assert out["approvals"][-1]["action"] == "reject"
 
 
 # -- savers: sync, async, in memory ------------------------------------------------------------

@@ -47,8 +47,9 @@ The node (sync and async callers alike) does, in order:
    edit replaces the draft (``draft`` required) and goes to ``send``. A malformed answer
    (missing ``by``, unknown action, a wrong type, unknown keys) is logged and answered with
    a new ``interrupt()`` whose payload adds ``"error"``: the thread stays interrupted and
-   nothing is sent. :func:`parse_decision` is the same check, for callers that want an
-   exception before resuming (the approvals CLI uses it).
+   nothing is sent. :func:`resume_approval` / :func:`aresume_approval` check the answer
+   (:func:`parse_decision`) and that the thread waits for an approval *before* resuming,
+   and raise :class:`ApprovalError` otherwise (the approvals CLI does the same).
 5. **Exactly once.** A person's decision is claimed first (:func:`liveguard.checkpoints.claim`):
    one row per interrupted task in the checkpointer's own database. Of two workers
    resuming the same interrupt, one wins; the other raises :class:`ApprovalConflict`
@@ -91,10 +92,12 @@ __all__ = [
     "ApprovalState",
     "Decision",
     "approval_gate",
+    "aresume_approval",
     "draft_digest",
     "parse_decision",
     "read_thread",
     "reasons_for",
+    "resume_approval",
 ]
 
 log = logging.getLogger("liveguard.approval")
@@ -169,6 +172,38 @@ def parse_decision(answer: Any) -> Decision:
     if isinstance(draft, str):
         decision["draft"] = draft
     return decision
+
+
+def _pending_approval(snapshot: Any) -> bool:
+    return any(isinstance(getattr(i, "value", None), Mapping) and i.value.get("kind") == KIND
+               for i in getattr(snapshot, "interrupts", ()) or ())
+
+
+def resume_approval(graph: Any, config: Any, answer: Any) -> Any:
+    """Resume a thread held by the approval step with a checked decision.
+
+    Raises :class:`ApprovalError` (nothing resumed, nothing sent) when ``answer`` is not a
+    valid decision or the thread is not waiting for an approval; returns what
+    ``graph.invoke(Command(resume=...), config)`` returns.
+    """
+    from langgraph.types import Command
+
+    decision = parse_decision(answer)
+    if not _pending_approval(graph.get_state(config)):
+        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
+        raise ApprovalError(f"thread {thread}: not waiting for approval")
+    return graph.invoke(Command(resume=dict(decision)), config)
+
+
+async def aresume_approval(graph: Any, config: Any, answer: Any) -> Any:
+    """Async :func:`resume_approval`."""
+    from langgraph.types import Command
+
+    decision = parse_decision(answer)
+    if not _pending_approval(await graph.aget_state(config)):
+        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
+        raise ApprovalError(f"thread {thread}: not waiting for approval")
+    return await graph.ainvoke(Command(resume=dict(decision)), config)
 
 
 def draft_digest(draft: Any) -> str:
