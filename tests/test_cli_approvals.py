@@ -99,6 +99,8 @@ def test_show_gives_the_draft_and_verdict_to_the_person(url: str) -> None:
         (["approve", "finished", "--by", "ann", "--graph", GRAPH], "finished: not waiting for approval"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign"], "expected MODULE:ATTR"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.nope:graph"], "cannot load"),
+        (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:check_scenario"], "no arguments"),
+        (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:GRAPH_NAME"], "not a compiled"),
         (["approve", "held-ok", "--by", " ", "--graph", GRAPH], "resume.by"),
         (["edit", "held-ok", "--by", "a", "--graph", GRAPH, "--draft-file", "/no/f"], "--draft-file"),
     ],

@@ -214,7 +214,10 @@ def _load_graph(spec: str) -> Any:
     except (ImportError, AttributeError) as exc:
         raise ApprovalError(f"--graph {spec}: cannot load: {exc}") from None
     if not hasattr(target, "invoke") and callable(target):
-        target = target()
+        try:
+            target = target()
+        except TypeError as exc:
+            raise ApprovalError(f"--graph {spec}: a factory must take no arguments ({exc})") from None
     if not hasattr(target, "invoke") or not hasattr(target, "copy"):
         raise ApprovalError(f"--graph {spec}: not a compiled graph or a factory returning one")
     return target
