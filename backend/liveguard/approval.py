@@ -53,7 +53,10 @@ The node (sync and async callers alike) does, in order:
 5. **Exactly once.** A person's decision is claimed first (:func:`liveguard.checkpoints.claim`):
    one row per interrupted task in the checkpointer's own database. Of two workers
    resuming the same interrupt, one wins; the other raises :class:`ApprovalConflict`
-   naming the winner, and sends nothing.
+   naming the winner, and sends nothing. (A worker that loads the thread after the winner
+   moved it on finds no interrupt to resume, and sends nothing either.) The trade-off: a
+   winner that dies between its claim and its next checkpoint leaves the interrupt claimed,
+   so later resumes are refused (at most once, never twice); the claim row names who and when.
 6. **Audit.** Every decision appends a record to ``state[audit_key]`` (a list channel with
    an ``operator.add`` reducer: see :class:`ApprovalState`): ``actor`` (``auto`` or
    ``person``), ``by``, ``at``, ``note``, ``codes`` and ``reasons`` at that moment, the
