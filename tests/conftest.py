@@ -18,6 +18,8 @@ def _clean_policy_env(monkeypatch: pytest.MonkeyPatch) -> None:
 _ISOLATED_ENV = (
     "AGENT_EVAL_MAX_REVISITS",
     "AGENT_EVAL_LOOP_GUARD",
+    "AGENT_EVAL_SEMANTIC",
+    "AGENT_EVAL_EMBEDDING_MODEL",
     "AGENT_EVAL_TRAJECTORY_ANOMALY",
     "AGENT_EVAL_AUTOAPPROVE",
     "AGENT_EVAL_BASE_URL",

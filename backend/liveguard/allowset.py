@@ -12,6 +12,8 @@ An allow-set lives in ``expected_paths/<graph>.yaml``::
       check_reply: 10               # node_revisit_cycle and excessive_loop defaults)
     tools:                          # optional per-tool policy overrides (pollers)
       wait_job: {no_progress: 8}
+    roles:                          # optional one-line role per node (semantic role_drift)
+      check_reply: classifies the lead's reply as interested, not now or unsubscribe
 
 Loading is all-or-nothing: malformed YAML, a file that is not valid UTF-8, a key given
 twice in one mapping, unknown keys, a transition to an undeclared node, or a number
@@ -49,6 +51,7 @@ __all__ = [
     "load_allowsets",
 ]
 
+_MAX_ROLE = 300
 START = "__start__"
 END = "__end__"
 MAX_LIMIT = 10_000
@@ -80,6 +83,7 @@ class AllowSet(BaseModel):
     transitions: dict[str, list[str]]
     limits: dict[str, int] = Field(default_factory=dict)
     tools: dict[str, ToolPolicy] = Field(default_factory=dict)
+    roles: dict[str, str] = Field(default_factory=dict)  # one line per node, for role_drift
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -207,6 +211,11 @@ def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
                     ("transitions", source_node, i),
                     f"transition to undeclared node {target!r} (declare it as a key of transitions)",
                 )
+    for node, role in allow.roles.items():
+        if node not in allow.nodes:
+            raise fail(("roles", node), f"role for undeclared node {node!r}")
+        if not role.strip() or "\n" in role.strip() or len(role) > _MAX_ROLE:
+            raise fail(("roles", node), f"a role is one non-empty line of at most {_MAX_ROLE} characters")
     for node, limit in allow.limits.items():
         if node not in allow.nodes:
             raise fail(("limits", node), f"limit for undeclared node {node!r}")

@@ -249,7 +249,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
-    from liveguard.report import ReportRun, render_report
+    from liveguard.report import render_report
 
     target = Path(args.output)
     inputs: list[Path] = []
@@ -262,9 +262,7 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"-o {target}: refusing to overwrite the input file {clash}")
     rows = _rows(args)
     decision = _decision(args, rows)
-    runs = [ReportRun(run_id=r.run_id, graph=r.graph, source=r.source, verdict=r.verdict,
-                      path=r.path, error=r.error) for r in rows]
-    page = render_report(runs, decision, args.allow_sets, policy=args.policy or "workflow",
+    page = render_report(rows, decision, args.allow_sets, policy=args.policy or "workflow",
                          inputs=args.paths)
     target.write_text(page, encoding="utf-8")
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
@@ -340,6 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="call the LLM judges; --no-judges is a structural-only evaluation "
                             "(a structurally clean run passes, and the output says so)")
         p.add_argument("--jobs", type=_positive_int, default=4, help="runs scored concurrently (>= 1)")
+        p.add_argument("--semantic", action="store_true",
+                       help="turn the semantic layer on (semantic_repeat, role_drift, spin checks; "
+                            "needs liveguard[semantic]); same as AGENT_EVAL_SEMANTIC=1")
 
     def window(p: argparse.ArgumentParser) -> None:
         p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
@@ -480,6 +481,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     try:
         args.settings = Settings.from_env()
+        if getattr(args, "semantic", False):  # --semantic: every policy of this command gets the layer
+            args.settings = Settings.from_env({**args.settings.env, "AGENT_EVAL_SEMANTIC": "1"})
         status: int = args.handler(args, stream)
         stream.flush()
     except (PolicyError, AllowSetError, UsageError) as exc:

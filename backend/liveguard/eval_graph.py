@@ -307,10 +307,12 @@ class _Nodes:
             report["judge"] = _level_score("trajectory", result).model_dump()
         return {"graph_meta": {"telemetry": {"trajectory_anomaly": report}}}
 
-    def detect_defects(self, state: EvalState) -> dict[str, Any]:
-        """Step-text rules (``evaluator_injection_suspected``), and ``no_allowset``.
+    async def detect_defects(self, state: EvalState) -> dict[str, Any]:
+        """Step-text rules (``evaluator_injection_suspected``), ``no_allowset``, and spin checks.
 
-        The Monitor's digest rules ran in ``loop_guard``; these need the step text.
+        The Monitor's digest rules ran in ``loop_guard`` (``role_drift`` and
+        ``tool_entropy_collapse`` among them); these need the step text. With the semantic
+        layer on, the spin checks (the periodic judge) are asked here.
         """
         run = state["trajectory"]
         found: list[Violation] = []
@@ -324,7 +326,24 @@ class _Nodes:
             found.append(Violation(code="no_allowset", severity="soft", step=0,
                                    node=run.graph or "-", count=1,
                                    detail={"graph": run.graph or "-"}))
-        return {"graph_meta": {"telemetry": {"detect_defects": {"violations": _dump(found)}}}}
+        report: dict[str, Any] = {"violations": _dump(found)}
+        spins = await self._spin_checks(state)
+        if spins:
+            report["spin_checks"] = [spin.model_dump() for spin in spins]
+        return {"graph_meta": {"telemetry": {"detect_defects": report}}}
+
+    async def _spin_checks(self, state: EvalState) -> list[LevelScore]:
+        """``spin_check`` (semantic layer): the judge asked every K message steps or after a
+        soft ``semantic_repeat``, never after a hard finding, never without judges."""
+        policy = state.get("policy")
+        if policy is None or not policy.semantic or self.structural_only or _hard_so_far(state):
+            return []  # a hard finding already decides the run: a broken run costs zero tokens
+        if self.client.skip_reason is not None:
+            return []  # the judges' own skip is already missing evidence (judges_skipped)
+        from liveguard.semantic.spin import spin_checks
+
+        found = _found(state, "loop_guard")
+        return await spin_checks(state["trajectory"].steps, found, policy, self.client)
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
         verdict = build_verdict(state, gate_model=self.client.config.model,
@@ -367,6 +386,12 @@ def _missing(state: EvalState, scores: Mapping[str, LevelScore], structural_only
     anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
     if anomaly_judge and str(anomaly_judge.get("reason", "")).startswith("judge_error:"):
         missing.append(f"judge_error:anomaly:{(anomaly_judge.get('evidence') or {}).get('error')}")
+    for spin in telemetry.get("detect_defects", {}).get("spin_checks", []):
+        if str(spin.get("reason", "")).startswith("judge_error:"):
+            missing.append(f"judge_error:spin_check:{(spin.get('evidence') or {}).get('error')}")
+    for v in telemetry.get("loop_guard", {}).get("violations", []):
+        if v.get("code") == "semantic_unavailable":
+            missing.append(f"semantic_unavailable:{(v.get('detail') or {}).get('reason')}")
     if state.get("allowsets_in_use") and state.get("allow_set") is None:
         missing.append(f"no_allowset:{run.graph or '-'}")
     if not telemetry.get("loop_guard", {}).get("enabled", True):
@@ -393,6 +418,8 @@ def build_verdict(
     scores = dict(state.get("scores") or {})
     anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
     extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
+    spins = [LevelScore.model_validate(s) for s in telemetry.get("detect_defects", {}).get("spin_checks", [])]
+    extra += spins
     for level_score in [*scores.values(), *extra]:
         if level_score.reason.startswith("judge_error:"):
             violations.append(Violation(
@@ -422,6 +449,10 @@ def build_verdict(
     }
     if partial is not None:
         evidence["partial_composite"] = partial
+    if spins:
+        evidence["spin_checks"] = [
+            {"score": s.score, "reason": s.reason, "source": s.source, **s.evidence} for s in spins
+        ]
     return Verdict(
         run_id=run.run_id,
         graph=run.graph,

@@ -35,6 +35,7 @@ LIVENESS_CODES = frozenset(
         "tool_no_progress",
         "illegal_transition",
         "excessive_loop",
+        "semantic_repeat",  # only its hard form: two reworded repeats in the window
     }
 )
 """The structural (deterministic) hard codes: any of them rolls a release back."""

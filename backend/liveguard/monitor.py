@@ -44,6 +44,8 @@ class Monitor:
             else Fingerprinter(self.policy.ignore_keys)
         )
         self._rules = tuple(build(self.policy, allow_set))
+        # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
+        self._prefetch = tuple(rule.prefetch for rule in self._rules if hasattr(rule, "prefetch"))
         self._index = 0
         self._finished = False
 
@@ -61,6 +63,31 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
+        return self._run(obs)
+
+    def observe_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> list[Violation]:
+        """Feed a recorded run: every digest first, one batched prefetch, then the rules.
+
+        The same rules and the same violations as ``observe`` step by step; only the
+        semantic layer's embeddings are computed in batches instead of one at a time.
+        """
+        observations: list[Observation] = []
+        for item in steps:
+            step = item if isinstance(item, Step) else Step.model_validate(item)
+            index = self._index
+            try:
+                observations.append(self._observation(step, index))
+            except FingerprintError as exc:
+                raise exc.at(f".steps[{index}]") from None
+            self._index = index + 1
+        for prefetch in self._prefetch:
+            prefetch(observations)
+        found: list[Violation] = []
+        for obs in observations:
+            found += self._run(obs)
+        return found
+
+    def _run(self, obs: Observation) -> list[Violation]:
         found: list[Violation] = []
         for rule in self._rules:
             hits = rule.observe(obs)
@@ -101,8 +128,9 @@ class Monitor:
             return Observation(index, step.node, CONTENTLESS, "")
         else:
             content = None
-        key = fp(content) if step.error is None else fp((content, step.error))
-        return Observation(index, step.node, MESSAGE, key)
+        if step.error is None:
+            return Observation(index, step.node, MESSAGE, fp(content), content=content)
+        return Observation(index, step.node, MESSAGE, fp((content, step.error)))
 
 
 def _nonretryable(value: Any) -> bool:
@@ -130,6 +158,8 @@ def check_trajectory(
 ) -> list[Violation]:
     """Every violation of a whole run: observe each step, then finish."""
     monitor = Monitor(policy, allow_set)
+    if monitor._prefetch:  # the semantic layer: embed the run's unsettled steps in batches
+        return monitor.observe_all(steps) + monitor.finish()
     found: list[Violation] = []
     for step in steps:
         found += monitor.observe(step)

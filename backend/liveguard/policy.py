@@ -20,10 +20,19 @@ setting                       default  meaning
 ``tool_window``               6        ... within the last N tool steps
 ``tool_repeats_nonretryable`` 2        ... when the result says ``"retryable": false``
 ``max_visits``                4        total visits above this: excessive_loop (allow-sets)
+``semantic``                  False    the semantic layer (``semantic_repeat``, ``role_drift``)
+``semantic_embedder``         local    ``local`` (all-MiniLM-L6-v2) or ``openai``
+``semantic_threshold``        0.80     cosine at or above which a message may repeat another
+``semantic_window``           6        ... among the node's last N message steps
+``semantic_hard_matches``     2        the Nth reworded repeat in the window is hard
+``role_drift_drop``           0.15     role_drift: similarity to the own role fell this much
+``role_drift_margin``         0.05     role_drift: nearer another node's role by this much
+``spin_check_every``          0        spin check every K message steps (0: only on soft finds)
 ============================  =======  ======================================================
 
 Environment: ``AGENT_EVAL_MAX_REVISITS`` overrides ``max_revisits``;
-``AGENT_EVAL_LOOP_GUARD=0`` turns the loop-guard rules off.
+``AGENT_EVAL_LOOP_GUARD=0`` turns the loop-guard rules off; ``AGENT_EVAL_SEMANTIC=1`` turns
+the semantic layer on (``0`` off; unset leaves the policy's own setting).
 """
 
 from __future__ import annotations
@@ -84,6 +93,15 @@ class Policy(BaseModel):
     ignore_keys: frozenset[str] = DEFAULT_IGNORE_KEYS
     nodes: Mapping[str, NodePolicy] = Field(default_factory=dict)
     tools: Mapping[str, ToolPolicy] = Field(default_factory=dict)
+    # -- the semantic layer (off by default; README "Semantic layer") ---------------------
+    semantic: bool = False
+    semantic_embedder: str = Field(default="local", min_length=1)
+    semantic_threshold: float = Field(default=0.65, gt=0.0, le=1.0)
+    semantic_window: int = Field(default=6, ge=2)
+    semantic_hard_matches: int = Field(default=2, ge=2)
+    role_drift_drop: float = Field(default=0.15, gt=0.0, le=2.0)
+    role_drift_margin: float = Field(default=0.05, ge=0.0, le=2.0)
+    spin_check_every: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -93,6 +111,8 @@ class Policy(BaseModel):
             raise ValueError("repeat cannot exceed repeat_window")
         if self.tool_repeats > self.tool_window:
             raise ValueError("tool_repeats cannot exceed tool_window")
+        if self.semantic_hard_matches > self.semantic_window:
+            raise ValueError("semantic_hard_matches cannot exceed semantic_window")
         return self
 
     def __hash__(self) -> int:
@@ -144,6 +164,11 @@ class Policy(BaseModel):
             updates["max_revisits"] = value
         if env.get("AGENT_EVAL_LOOP_GUARD", "1").strip() == "0":
             updates["enabled"] = False
+        semantic = env.get("AGENT_EVAL_SEMANTIC", "").strip()
+        if semantic:
+            if semantic not in {"0", "1"}:
+                raise PolicyError(f"AGENT_EVAL_SEMANTIC={semantic!r}: expected 1 or 0")
+            updates["semantic"] = semantic == "1"
         return policy.model_copy(update=updates) if updates else policy
 
     def __or__(self, other: Mapping[str, Any]) -> Policy:

@@ -10,7 +10,8 @@ metadata, then the default.
 Variables: ``AGENT_EVAL_*`` judge settings (see :class:`~liveguard.judges.JudgeConfig`),
 ``LLM_KILL_SWITCH``, ``AGENT_EVAL_LOOP_GUARD`` (``0``: the loop-guard rule family off),
 ``AGENT_EVAL_TRAJECTORY_ANOMALY`` (``0``: the anomaly judge call off; the allow-set
-rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``).
+rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``), ``AGENT_EVAL_SEMANTIC``
+(``1``: the semantic layer on), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ENV_NAMES: tuple[str, ...] = (
     "AGENT_EVAL_MAX_RETRIES", "AGENT_EVAL_CONCURRENCY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
     "LLM_KILL_SWITCH", "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY",
     "AGENT_EVAL_MAX_REVISITS", "AGENT_EVAL_AUTOAPPROVE",
+    "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_EMBEDDING_MODEL",
 )
 """Every variable liveguard reads (and only at the edge)."""
 

@@ -48,6 +48,7 @@ MISSING_CODES: Final[Mapping[str, str]] = {
     "no_steps": "the run has no steps (none recorded or none recovered)",
     "no_allowset": "allow-sets are in use but none matches the run's graph",
     "rule_family_off": "an environment flag switched a rule family off",
+    "semantic_unavailable": "the semantic layer was on but its embedder failed",
 }
 """Prefixes of ``Verdict.missing`` entries (``prefix:detail``): each is missing evidence."""
 

@@ -8,7 +8,7 @@ like a structlog processor chain. Rules keep only bounded windows of digests.
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from liveguard.model import Violation
 
@@ -32,9 +32,13 @@ def prefix(digest: str) -> str:
 
 
 class Observation:
-    """What the rules see of one step: its index, node, kind and content digest."""
+    """What the rules see of one step: its index, node, kind and content digest.
 
-    __slots__ = ("index", "key", "kind", "node", "nonretryable", "tool")
+    ``content`` (message steps only) is the summary or output itself: only the semantic
+    layer reads it, to embed it; no rule puts it in evidence.
+    """
+
+    __slots__ = ("content", "index", "key", "kind", "node", "nonretryable", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -44,6 +48,7 @@ class Observation:
         key: str,
         tool: str | None = None,
         nonretryable: bool = False,
+        content: Any = None,
     ) -> None:
         self.index = index
         self.node = node
@@ -51,6 +56,7 @@ class Observation:
         self.key = key
         self.tool = tool
         self.nonretryable = nonretryable
+        self.content = content  # a message step's content, for the semantic layer only
 
 
 class Rule(Protocol):

@@ -5,7 +5,9 @@ offline run the same rules in the same order:
 
 1. the loop-guard family (off with ``policy.enabled=False``, i.e. ``AGENT_EVAL_LOOP_GUARD=0``);
 2. the allow-set family, whenever an allow-set is given;
-3. the defect family (soft findings).
+3. the defect family (soft findings);
+4. the semantic layer, with ``policy.semantic``: ``semantic_repeat`` (with the loop
+   guard) and ``role_drift`` (when the allow-set declares ``roles``).
 
 Step-text rules (``evaluator_injection_suspected``) need the step's text, which the
 Monitor's digest-only observations do not carry; :func:`build_step_rules` assembles
@@ -55,6 +57,10 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
     if allow_set is not None:
         rules.append(TransitionRules(allow_set, policy))
     rules.append(ToolEntropyCollapse())
+    if policy.semantic:  # layer 2: numpy and the model load only when the layer is on
+        from liveguard.rules.semantic import semantic_rules
+
+        rules += semantic_rules(policy, allow_set)
     return rules
 
 

@@ -1,0 +1,134 @@
+"""role_drift (soft): a node whose outputs leave its declared role.
+
+An allow-set may declare one line per node (``roles:``). With the semantic layer on,
+each node's message outputs are embedded (the vectors ``semantic_repeat`` already has,
+by digest) and, at the end of the run, the mean of its last ``recent`` outputs is
+compared with the role lines:
+
+* **away**: similarity to its own role fell by ``role_drift_drop`` or more from the
+  mean of its first ``recent`` outputs (needs ``2 * recent`` outputs);
+* **toward**: similarity to another node's role exceeds similarity to its own by more
+  than ``role_drift_margin`` (e.g. a reviewer that started writing the code).
+
+Whole-run, so it reports from ``finish()`` like ``tool_entropy_collapse``. Evidence:
+similarities (3 decimals), node names and counts, never text.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from liveguard.fingerprint import fingerprint
+from liveguard.model import Violation
+from liveguard.policy import Policy
+from liveguard.rules.base import MESSAGE, Observation
+from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
+from liveguard.semantic.text import text_of
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["RoleDrift"]
+
+
+class RoleDrift:
+    """Soft: recent outputs of a node moved away from its role, or toward another node's."""
+
+    code = "role_drift"
+
+    def __init__(
+        self, policy: Policy, roles: Mapping[str, str], cache: EmbeddingCache, *, recent: int = 4
+    ) -> None:
+        if recent < 1:
+            raise ValueError("recent must be >= 1")
+        self._roles = dict(roles)
+        self._cache = cache
+        self._drop = policy.role_drift_drop
+        self._margin = policy.role_drift_margin
+        self._recent = recent
+        self._start: dict[str, list[NDArray[np.float32]]] = {}
+        self._tail: dict[str, deque[NDArray[np.float32]]] = {}
+        self._counts: dict[str, int] = {}
+        self._last: dict[str, int] = {}
+        self._error: str | None = None
+
+    def observe(self, obs: Observation) -> list[Violation] | None:
+        if self._error is not None or obs.kind != MESSAGE or obs.node not in self._roles:
+            return None
+        text = text_of(obs.content) if obs.content is not None else None
+        if text is None:
+            return None
+        try:
+            vector = self._cache.vector(obs.key, text)
+        except (EmbeddingError, SemanticUnavailable) as exc:
+            self._error = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
+            self._last[obs.node] = obs.index
+            return None
+        node = obs.node
+        start = self._start.setdefault(node, [])
+        if len(start) < self._recent:
+            start.append(vector)
+        self._tail.setdefault(node, deque(maxlen=self._recent)).append(vector)
+        self._counts[node] = self._counts.get(node, 0) + 1
+        self._last[node] = obs.index
+        return None
+
+    def finish(self) -> list[Violation] | None:
+        if self._error is not None:
+            node = next(iter(self._last), next(iter(self._roles)))
+            return [_unavailable(self._error, self._last.get(node, 0), node, self._cache)]
+        judged = [n for n, c in self._counts.items() if c >= self._recent]
+        if not judged:
+            return None
+        names = sorted(self._roles)
+        try:
+            roles = self._role_vectors(names)
+        except (EmbeddingError, SemanticUnavailable) as exc:
+            code = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
+            return [_unavailable(code, self._last[judged[0]], judged[0], self._cache)]
+        found: list[Violation] = []
+        for node in sorted(judged):
+            own_index = names.index(node)
+            recent = _mean(list(self._tail[node]))
+            sims = roles @ recent
+            own = float(sims[own_index])
+            detail: dict[str, Any] = {"own_recent": round(own, 3), "outputs": self._counts[node]}
+            kinds: list[str] = []
+            if self._counts[node] >= 2 * self._recent:
+                before = float(roles[own_index] @ _mean(self._start[node]))
+                detail["own_start"] = round(before, 3)
+                if before - own >= self._drop:
+                    kinds.append("away")
+            others = [(float(sims[i]), name) for i, name in enumerate(names) if name != node]
+            if others:
+                best, other = max(others)
+                if best > own + self._margin:
+                    kinds.append("toward")
+                    detail.update(toward=other, toward_similarity=round(best, 3))
+            if kinds:
+                detail["kind"] = "+".join(kinds)
+                found.append(
+                    Violation(code=self.code, severity="soft", step=self._last[node], node=node,
+                              count=self._recent, detail=detail)
+                )
+        return found or None
+
+    def _role_vectors(self, names: list[str]) -> NDArray[np.float32]:
+        items = [(fingerprint(("liveguard.role", self._roles[n])), self._roles[n]) for n in names]
+        return np.stack([self._cache.vector(digest, text) for digest, text in items])
+
+
+def _mean(vectors: list[NDArray[np.float32]]) -> NDArray[np.float32]:
+    total = np.sum(vectors, axis=0)
+    norm = float(np.linalg.norm(total))
+    result: NDArray[np.float32] = total / max(norm, 1e-12)
+    return result
+
+
+def _unavailable(code: str, step: int, node: str, cache: EmbeddingCache) -> Violation:
+    return Violation(code="semantic_unavailable", severity="soft", step=step, node=node, count=0,
+                     detail={"reason": code, "embedder": cache.embedder.name, "rule": "role_drift"})

@@ -1,0 +1,104 @@
+"""The embedder protocol (texts in, unit vectors out) and the digest-keyed cache.
+
+Any object with ``name`` and ``embed(texts) -> (n, d) float32 array`` is an embedder;
+rows must be L2-normalised so that a dot product is the cosine. Two ship with
+liveguard: :class:`~liveguard.semantic.minilm.MiniLMEmbedder` (local, the default) and
+:class:`~liveguard.semantic.remote.OpenAIEmbedder` (any OpenAI-compatible endpoint).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from liveguard.errors import LiveguardError
+
+if TYPE_CHECKING:  # numpy is imported where vectors are made, so that this module loads without it
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = ["Embedder", "EmbeddingCache", "EmbeddingError", "SemanticUnavailable"]
+
+_CHUNK = 256  # texts per embed() call when filling in bulk
+
+
+class SemanticUnavailable(LiveguardError):
+    """The semantic layer cannot run: the extra or the model package is missing, or invalid."""
+
+
+class EmbeddingError(LiveguardError):
+    """An embedding request failed; ``code`` is a short error code (never text from the step)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(f"embedding failed: {code}")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, vectors out: an ``(len(texts), dim)`` float32 array of unit rows."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+class EmbeddingCache:
+    """Vectors by content digest (LRU, bounded): an identical text is embedded once.
+
+    One cache per embedder, shared by every Monitor of the process; thread-safe.
+    ``embedded`` counts texts actually sent to the embedder.
+    """
+
+    def __init__(self, embedder: Embedder, *, size: int = 8192) -> None:
+        if size < 1:
+            raise ValueError("size must be >= 1")
+        self.embedder = embedder
+        self._size = size
+        self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.embedded = 0
+
+    def get(self, digest: str) -> NDArray[np.float32] | None:
+        with self._lock:
+            vector = self._vectors.get(digest)
+            if vector is not None:
+                self._vectors.move_to_end(digest)
+            return vector
+
+    def fill(self, items: Sequence[tuple[str, str]]) -> int:
+        """Embed the ``(digest, text)`` pairs not cached yet, in batches; return how many."""
+        todo: dict[str, str] = {}
+        with self._lock:
+            for digest, text in items:
+                if digest not in self._vectors and digest not in todo:
+                    todo[digest] = text
+        if not todo:
+            return 0
+        import numpy as np
+
+        digests, texts = list(todo), list(todo.values())
+        for start in range(0, len(texts), _CHUNK):
+            chunk = texts[start : start + _CHUNK]
+            vectors = np.asarray(self.embedder.embed(chunk), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(chunk):
+                raise EmbeddingError("bad_shape")
+            with self._lock:
+                self.embedded += len(chunk)
+                for digest, vector in zip(digests[start : start + _CHUNK], vectors, strict=True):
+                    self._vectors[digest] = vector
+                while len(self._vectors) > self._size:
+                    self._vectors.popitem(last=False)
+        return len(todo)
+
+    def vector(self, digest: str, text: str) -> NDArray[np.float32]:
+        """The vector of one text, embedding it when not cached."""
+        found = self.get(digest)
+        if found is not None:
+            return found
+        self.fill([(digest, text)])
+        found = self.get(digest)
+        assert found is not None
+        return found

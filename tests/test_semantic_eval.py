@@ -1,0 +1,114 @@
+"""The semantic layer in the eval graph and the CLI: spin checks with provenance, missing evidence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fake_openai import FakeOpenAI, Reply
+from liveguard import Policy, Step, Trajectory
+from liveguard.eval_graph import evaluate_trajectory
+from liveguard.judges import JudgeClient, JudgeConfig
+from liveguard.readers.jsonl import write_jsonl
+from liveguard.semantic import EmbeddingError, register_embedder
+from liveguard.semantic.spin import SPIN_TASK
+
+REVIEW = [
+    ("coder", "Here is add(): def add(a, b): return a - b"),
+    ("reviewer", "add() returns a minus b; it should return their sum. Please fix the operator."),
+    ("coder", "Revision 2 of add() is ready: def add(a, b): return b - a"),
+    ("reviewer", "The function still subtracts instead of adding. Change the minus to a plus."),
+]
+LOOP = [
+    *REVIEW,
+    ("coder", "Revision 3 of add() is ready: def add(a, b): return -(b - a)"),
+    ("reviewer", "This still computes a - b rather than a + b. The operator needs to be a plus sign."),
+]
+GOOD = {"score": 0.9, "confidence": 0.9, "reason": "moves forward"}
+SEMANTIC = Policy(semantic=True, max_revisits=20)
+
+
+def run_of(pairs: Sequence[tuple[str, str]], run_id: str = "r") -> Trajectory:
+    return Trajectory(run_id=run_id, steps=[Step(node=n, summary=t) for n, t in pairs])
+
+
+def client(fake: FakeOpenAI) -> JudgeClient:
+    return JudgeClient(JudgeConfig(base_url=fake.base_url, api_key="k", model="judge-m", max_retries=0))
+
+
+def spin_requests(fake: FakeOpenAI) -> list[Any]:
+    return [r for r in fake.requests if SPIN_TASK in r.content("user")]
+
+
+def test_a_soft_finding_gets_one_spin_check_recorded_with_provenance(fake_openai: FakeOpenAI) -> None:
+    fake_openai.default_answer = GOOD
+    verdict = evaluate_trajectory(run_of(REVIEW), policy=SEMANTIC, client=client(fake_openai))
+    assert [(v.code, v.severity, v.step) for v in verdict.violations] == [("semantic_repeat", "soft", 3)]
+    assert len(spin_requests(fake_openai)) == 1
+    [spin] = verdict.evidence["spin_checks"]
+    assert spin["trigger"] == "soft_finding"
+    assert spin["source"] == "spin_check:judge-m"
+    assert spin["score"] == 0.9
+    assert spin["steps"] == [0, 1, 2, 3]
+    assert verdict.passed  # judged, clean of hard findings, above the mark
+
+
+def test_a_failed_spin_check_is_missing_evidence_never_a_pass(fake_openai: FakeOpenAI) -> None:
+    fake_openai.default_answer = GOOD
+    fake_openai.enqueue(Reply.json(GOOD), Reply.json(GOOD), Reply.error(400))  # step, trajectory, spin
+    verdict = evaluate_trajectory(run_of(REVIEW), policy=SEMANTIC, client=client(fake_openai))
+    assert "judge_error:spin_check:http_4xx" in verdict.missing
+    assert not verdict.passed
+
+
+def test_a_hard_semantic_loop_costs_zero_tokens(fake_openai: FakeOpenAI) -> None:
+    verdict = evaluate_trajectory(run_of(LOOP), policy=SEMANTIC, client=client(fake_openai))
+    assert verdict.hard_codes == ["semantic_repeat"]
+    assert "semantic_repeat" in verdict.liveness_codes
+    assert fake_openai.requests == []
+    assert "spin_checks" not in verdict.evidence
+
+
+def test_no_spin_check_without_the_semantic_layer_or_judges(fake_openai: FakeOpenAI) -> None:
+    fake_openai.default_answer = GOOD
+    evaluate_trajectory(run_of(REVIEW), policy=Policy(max_revisits=20), client=client(fake_openai))
+    evaluate_trajectory(run_of(REVIEW), policy=SEMANTIC, client=client(fake_openai), structural_only=True)
+    assert spin_requests(fake_openai) == []
+
+
+def test_a_failing_embedder_is_missing_evidence_in_the_verdict() -> None:
+    class Broken:
+        name = "broken"
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            raise EmbeddingError("timeout")
+
+    register_embedder("broken-eval", Broken)
+    verdict = evaluate_trajectory(run_of(REVIEW), policy=SEMANTIC | {"semantic_embedder": "broken-eval"},
+                                  structural_only=True)
+    assert verdict.missing == ["semantic_unavailable:timeout"]
+    assert (verdict.passed, verdict.reason) == (False, "incomplete_evidence")
+
+
+def test_cli_semantic_flag_turns_the_layer_on_for_score_and_gate(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "runs.jsonl", [run_of(LOOP, "loop"), run_of(REVIEW[:2], "ok")])
+    exe = Path(sys.executable).with_name("liveguard")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=tmp_path, check=False)
+
+    plain = cli("score", "runs.jsonl", "--no-judges", "--format", "jsonl")
+    semantic = cli("score", "runs.jsonl", "--no-judges", "--semantic", "--format", "jsonl")
+    assert plain.returncode == 0, plain.stderr
+    assert semantic.returncode == 0, semantic.stderr
+    rows = {r["run_id"]: r for r in map(json.loads, semantic.stdout.splitlines())}
+    assert [r["passed"] for r in map(json.loads, plain.stdout.splitlines())] == [True, True]
+    assert rows["loop"]["passed"] is False
+    assert "semantic_repeat" in json.dumps(rows["loop"])
+    assert rows["ok"]["passed"] is True
+    gate = cli("gate", "runs.jsonl", "--no-judges", "--semantic", "--min-runs", "1")
+    assert gate.returncode == 4, gate.stdout + gate.stderr  # a hard liveness code rolls back
