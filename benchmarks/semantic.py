@@ -6,14 +6,17 @@ has it; torch is never a liveguard dependency).
 
 Reports, on the runs of ``semantic_data.py``:
 
-1. thresholds tuned on the development split only (instances 0 and 2 of each family):
-   the largest hard-finding recall with no finding at all on a look-alike, the middle
-   of the widest such threshold range; then recall per loop family and false alarms per
-   look-alike family on the test split (instances 1 and 3) with the shipped defaults;
+1. thresholds tuned on the development split only (the even instances of each family):
+   the largest hard-finding recall with no finding on a look-alike that carries facts or
+   growth and no hard finding on any (plain-words progress may get a soft one, which
+   asks the judge), the middle of such a threshold range; the growth test's parameters
+   swept on development steps; then recall per loop family and false alarms per
+   look-alike family on the test split (the odd instances) with the shipped defaults;
 2. what cosine alone would do: look-alike runs with a same-node pair at or above the
    threshold (the novelty test is what keeps them quiet);
 3. cost, one step at a time as a live guard sees them: the Monitor with the layer on
-   minus the Monitor with it off, per embedded message step, with a cold cache; and the
+   minus the Monitor with it off, per step that embedded and per text embedded (min and
+   median over rounds), with a cold cache; and the
    share of message steps embedded versus settled by the hash layer, on the paraphrase
    runs plus ``golden_datasets/``;
 4. model load time and the install size of the extra.
@@ -30,18 +33,21 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from liveguard import Monitor, Policy, Step
 from liveguard.readers.jsonl import read_jsonl
-from semantic_data import DEV, LOOKALIKES, LOOPS, TEST, Run
+from semantic_data import LOOKALIKES, LOOPS, Run, dev, test
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = [round(0.60 + 0.025 * i, 3) for i in range(15)]  # 0.600 .. 0.950
 HARD_MATCHES = (2, 3)
+# Progress told in plain words only (no number, name or growth): the measured known limit.
+# The rule cannot tell it from a rewording; its soft finding calls the judge (spin_check).
+PLAIN = frozenset({"plain_progress"})
 
 
 def _steps(run: Run) -> list[Step]:
@@ -60,36 +66,83 @@ def _findings(run: Run, policy: Policy) -> tuple[bool, bool]:
     return soft, hard
 
 
-def _score(policy: Policy, split: Sequence[int]) -> dict[str, Any]:
+def _score(policy: Policy, split: Callable[[list[Run]], list[Run]]) -> dict[str, Any]:
     recall = {}
     for family, runs in LOOPS.items():
-        picked = [runs[i] for i in split]
+        picked = split(runs)
         recall[family] = (sum(_findings(r, policy)[1] for r in picked), len(picked))
     alarms = {}
+    hard_alarms = 0
     for family, runs in LOOKALIKES.items():
-        picked = [runs[i] for i in split]
-        alarms[family] = (sum(_findings(r, policy)[0] for r in picked), len(picked))
+        picked = split(runs)
+        found = [_findings(r, policy) for r in picked]
+        alarms[family] = (sum(soft for soft, _ in found), len(picked))
+        hard_alarms += sum(hard for _, hard in found)
     found = sum(a for a, _ in recall.values())
     total = sum(n for _, n in recall.values())
     return {"recall": recall, "alarms": alarms, "hits": found, "loops": total,
-            "false_alarms": sum(a for a, _ in alarms.values())}
+            "false_alarms": sum(a for a, _ in alarms.values()),
+            # the look-alikes that carry facts or growth (the issue's four kinds): no finding at all
+            "fact_alarms": sum(a for f, (a, _) in alarms.items() if f not in PLAIN),
+            "hard_alarms": hard_alarms}
 
 
-def tune() -> tuple[float, int, list[tuple[float, int, int, int]]]:
-    """The development split's choice: (threshold, hard_matches, the sweep)."""
+def tune() -> tuple[float, int, list[tuple[float, int, int, int, int]]]:
+    """The development split's choice: (threshold, hard_matches, the sweep).
+
+    Feasible: no finding at all on the look-alikes that carry facts or growth, and no
+    hard finding on any look-alike (plain-words progress may get a soft one, which asks
+    the judge). Among feasible settings: the largest hard recall, the smaller
+    hard_matches (an earlier stop), then the middle of the threshold range.
+    """
     sweep = []
     for hard in HARD_MATCHES:
         for t in THRESHOLDS:
-            s = _score(Policy(semantic=True, semantic_threshold=t, semantic_hard_matches=hard), DEV)
-            sweep.append((t, hard, s["hits"], s["false_alarms"]))
-    fewest = min(fa for _, _, _, fa in sweep)
-    best_hits = max(hits for _, _, hits, fa in sweep if fa == fewest)
-    # Prefer the smaller hard_matches (earlier stop), then the middle of the feasible range.
+            s = _score(Policy(semantic=True, semantic_threshold=t, semantic_hard_matches=hard), dev)
+            sweep.append((t, hard, s["hits"], s["fact_alarms"], s["hard_alarms"]))
+    feasible = [row for row in sweep if row[3] == 0 and row[4] == 0]
+    best_hits = max(hits for _, _, hits, _, _ in feasible)
     for hard in HARD_MATCHES:
-        ok = [t for t, h, hits, fa in sweep if h == hard and fa == fewest and hits == best_hits]
+        ok = [t for t, h, hits, _, _ in feasible if h == hard and hits == best_hits]
         if ok:
             return ok[len(ok) // 2], hard, sweep
     raise AssertionError("unreachable")
+
+
+def novelty_sweep() -> list[tuple[float, int, float, int, int, int]]:
+    """The growth test's parameters on the development split, at the step level:
+    (keep, min_added_words, overlap, loop steps called growth, growing-draft steps called
+    growth, growing-draft steps)."""
+    import itertools
+
+    from liveguard.semantic.novelty import Info, is_novel
+
+    def pairs(families: dict[str, list[Run]]) -> list[tuple[Info, list[Info]]]:
+        found = []
+        for runs in families.values():
+            for run in dev(runs):
+                history: dict[str, list[Info]] = {}
+                for node, text in run:
+                    info = Info(text)
+                    earlier = history.setdefault(node, [])
+                    if earlier:
+                        found.append((info, earlier[-6:]))
+                    earlier.append(info)
+        return found
+
+    loops = pairs(LOOPS)
+    drafts = pairs({"growing_draft": LOOKALIKES["growing_draft"]})
+    rows = []
+    for keep, added, overlap in itertools.product((0.6, 0.7, 0.8, 0.9), (3, 4, 6), (1 / 3, 0.5)):
+        def growth(info: Info, earlier: list[Info], nearest: Info, *,
+                   k: float = keep, a: int = added, o: float = overlap) -> bool:
+            return is_novel(info, earlier, nearest, keep=k, min_added_words=a, overlap=o)[1] == "growth"
+
+        # nearest: the earlier message sharing most word pairs (a lexical stand-in for the cosine's)
+        wrong = sum(growth(i, e, max(e, key=lambda o: len(o.shingles & i.shingles))) for i, e in loops)
+        right = sum(growth(i, e, e[-1]) for i, e in drafts)
+        rows.append((keep, added, overlap, wrong, right, len(drafts)))
+    return rows
 
 
 def golden_findings(policy: Policy) -> tuple[int, int]:
@@ -127,8 +180,15 @@ def cosine_only(threshold: float) -> tuple[int, int, list[float]]:
     return flagged, len(runs), maxima
 
 
-def cost(policy: Policy, rounds: int = 3) -> dict[str, Any]:
-    """Added ms per embedded message step, live (one at a time, cold cache), and the settled share."""
+def cost(policy: Policy, rounds: int = 5) -> dict[str, Any]:
+    """Added ms per embedded message step, live (one at a time, cold cache), and the settled share.
+
+    Each round: every run through a Monitor with the layer off, then on (a fresh, cold
+    cache), timed step by step in CPU and wall time. Per round: the added time divided by
+    the texts embedded, and by the steps that had to embed (a step may embed a window
+    message with itself). Reported as min and median over the rounds (the machine is
+    shared: the min is the least disturbed).
+    """
     from liveguard.semantic import EmbeddingCache, cache_for, register_embedder
 
     embedder = cache_for("local").embedder
@@ -138,16 +198,20 @@ def cost(policy: Policy, rounds: int = 3) -> dict[str, Any]:
         golden += [t.steps for t in read_jsonl(path) if not isinstance(t, BaseException)]
     # Exact repeats the hash layer settles: the golden runs hold the real ones.
     all_runs = runs + golden
-    added: list[float] = []
-    added_cpu: list[float] = []
+    per_text: list[tuple[float, float]] = []
+    per_step: list[tuple[float, float]] = []
     per_message: list[float] = []
-    embedded = settled = messages = 0
+    step_walls: list[float] = []
+    embedded = settled = messages = novel = embedding_steps = 0
+    cache: EmbeddingCache | None = None
     for _ in range(rounds):
         register_embedder("bench", lambda: embedder)  # a fresh, cold cache each round
+        cache = cache_for("bench")
         on = policy | {"semantic_embedder": "bench"}
         off = policy | {"semantic": False}
         t_on = t_off = c_on = c_off = 0.0
-        embedded = settled = messages = novel = 0
+        embedded = settled = messages = novel = embedding_steps = 0
+        step_walls = []
         for steps in all_runs:
             m_off = Monitor(off)
             start, cpu = time.perf_counter(), time.process_time()
@@ -156,24 +220,37 @@ def cost(policy: Policy, rounds: int = 3) -> dict[str, Any]:
             t_off += time.perf_counter() - start
             c_off += time.process_time() - cpu
             m_on = Monitor(on)
-            start, cpu = time.perf_counter(), time.process_time()
             for step in steps:
+                before = cache.embedded
+                start, cpu = time.perf_counter(), time.process_time()
                 m_on.observe(step)
-            t_on += time.perf_counter() - start
-            c_on += time.process_time() - cpu
+                wall = time.perf_counter() - start
+                t_on += wall
+                c_on += time.process_time() - cpu
+                if cache.embedded > before:
+                    embedding_steps += 1
+                    step_walls.append(wall * 1000)
             rule = next(r for r in m_on._rules if type(r).__name__ == "SemanticRepeat")
             stats = rule.stats  # type: ignore[attr-defined]
             embedded += stats.embedded
             settled += stats.settled
             novel += stats.novel
             messages += stats.messages
-        cache: EmbeddingCache = cache_for("bench")
-        added.append((t_on - t_off) / max(cache.embedded, 1) * 1000)
-        added_cpu.append((c_on - c_off) / max(cache.embedded, 1) * 1000)
+        texts = max(cache.embedded, 1)
+        per_text.append(((c_on - c_off) / texts * 1000, (t_on - t_off) / texts * 1000))
+        per_step.append(((c_on - c_off) / max(embedding_steps, 1) * 1000,
+                         (t_on - t_off) / max(embedding_steps, 1) * 1000))
         per_message.append((c_on - c_off) / max(messages, 1) * 1000)
-    return {"ms_per_embedded_step": statistics.median(added), "cpu_ms": statistics.median(added_cpu),
-            "embedded": embedded, "settled": settled, "novel": novel,
+
+    def spread(values: list[float]) -> tuple[float, float]:
+        return min(values), statistics.median(values)
+
+    assert cache is not None
+    return {"text_cpu": spread([c for c, _ in per_text]), "text_wall": spread([w for _, w in per_text]),
+            "step_cpu": spread([c for c, _ in per_step]), "step_wall": spread([w for _, w in per_step]),
+            "embedded": embedded, "settled": settled, "novel": novel, "embedding_steps": embedding_steps,
             "cpu_ms_per_message": statistics.median(per_message),
+            "worst_step_ms": max(step_walls, default=0.0),
             "messages": messages, "runs": len(all_runs), "cache_misses": cache.embedded}
 
 
@@ -288,26 +365,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     threshold, hard, sweep = tune()
     defaults = Policy(semantic=True)
-    print("\ndev sweep (threshold, hard_matches -> hard recall, look-alike runs with a finding):")
+    print("\ndev sweep (threshold: hard recall / fact-or-growth look-alike runs with a finding / "
+          "look-alike runs with a hard finding):")
     for h in HARD_MATCHES:
-        row = "  ".join(f"{t:.3f}:{hits}/{fa}" for t, hh, hits, fa in sweep if hh == h)
+        row = "  ".join(f"{t:.3f}:{hits}/{fa}/{ha}" for t, hh, hits, fa, ha in sweep if hh == h)
         print(f"  hard_matches={h}  {row}")
     print(f"dev choice: threshold {threshold}, hard_matches {hard}; shipped defaults: "
           f"threshold {defaults.semantic_threshold}, hard_matches {defaults.semantic_hard_matches}")
 
-    test = _score(defaults, TEST)
+    rows = novelty_sweep()
+    ok = [(k, a, o) for k, a, o, wrong, right, n in rows if wrong == 0 and right == n]
+    print(f"\ngrowth test on dev steps: {len(ok)}/{len(rows)} settings (keep x min_added_words x overlap) "
+          f"call no loop step growth and every growing-draft step growth: "
+          f"keep {min(k for k, _, _ in ok) if ok else '-'}-{max(k for k, _, _ in ok) if ok else '-'}; "
+          f"failing: {[(k, a, round(o, 2), w) for k, a, o, w, r, n in rows if (k, a, o) not in ok]}")
+
+    held_out = _score(defaults, test)
     print("\ntest split, shipped defaults: recall (hard finding) per loop family")
-    for family, (a, n) in test["recall"].items():
+    for family, (a, n) in held_out["recall"].items():
         print(f"  {family:<24} {_pct(a, n)}")
-    print(f"  {'all loops':<24} {_pct(test['hits'], test['loops'])}")
+    print(f"  {'all loops':<24} {_pct(held_out['hits'], held_out['loops'])}")
     print("test split: look-alike runs with any semantic_repeat finding (false alarms)")
-    for family, (a, n) in test["alarms"].items():
+    for family, (a, n) in held_out["alarms"].items():
         print(f"  {family:<24} {a}/{n}")
-    soft_recall = sum(_findings(r, defaults)[0] for runs in LOOPS.values() for r in (runs[i] for i in TEST))
-    print(f"  (soft-or-hard recall on test loops: {_pct(soft_recall, test['loops'])})")
-    all_split = _score(defaults, (0, 1, 2, 3))
-    print(f"both splits: hard recall {_pct(all_split['hits'], all_split['loops'])}, "
-          f"look-alike runs with a finding {all_split['false_alarms']}/16")
+    soft_recall = sum(_findings(r, defaults)[0] for runs in LOOPS.values() for r in test(runs))
+    print(f"  hard findings on test look-alikes: {held_out['hard_alarms']}")
+    print(f"  (soft-or-hard recall on test loops: {_pct(soft_recall, held_out['loops'])})")
+    both = _score(defaults, list)
+    n_looks = sum(len(r) for r in LOOKALIKES.values())
+    print(f"both splits: hard recall {_pct(both['hits'], both['loops'])}, "
+          f"look-alike runs with a finding {both['false_alarms']}/{n_looks}")
 
     g_flagged, g_passing = golden_findings(defaults)
     print(f"golden runs expected to pass with a semantic_repeat finding: {g_flagged}/{g_passing}")
@@ -317,12 +404,18 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"(max same-node cosine per run: median {statistics.median(maxima):.2f}, max {max(maxima):.2f})")
 
     c = cost(defaults)
-    print(f"\nlive cost: {c['ms_per_embedded_step']:.2f} ms wall, {c['cpu_ms']:.2f} ms CPU added per "
-          f"embedded text (one step at a time, cold cache; {c['cache_misses']} texts embedded; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    print("\nlive cost, one step at a time, cold cache, 5 rounds (min / median), "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs:")
+    print(f"  per step that embedded ({c['embedding_steps']} steps): "
+          f"{c['step_cpu'][0]:.2f} / {c['step_cpu'][1]:.2f} ms CPU, "
+          f"{c['step_wall'][0]:.2f} / {c['step_wall'][1]:.2f} ms wall")
+    print(f"  per text embedded ({c['cache_misses']} texts): "
+          f"{c['text_cpu'][0]:.2f} / {c['text_cpu'][1]:.2f} ms CPU, "
+          f"{c['text_wall'][0]:.2f} / {c['text_wall'][1]:.2f} ms wall; worst single step "
+          f"{c['worst_step_ms']:.1f} ms wall")
     n = c["messages"]
     print(f"message steps: {n} in {c['runs']} runs; settled by the hash layer {c['settled']} "
-          f"({100 * c['settled'] / n:.0f}%), by a new fact or nothing to compare {c['novel']} "
+          f"({100 * c['settled'] / n:.0f}%), by the novelty test or nothing to compare {c['novel']} "
           f"({100 * c['novel'] / n:.0f}%), compared by cosine {n - c['settled'] - c['novel']} "
           f"({100 * (n - c['settled'] - c['novel']) / n:.0f}%); texts embedded {c['embedded']}")
     print(f"averaged over all message steps: {c['cpu_ms_per_message']:.2f} ms CPU added per step")

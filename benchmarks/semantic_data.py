@@ -2,8 +2,9 @@
 
 Every loop round says the same thing in other words (no new number, name or content);
 every look-alike round shares the vocabulary of the one before but moves forward. Each
-family has four instances: instances 0 and 2 are the development split (thresholds
-were tuned on them only), instances 1 and 3 the test split (reported).
+family has six instances: the even ones (0, 2, 4) are the development split
+(thresholds were tuned on them only), the odd ones (1, 3, 5) the test split (reported).
+``plain_progress`` moves forward in plain words only (no number, identifier or name).
 
 A run is a list of ``(node, text)`` message steps; loops interleave the counterpart's
 messages as a real exchange would.
@@ -66,6 +67,33 @@ LOOPS: dict[str, list[Run]] = {
             ("coder", "Retry logic revised once more."),
             ("reviewer", "No backoff yet: attempts run back to back and will overload the service."),
         ],
+        [
+            ("coder", "Wrote the SQL query for the monthly report."),
+            ("reviewer", "The query builds the SQL by string concatenation, which allows injection."
+             " Use bound parameters."),
+            ("coder", "Query updated, please check."),
+            ("reviewer", "User input is still pasted straight into the SQL string; switch to"
+             " parameterised queries."),
+            ("coder", "Another version of the query is ready."),
+            ("reviewer", "Still vulnerable to injection: the values go into the query text instead"
+             " of being passed as parameters."),
+            ("coder", "Revised the report query again."),
+            ("reviewer", "The SQL is still assembled from raw input. Bind the parameters."),
+        ],
+        [
+            ("designer", "Here is the new signup page mockup."),
+            ("critic", "The call to action is hard to find; the signup button blends into the"
+             " background. Make it stand out."),
+            ("designer", "Updated the mockup."),
+            ("critic", "The signup button still gets lost against the background. It needs more"
+             " contrast."),
+            ("designer", "New mockup uploaded."),
+            ("critic", "I still can't spot the signup button quickly; give it a colour that"
+             " stands out."),
+            ("designer", "Mockup revised once more."),
+            ("critic", "Same issue: the button disappears into the page. Make the call to action"
+             " prominent."),
+        ],
     ],
     "restated_plan": [
         [
@@ -114,6 +142,28 @@ LOOPS: dict[str, list[Run]] = {
             ("planner", "I'll reproduce the crash locally, bisect through recent commits and finish"
              " with a regression test."),
         ],
+        [
+            ("planner", "First we audit the current vendors, then we collect new quotes, then we"
+             " pick the cheapest reliable one."),
+            ("planner", "The plan is to review our existing vendors, gather fresh quotes and choose"
+             " the most affordable dependable option."),
+            ("planner", "We'll go through the current suppliers, request new quotes, then select the"
+             " cheapest one we can rely on."),
+            ("planner", "Approach: audit vendors, get new quotes, and settle on the lowest-cost"
+             " reliable supplier."),
+        ],
+        [
+            ("lead", "Let's write the failing test first, then fix the parser, then update the"
+             " docs."),
+            ("helper", "Okay."),
+            ("lead", "Start with a test that fails, next repair the parser, and finally refresh"
+             " the documentation."),
+            ("helper", "Sure."),
+            ("lead", "The order is: failing test, parser fix, documentation update."),
+            ("helper", "Understood."),
+            ("lead", "We begin with a failing test, then correct the parser, then bring the docs"
+             " up to date."),
+        ],
     ],
     "repeated_request": [
         [
@@ -154,6 +204,25 @@ LOOPS: dict[str, list[Run]] = {
             ("user", "Help."),
             ("agent", "I can only reset it once I have the email address tied to your account."),
         ],
+        [
+            ("agent", "Which city are you flying from?"),
+            ("user", "I want a cheap flight."),
+            ("agent", "Where will you be departing from?"),
+            ("user", "Something next month."),
+            ("agent", "To search fares I need your departure city."),
+            ("user", "Cheap is important."),
+            ("agent", "From which city would you like to fly?"),
+        ],
+        [
+            ("assistant", "Could you confirm the shipping address for the replacement?"),
+            ("user", "The item arrived broken."),
+            ("assistant", "Before I send the replacement, please confirm where it should be"
+             " shipped."),
+            ("user", "It was a gift."),
+            ("assistant", "I need the delivery address for the new item. Can you confirm it?"),
+            ("user", "I'm disappointed."),
+            ("assistant", "Please let me know the address we should ship the replacement to."),
+        ],
     ],
     "retried_search": [
         [
@@ -186,6 +255,24 @@ LOOPS: dict[str, list[Run]] = {
             ("searcher", "My search for annual revenue figures of the company was unproductive;"
              " searching again."),
             ("searcher", "Another attempt: searching the web for the company's annual revenue."),
+        ],
+        [
+            ("researcher", "Looking for the official changelog entry about the deprecated login"
+             " endpoint."),
+            ("researcher", "Searching the changelog again for the notice about the login endpoint"
+             " deprecation."),
+            ("researcher", "Still trying to find where the changelog mentions the deprecated login"
+             " endpoint."),
+            ("researcher", "One more search of the changelog for the login endpoint deprecation"
+             " note."),
+        ],
+        [
+            ("agent", "Checking the knowledge base for the refund policy on digital goods."),
+            ("agent", "Searching the knowledge base again for how refunds work on digital"
+             " purchases."),
+            ("agent", "Let me look up the digital goods refund policy in the knowledge base once"
+             " more."),
+            ("agent", "Another knowledge base query for the refund rules on digital products."),
         ],
     ],
     "negotiation_stalemate": [
@@ -229,6 +316,27 @@ LOOPS: dict[str, list[Run]] = {
             ("vendor", "The earliest date we can promise is six weeks out."),
             ("client", "Again, we require it within four weeks."),
         ],
+        [
+            ("employer", "The salary offer is fixed at the current level; we can't raise it."),
+            ("candidate", "I need a higher salary to accept."),
+            ("employer", "We are not able to increase the salary we offered."),
+            ("candidate", "Without a raise in salary I can't take the job."),
+            ("employer", "Our salary offer stays where it is."),
+            ("candidate", "I still need more salary to say yes."),
+            ("employer", "The offer cannot go up; the salary is final."),
+            ("candidate", "My answer depends on a higher salary."),
+        ],
+        [
+            ("team_a", "We want the shared service to keep the old API until the end of the"
+             " quarter."),
+            ("team_b", "We need to switch the shared service to the new API right away."),
+            ("team_a", "The old API has to stay available for the rest of the quarter."),
+            ("team_b", "Moving to the new API immediately is essential for us."),
+            ("team_a", "Keeping the old API until the quarter ends is our requirement."),
+            ("team_b", "We can't wait; the new API must be live now."),
+            ("team_a", "We still need the old API through the end of the quarter."),
+            ("team_b", "Our position hasn't changed: switch to the new API at once."),
+        ],
     ],
     "resent_draft": [
         [
@@ -271,6 +379,25 @@ LOOPS: dict[str, list[Run]] = {
             ("assistant", "Subject: Reminder, invoice overdue. Hi Tom, last month's invoice is still"
              " outstanding; please settle it at your convenience."),
         ],
+        [
+            ("writer", "Hi team, the office will be closed on Friday for maintenance. Please work"
+             " from home that day."),
+            ("writer", "Hello team, because of maintenance the office is closed on Friday; please"
+             " plan to work remotely."),
+            ("writer", "Hi all, maintenance means the office is shut on Friday, so please work from"
+             " home."),
+            ("writer", "Team, the office closes on Friday for maintenance work. Please work"
+             " remotely that day."),
+        ],
+        [
+            ("assistant", "Your subscription renews next week. If you want to cancel, you can do"
+             " it from your account settings."),
+            ("assistant", "Just a reminder that your subscription will renew next week; you can"
+             " cancel in account settings."),
+            ("assistant", "Your plan renews next week. To cancel, go to your account settings."),
+            ("assistant", "Heads up: the subscription renews next week, and cancelling is possible"
+             " in your account settings."),
+        ],
     ],
 }
 
@@ -308,6 +435,20 @@ LOOKALIKES: dict[str, list[Run]] = {
             ("agent", "Benchmark with the connection pool raised to 20: p95 latency is 190 ms,"
              " under the 200 ms target."),
         ],
+        [
+            ("coder", "Type check: 17 errors, most of them in the payments client."),
+            ("coder", "Type check: 6 errors remain after annotating the payments client; the rest are"
+             " in the webhook handlers."),
+            ("coder", "Type check: 1 error left, a missing return type in the retry helper."),
+            ("coder", "Type check passes with 0 errors."),
+        ],
+        [
+            ("debugger", "Flaky test investigation: the upload test failed 9 times in 50 runs."),
+            ("debugger", "With the temp directory made unique per test, the upload test failed 3 times"
+             " in 50 runs."),
+            ("debugger", "After waiting for the file handle to close, it failed once in 50 runs."),
+            ("debugger", "With the clock mocked as well, the upload test passed 200 runs in a row."),
+        ],
     ],
     "plan_execution": [
         [
@@ -344,6 +485,20 @@ LOOKALIKES: dict[str, list[Run]] = {
              " default value."),
             ("planner", "Added test_startup_without_key to the regression suite; it passes on the"
              " fix and fails on v1.9."),
+        ],
+        [
+            ("planner", "Plan for the offsite: pick a venue, book travel, then send the agenda."),
+            ("planner", "Venue booked: the Lakeside lodge for 30 people. Booking travel next."),
+            ("planner", "Travel booked for 28 of the 30 attendees; 2 will drive. Writing the agenda"
+             " now."),
+            ("planner", "Agenda sent to all 30 attendees with the lodge address and the train times."),
+        ],
+        [
+            ("orchestrator", "Starting the hiring pipeline: screen the applicants, schedule interviews,"
+             " then collect feedback."),
+            ("orchestrator", "Screening finished: 46 applicants, 9 moved to interviews."),
+            ("orchestrator", "Interviews scheduled for the 9 candidates over the next two weeks."),
+            ("orchestrator", "Feedback collected on all 9; 2 candidates advance to the final round."),
         ],
     ],
     "growing_draft": [
@@ -405,6 +560,32 @@ LOOKALIKES: dict[str, list[Run]] = {
              " delays, vendor contract renewal and unclear analytics requirements need follow-up"
              " meetings next sprint."),
         ],
+        [
+            ("writer", "Abstract: we study why agents repeat themselves."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause. Most"
+             " repetitions come from agents that never read the answer they asked for, and the"
+             " rest from agents that lose the request after a handoff."),
+            ("writer", "Abstract: we study why agents repeat themselves. We collect conversation logs"
+             " where agents repeat a request and label each repetition by its cause. Most"
+             " repetitions come from agents that never read the answer they asked for, and the"
+             " rest from agents that lose the request after a handoff. A simple check that the"
+             " answer was read before asking again removes most repeated requests in our logs."),
+        ],
+        [
+            ("assistant", "Trip itinerary: fly out on the first morning."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening. The second day is a boat tour of the"
+             " islands with lunch at a fishing village."),
+            ("assistant", "Trip itinerary: fly out on the first morning. Check into the hotel near the"
+             " old town and walk the harbour in the evening. The second day is a boat tour of the"
+             " islands with lunch at a fishing village. On the last day, visit the market, pack,"
+             " and take the evening train back to the airport for the flight home."),
+        ],
     ],
     "region_rollout": [
         [
@@ -440,8 +621,81 @@ LOOKALIKES: dict[str, list[Run]] = {
             ("agent", "Enabled the feature flag for 100% of users in North America; conversion up"
              " 1.4%."),
         ],
+        [
+            ("translator", "Translated the onboarding guide into French; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into German; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into Spanish; the glossary terms are"
+             " consistent."),
+            ("translator", "Translated the onboarding guide into Japanese; the glossary terms are"
+             " consistent. All planned languages are done."),
+        ],
+        [
+            ("ops", "Patched the kernel on web-01 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on web-02 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on web-03 and rebooted; health checks green."),
+            ("ops", "Patched the kernel on db-01 during the maintenance window; replication caught up"
+             " and health checks are green."),
+        ],
+    ],
+    "plain_progress": [
+        [
+            ("writer", "Finished the introduction of the report. Starting on the methods section now."),
+            ("writer", "The methods section is written. Moving on to the results next."),
+            ("writer", "Results are drafted with their charts. Writing the discussion now."),
+            ("writer", "The discussion is done, so the whole report is ready for review."),
+        ],
+        [
+            ("coder", "Reproduced the bug where saving a profile clears the avatar."),
+            ("coder", "Found the cause: the form sends an empty avatar field, and the server"
+             " treats it as a removal."),
+            ("coder", "Fixed it by ignoring empty avatar fields on the server and added a test for"
+             " it."),
+            ("coder", "The fix is merged and the profile page keeps the avatar after saving."),
+        ],
+        [
+            ("support", "Could you tell me which browser you are using when the page fails to load?"),
+            ("support", "Thanks. Since it fails in the browser you use, please try clearing the cache"
+             " and reloading the page."),
+            ("support", "Good to hear the cache was the culprit. I have also flagged the stale asset"
+             " to our web team so it does not happen again."),
+            ("support", "Our web team has deployed a fix for the stale asset, so you should not need"
+             " to clear the cache again."),
+        ],
+        [
+            ("researcher", "Searching for studies on remote work and productivity."),
+            ("researcher", "Found several surveys on remote work; most measure productivity by"
+             " self-report."),
+            ("researcher", "Narrowed the search to studies that measure output directly rather than"
+             " by self-report."),
+            ("researcher", "The direct-measurement studies show small gains for focused tasks and"
+             " losses for collaborative ones. Summarising them now."),
+        ],
+        [
+            ("planner", "We need a venue for the workshop before we can send invitations."),
+            ("planner", "The venue is confirmed, so the invitations can go out today."),
+            ("planner", "Invitations went out this morning; now arranging catering for the guests."),
+            ("planner", "Catering is arranged and the workshop is fully organised."),
+        ],
+        [
+            ("analyst", "Loading the customer survey responses into the notebook."),
+            ("analyst", "The responses are loaded; cleaning out blank and duplicate answers."),
+            ("analyst", "Cleaning is done. Grouping the answers by theme reveals pricing as the main"
+             " complaint."),
+            ("analyst", "Pricing complaints come mostly from small businesses; writing up that"
+             " recommendation for the product team."),
+        ],
     ],
 }
 
-DEV = (0, 2)
-TEST = (1, 3)
+
+
+def dev(runs: list[Run]) -> list[Run]:
+    """The development split: the even instances (thresholds are tuned on these only)."""
+    return runs[0::2]
+
+
+def test(runs: list[Run]) -> list[Run]:
+    """The test split: the odd instances (reported)."""
+    return runs[1::2]

@@ -150,6 +150,32 @@ def test_new_numbers_or_growth_make_a_message_novel_and_rewording_does_not() -> 
     assert is_novel(b, [a], a) == (False, "none")
 
 
+def test_growth_is_kept_sentences_plus_added_ones_not_new_vocabulary() -> None:
+    """A draft that keeps its text and adds a sentence grows, even when the new sentence reuses
+    earlier words; a longer rewording (many new words, nothing kept) and a kept text with a
+    short filler do not."""
+    notes = Info(
+        "Meeting notes: discussed the roadmap. Agreed that search improvements come first, "
+        "followed by the mobile redesign and billing cleanup."
+    )
+    reusing = Info(
+        "Meeting notes: discussed the roadmap. Agreed that search improvements come first, "
+        "followed by the mobile redesign and billing cleanup. Billing cleanup needs the search "
+        "team's roadmap before the redesign starts."
+    )
+    assert is_novel(reusing, [notes], notes) == (True, "growth")
+    reworded = Info(
+        "Notes from the meeting: we went over the roadmap and settled on improving search before "
+        "anything else, with the redesign of the mobile app and a tidy-up of billing to follow."
+    )
+    assert is_novel(reworded, [notes], notes) == (False, "none")
+    filler = Info(
+        "Meeting notes: discussed the roadmap. Agreed that search improvements come first, "
+        "followed by the mobile redesign and billing cleanup. Please review."
+    )
+    assert is_novel(filler, [notes], notes) == (False, "none")
+
+
 # -- the rule -------------------------------------------------------------------------------------
 def test_a_reworded_review_loop_is_soft_then_hard(counting: Counting) -> None:
     policy = SEMANTIC | {"semantic_embedder": "counting"}
@@ -206,6 +232,24 @@ def test_steps_with_new_facts_are_never_embedded(counting: Counting) -> None:
     """A message with a new number or name cannot be a repeat: the cosine is not needed."""
     check_trajectory(steps(DEBUG_ROUNDS), SEMANTIC | {"semantic_embedder": "counting"})
     assert counting.calls == []
+
+
+def test_a_step_is_embedded_only_with_the_window_messages_it_could_repeat(counting: Counting) -> None:
+    """The novelty test runs per earlier message first: the draft the new message grows is not
+    a candidate and is never embedded; the unrelated reminder is, with the step, in one call.
+    Offline (prefetch) and live embed the same texts."""
+    short = "Meeting notes: discussed the roadmap."
+    reminder = "Reminder: send the meeting notes to Maria."  # a name: not embedded at its turn
+    grown = short + " Agreed that search improvements come first, followed by the mobile redesign."
+    run = [Step(node="writer", summary=t) for t in (short, reminder, grown)]
+    monitor = Monitor(SEMANTIC | {"semantic_embedder": "counting"})
+    for step in run:
+        monitor.observe(step)
+    assert counting.calls == [[grown, reminder]]
+    register_embedder("counting", lambda: counting)  # cold cache again
+    counting.calls.clear()
+    check_trajectory(run, SEMANTIC | {"semantic_embedder": "counting"})
+    assert counting.calls == [[grown, reminder]]
 
 
 def test_offline_runs_embed_in_one_batch_with_the_same_findings(counting: Counting) -> None:

@@ -94,3 +94,31 @@ def test_roles_load_from_yaml(tmp_path: Path) -> None:
     path.write_text("graph: cr\ntransitions:\n  __start__: [coder]\n  coder: [__end__]\n"
                     "roles:\n  coder: writes the code\n", encoding="utf-8")
     assert load_allowset(path).roles == {"coder": "writes the code"}
+
+
+def test_role_drift_embeds_only_the_outputs_it_measures() -> None:
+    """A node with a role: only its first and last 4 outputs (and the role lines) are embedded,
+    in one batch at the end; the outputs in between never are."""
+    from collections.abc import Sequence
+    from typing import Any
+
+    from liveguard.semantic import cache_for, register_embedder
+
+    calls: list[list[str]] = []
+
+    class Counting:
+        name = "counting-roles"
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            calls.append(list(texts))
+            return cache_for("local").embedder.embed(texts)
+
+    register_embedder("counting-roles", Counting)
+    # Every coder output carries a new number, so semantic_repeat embeds none of them.
+    steps = [Step(node="coder", summary=f"def f{i}(x): return x + {i}") for i in range(12)]
+    policy = Policy(semantic=True, semantic_embedder="counting-roles")
+    check_trajectory(steps, policy, ALLOW)
+    embedded = [t for call in calls for t in call]
+    coder = [t for t in embedded if t.startswith("def f")]
+    assert sorted(coder) == sorted(s.summary for s in steps[:4] + steps[-4:])
+    assert set(ROLES.values()) <= set(embedded)

@@ -22,7 +22,7 @@ setting                       default  meaning
 ``max_visits``                4        total visits above this: excessive_loop (allow-sets)
 ``semantic``                  False    the semantic layer (``semantic_repeat``, ``role_drift``)
 ``semantic_embedder``         local    ``local`` (all-MiniLM-L6-v2) or ``openai``
-``semantic_threshold``        0.80     cosine at or above which a message may repeat another
+``semantic_threshold``        0.675    cosine at or above which a message may repeat another
 ``semantic_window``           6        ... among the node's last N message steps
 ``semantic_hard_matches``     2        the Nth reworded repeat in the window is hard
 ``role_drift_drop``           0.15     role_drift: similarity to the own role fell this much
@@ -96,7 +96,7 @@ class Policy(BaseModel):
     # -- the semantic layer (off by default; README "Semantic layer") ---------------------
     semantic: bool = False
     semantic_embedder: str = Field(default="local", min_length=1)
-    semantic_threshold: float = Field(default=0.65, gt=0.0, le=1.0)
+    semantic_threshold: float = Field(default=0.675, gt=0.0, le=1.0)
     semantic_window: int = Field(default=6, ge=2)
     semantic_hard_matches: int = Field(default=2, ge=2)
     role_drift_drop: float = Field(default=0.15, gt=0.0, le=2.0)

@@ -1,9 +1,11 @@
 """role_drift (soft): a node whose outputs leave its declared role.
 
-An allow-set may declare one line per node (``roles:``). With the semantic layer on,
-each node's message outputs are embedded (the vectors ``semantic_repeat`` already has,
-by digest) and, at the end of the run, the mean of its last ``recent`` outputs is
-compared with the role lines:
+An allow-set may declare one line per node (``roles:``). With the semantic layer on, at
+the end of the run, the mean embedding of a node's last ``recent`` outputs is compared
+with the role lines. Only the outputs the measure reads are embedded (a node's first
+and last ``recent``, at most ``2 * recent``), in one batch at ``finish()``, through the
+digest cache (free when ``semantic_repeat`` already embedded them); the outputs in
+between are never embedded.
 
 * **away**: similarity to its own role fell by ``role_drift_drop`` or more from the
   mean of its first ``recent`` outputs (needs ``2 * recent`` outputs);
@@ -50,56 +52,52 @@ class RoleDrift:
         self._drop = policy.role_drift_drop
         self._margin = policy.role_drift_margin
         self._recent = recent
-        self._start: dict[str, list[NDArray[np.float32]]] = {}
-        self._tail: dict[str, deque[NDArray[np.float32]]] = {}
+        # (digest, text) of each node's first and last ``recent`` outputs: embedded at finish()
+        self._start: dict[str, list[tuple[str, str]]] = {}
+        self._tail: dict[str, deque[tuple[str, str]]] = {}
         self._counts: dict[str, int] = {}
         self._last: dict[str, int] = {}
-        self._error: str | None = None
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if self._error is not None or obs.kind != MESSAGE or obs.node not in self._roles:
+        if obs.kind != MESSAGE or obs.node not in self._roles:
             return None
         text = text_of(obs.content) if obs.content is not None else None
         if text is None:
             return None
-        try:
-            vector = self._cache.vector(obs.key, text)
-        except (EmbeddingError, SemanticUnavailable) as exc:
-            self._error = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
-            self._last[obs.node] = obs.index
-            return None
         node = obs.node
         start = self._start.setdefault(node, [])
         if len(start) < self._recent:
-            start.append(vector)
-        self._tail.setdefault(node, deque(maxlen=self._recent)).append(vector)
+            start.append((obs.key, text))
+        self._tail.setdefault(node, deque(maxlen=self._recent)).append((obs.key, text))
         self._counts[node] = self._counts.get(node, 0) + 1
         self._last[node] = obs.index
         return None
 
     def finish(self) -> list[Violation] | None:
-        if self._error is not None:
-            node = next(iter(self._last), next(iter(self._roles)))
-            return [_unavailable(self._error, self._last.get(node, 0), node, self._cache)]
         judged = [n for n, c in self._counts.items() if c >= self._recent]
         if not judged:
             return None
         names = sorted(self._roles)
         try:
             roles = self._role_vectors(names)
+            # Only the outputs the measure reads are embedded, all in one batch (cached by digest).
+            needed = [item for node in judged for item in (*self._start[node], *self._tail[node])]
+            self._cache.fill(needed)
+            start = {node: [self._cache.vector(k, t) for k, t in self._start[node]] for node in judged}
+            tail = {node: [self._cache.vector(k, t) for k, t in self._tail[node]] for node in judged}
         except (EmbeddingError, SemanticUnavailable) as exc:
             code = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
             return [_unavailable(code, self._last[judged[0]], judged[0], self._cache)]
         found: list[Violation] = []
         for node in sorted(judged):
             own_index = names.index(node)
-            recent = _mean(list(self._tail[node]))
+            recent = _mean(tail[node])
             sims = roles @ recent
             own = float(sims[own_index])
             detail: dict[str, Any] = {"own_recent": round(own, 3), "outputs": self._counts[node]}
             kinds: list[str] = []
             if self._counts[node] >= 2 * self._recent:
-                before = float(roles[own_index] @ _mean(self._start[node]))
+                before = float(roles[own_index] @ _mean(start[node]))
                 detail["own_start"] = round(before, 3)
                 if before - own >= self._drop:
                     kinds.append("away")

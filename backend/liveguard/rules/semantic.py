@@ -1,17 +1,19 @@
 """semantic_repeat: the same message in other words, by embeddings (layer 2).
 
 Each message step is compared with the last ``semantic_window`` message steps of the
-same node. It *matches* when some earlier one has cosine similarity at or above
-``semantic_threshold`` **and** the new message carries no new information
-(:mod:`liveguard.semantic.novelty`: no new number, identifier or name, no growth). The
-first match in the window is a soft finding; the ``semantic_hard_matches``-th is hard
-(a liveness code: it vetoes and rolls back).
+same node. It *matches* when an earlier one against which it carries no new information
+(:mod:`liveguard.semantic.novelty`: no new number, identifier or name, no growth) has
+cosine similarity at or above ``semantic_threshold``; the nearest such one is reported.
+The first match in the window is a soft finding; the ``semantic_hard_matches``-th is
+hard (a liveness code: it vetoes and rolls back).
 
 Cost: a step whose digest already appears in the node's window is *settled by the
-hash layer* (the content rules judge it) and is never embedded. A step that brings a
-new fact (a number, identifier or name the window lacks), or the first message of its
-node, cannot match whatever its cosine, so it is not embedded either; the others are
-embedded lazily, together with any window message that still lacks a vector. Vectors
+hash layer* (the content rules judge it) and is never embedded. The novelty test runs
+first, on words alone: a step that brings a new fact (a number, identifier or name the
+window lacks), grows every earlier message, or is the first message of its node, cannot
+match whatever its cosine, so it is not embedded either. Otherwise the step is embedded
+with only those window messages it could repeat (the candidates) that still lack a
+vector. Vectors
 are cached by digest, so an identical text is embedded once per process. Offline,
 :meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first.
 
@@ -23,14 +25,14 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import MESSAGE, Observation, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
-from liveguard.semantic.novelty import Info, is_novel
+from liveguard.semantic.novelty import Info, candidates
 from liveguard.semantic.text import text_of
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ class SemanticStats:
     def __init__(self) -> None:
         self.messages = 0  # message steps with text
         self.settled = 0  # exact digest already in the node's window: the hash layer's
-        self.novel = 0  # new facts (or nothing to compare with): no embedding needed
+        self.novel = 0  # new information against every earlier message, or none to compare: not embedded
         self.embedded = 0  # texts this rule had embedded (cache misses)
         self.matched = 0
 
@@ -96,9 +98,11 @@ class SemanticRepeat:
                 window.append((obs.key, text, next(i for k, _, i in window if k == obs.key)))
                 continue
             info = Info(text)
-            if window and not _new_facts(info, (i for _, _, i in window)):
+            members = list(window)
+            picked = candidates(info, [i for _, _, i in members]) if members else []
+            if picked:
                 todo.append((obs.key, text))
-                todo += [(key, t) for key, t, _ in window]
+                todo += [(members[i][0], members[i][1]) for i in picked]
             window.append((obs.key, text, info))
         # On failure, observe() meets the same error and reports it as missing evidence.
         with contextlib.suppress(EmbeddingError, SemanticUnavailable):
@@ -128,12 +132,14 @@ class SemanticRepeat:
                 return None
         info = Info(text)
         current = _Entry(obs.index, obs.key, text, info)
-        if not history or _new_facts(info, (e.info for e in history)):
-            stats.novel += 1  # cannot match whatever the cosine: nothing to embed
-            history.append(current)
+        members = list(history)
+        picked = [members[i] for i in candidates(info, [e.info for e in members])] if members else []
+        history.append(current)
+        if not picked:
+            stats.novel += 1  # new information against every earlier message: nothing to embed
             return None
         try:
-            self._embed([current, *history])
+            self._embed([current, *picked])
         except (EmbeddingError, SemanticUnavailable) as exc:
             self._down = True
             reason = exc.code if isinstance(exc, EmbeddingError) else "unavailable"
@@ -145,19 +151,14 @@ class SemanticRepeat:
             ]
         vector = current.vector
         assert vector is not None
-        best: _Entry | None = None
+        best = picked[0]
         best_sim = -1.0
-        for entry in history:
+        for entry in picked:
             assert entry.vector is not None
             sim = float(entry.vector @ vector)
             if sim > best_sim:
                 best, best_sim = entry, sim
-        earlier = [e.info for e in history]
-        history.append(current)
-        if best is None or best_sim < self._threshold:
-            return None
-        novel, _ = is_novel(info, earlier, best.info)
-        if novel:
+        if best_sim < self._threshold:
             return None
         stats.matched += 1
         return self._match(obs, position, best, best_sim)
@@ -204,13 +205,6 @@ class SemanticRepeat:
 
     def finish(self) -> list[Violation] | None:
         return None
-
-
-def _new_facts(info: Info, earlier: Iterable[Info]) -> bool:
-    seen: set[str] = set()
-    for other in earlier:
-        seen |= other.facts
-    return bool(info.facts - seen)
 
 
 def _message_text(obs: Observation) -> str | None:
