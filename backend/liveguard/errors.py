@@ -72,6 +72,9 @@ class FingerprintError(LiveguardError, ValueError):
         self.path = path
         super().__init__(f"{path}: {reason}")
 
+    def __reduce__(self) -> tuple[type[FingerprintError], tuple[str, str]]:
+        return type(self), (self.reason, self.path)
+
     def at(self, segment: str) -> FingerprintError:
         """Return the same error located one level further out (``segment`` + path)."""
         inner = self.path[1:] if self.path.startswith("$") else self.path
@@ -89,6 +92,9 @@ class TrajectoryReadError(LiveguardError, ValueError):
         self.source = source
         self.reason = reason
         super().__init__(f"{source}: {reason}")
+
+    def __reduce__(self) -> tuple[type[TrajectoryReadError], tuple[str, str]]:
+        return type(self), (self.source, self.reason)  # picklable: records cross processes
 
 
 class LivenessError(LiveguardError):

@@ -279,6 +279,8 @@ class _Nodes:
             return _skipped(level, "not_planned")
         if _hard_so_far(state):
             return _skipped(level, "hard_violation")  # a broken run costs zero tokens
+        if self.client.skip_reason is not None:  # judges off: build no payload at all
+            return _skipped(level, self.client.skip_reason)
         try:
             result = await self.client.judge(level, _judge_payload(level, state))
         except JudgeSkipped:

@@ -80,6 +80,31 @@ _TRIGGERS: Final = re.compile(
     re.IGNORECASE,
 )
 """A cheap pre-filter: text without any of these words cannot match a pattern."""
+_TRIGGER_WORDS: Final = (
+    "ignore", "disregard", "forget", "override", "evaluator", "judge", "grader", "scorer",
+    "reviewer model", "score", "rating", "grade", "mark", "<|", "[inst", "[/inst", "<<sys",
+    "<</sys", "#", "<system", "</system", "<assistant", "</assistant",
+)
+""":data:`_TRIGGERS`' words as substrings of lower-cased text (``end\\s+of`` apart)."""
+_END_OF: Final = re.compile(r"end\s+of")
+
+
+_FOLD_TO_ASCII: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+"""The four non-ASCII letters that ``re.IGNORECASE`` matches with ASCII letters (``İ ı ſ K``)."""
+_FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
+
+
+def _may_match(text: str) -> bool:
+    """True when ``text`` may match a pattern; never False when :data:`_TRIGGERS` finds a word.
+
+    Plain substring tests on ``text.lower()`` (after folding the four non-ASCII letters that
+    ``re.IGNORECASE`` equates with ASCII ones), about 4x cheaper than the case-insensitive
+    regex. Every trigger word is ASCII, so this finds at least what the regex finds.
+    """
+    if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
+        text = text.translate(_FOLD_TABLE)
+    low = text.lower()
+    return any(word in low for word in _TRIGGER_WORDS) or ("end" in low and _END_OF.search(low) is not None)
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
@@ -124,7 +149,7 @@ class EvaluatorInjection:
             if value is None:
                 continue
             text = _text_of(value)
-            if not _TRIGGERS.search(text):
+            if not _may_match(text):
                 continue
             found = [code for code, rx in PATTERNS.items() if rx.search(text)]
             if found:

@@ -1,0 +1,311 @@
+"""One scoring process: records in, one :class:`~liveguard.scoring.RunRow` per record out.
+
+A :class:`Scorer` is built once per process (the local engine's workers, a Ray worker,
+or the calling process with ``jobs=1``): it builds the judge gateway and the eval graph
+once, and the :class:`~liveguard.engine.floor.Floor` over the graph's own node functions.
+Each run goes through the floor: a plain loop when no judge can run, awaiting the judge
+nodes when judges are on (runs of a chunk concurrently, the gateway bounding the calls in
+flight); the LangGraph invocation is the fallback when the floor declines the graph.
+Every engine calls :meth:`Scorer.score_chunk`, so every engine gives the same rows for the
+same records.
+
+Batch isolation: whatever goes wrong with one record (unreadable JSON, a hostile value
+that trips a rule, a bug), that record becomes an error row (``ExceptionType: message``)
+and the others are scored. Messages are redacted: any text of the record (values *and*
+dict keys) that appears in a message is replaced by ``<redacted:digest>``, so no step
+text reaches an error row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import xxhash
+
+from liveguard.allowset import AllowSet
+from liveguard.errors import TrajectoryReadError, redact_location
+from liveguard.model import Expected, Step, Trajectory, Verdict
+from liveguard.policy import Policy
+from liveguard.readers.jsonl import parse_line
+
+if TYPE_CHECKING:
+    from liveguard.engine.floor import Floor
+    from liveguard.judges import JudgeClient, JudgeConfig
+    from liveguard.scoring import RunRow
+    from liveguard.settings import Settings
+
+__all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
+
+Payload = bytes | Trajectory | TrajectoryReadError
+"""A raw JSONL line (parsed by the scorer), or a run already read, or a read error."""
+Record = tuple[str, Payload]
+"""``(source, payload)``: ``source`` is ``file:line`` (or ``file:index``)."""
+
+MAX_ERROR_CHARS = 300
+_MIN_REDACT = 3
+_SCHEMA_WORDS = frozenset(
+    set(Trajectory.model_fields) | set(Step.model_fields) | set(Expected.model_fields)
+)
+"""Field names of the input format: vocabulary, not step text (never redacted)."""
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Everything a scoring process needs; picklable, so workers and Ray actors get a copy."""
+
+    allow_sets: Mapping[str, AllowSet] = field(default_factory=dict)
+    default_policy: Policy | None = None
+    """For runs that name no policy preset (default: the workflow preset and the settings)."""
+    explicit_policy: Policy | None = None
+    """For every run, whatever its metadata says (the CLI's ``--policy``)."""
+    judges: bool = True
+    """False: a structural-only evaluation (the CLI's ``--no-judges``)."""
+    env: Mapping[str, str] | None = None
+    """liveguard's environment variables, read once where the command runs (workers, and
+    Ray workers on other machines, may not share that environment); None: this process's."""
+    judge_concurrency: int | None = None
+    """Judge calls in flight in this process (default: the config's ``concurrency``)."""
+
+    def settings(self) -> Settings:
+        from liveguard.settings import Settings
+
+        return Settings.from_env(dict(self.env) if self.env is not None else None)
+
+    def judge_config(self) -> JudgeConfig:
+        return self.settings().judge_config()
+
+
+def _collect(obj: Any, out: set[str], depth: int = 0) -> None:
+    if depth > 200:
+        return
+    if isinstance(obj, str):
+        if len(obj) >= _MIN_REDACT and obj not in _SCHEMA_WORDS:
+            out.add(obj)
+    elif isinstance(obj, Mapping):
+        for key, value in obj.items():
+            _collect(str(key), out, depth + 1)
+            _collect(value, out, depth + 1)
+    elif isinstance(obj, list | tuple):
+        for value in obj:
+            _collect(value, out, depth + 1)
+    elif isinstance(obj, int | float) and not isinstance(obj, bool):
+        text = repr(obj)
+        if len(text) >= 6:
+            out.add(text)
+
+
+def redact(message: str, content: Any) -> str:
+    """``message`` with every text of ``content`` (keys and values) replaced by a digest tag."""
+    texts: set[str] = set()
+    if isinstance(content, bytes):
+        try:
+            content = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            content = None
+    elif isinstance(content, Trajectory):
+        content = content.model_dump(mode="json")
+    _collect(content, texts)
+    for text in sorted(texts, key=len, reverse=True):
+        if text in message:
+            digest = xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))[:8]
+            message = message.replace(text, f"<redacted:{digest}>")
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "…"
+    return message
+
+
+class Scorer:
+    """Scores records in one process; builds its gateway, graph and floor once."""
+
+    def __init__(self, options: ScoreOptions) -> None:
+        from liveguard.engine.floor import Floor
+        from liveguard.eval_graph import build_eval_graph
+
+        self.options = options
+        self.settings = settings = options.settings()
+        config = settings.judge_config()
+        if options.judge_concurrency is not None:
+            config = config.model_copy(update={"concurrency": max(1, options.judge_concurrency)})
+        self.gateway: JudgeClient = self._gateway(config)
+        self.judging = options.judges and self.gateway.skip_reason is None
+        """A judge may be called (else every run takes the synchronous floor)."""
+        self.graph: Any = build_eval_graph(client=self.gateway, structural_only=not options.judges,
+                                           settings=settings)
+        self.floor: Floor | None = Floor.from_graph(self.graph)
+        self.default = options.default_policy if options.default_policy is not None else settings.policy()
+        self.allowsets_in_use = bool(options.allow_sets)
+        self._presets: dict[str, Policy] = {}
+
+    def _gateway(self, config: JudgeConfig) -> JudgeClient:
+        """The client judges go through (the Ray engine wraps it in a global bound)."""
+        from liveguard.judges import JudgeClient
+
+        return JudgeClient(config)
+
+    # -- one run ------------------------------------------------------------------------------
+    def policy_for(self, run: Trajectory) -> Policy:
+        """:func:`liveguard.scoring.policy_for`, with each preset's policy built once per process."""
+        from liveguard.scoring import PRESETS
+
+        if self.options.explicit_policy is not None:
+            return self.options.explicit_policy
+        preset = (run.metadata or {}).get("policy")
+        if isinstance(preset, str) and preset in PRESETS:
+            policy = self._presets.get(preset)
+            if policy is None:
+                policy = self._presets[preset] = self.settings.policy(PRESETS[preset]())
+            return policy
+        return self.default
+
+    def _inputs(self, run: Trajectory) -> tuple[AllowSet | None, Policy]:
+        allow = self.options.allow_sets.get(run.graph) if run.graph else None
+        return allow, self.policy_for(run)
+
+    def floor_verdict(self, run: Trajectory) -> Verdict:
+        """The verdict without judges, through the floor (the graph when the floor declines)."""
+        from liveguard.engine.floor import FloorNeedsLoop
+
+        if self.floor is None:
+            return asyncio.run(self.graph_verdict(run))
+        try:
+            state = self.floor.invoke(self._state(run))
+        except FloorNeedsLoop:  # a node wanted I/O after all: the graph, with its event loop
+            return asyncio.run(self.graph_verdict(run))
+        return self._final(state)
+
+    async def averdict(self, run: Trajectory) -> Verdict:
+        """The verdict with judges: the same chain of nodes, judge nodes awaited."""
+        if self.floor is None:
+            return await self.graph_verdict(run)
+        return self._final(await self.floor.ainvoke(self._state(run)))
+
+    async def graph_verdict(self, run: Trajectory) -> Verdict:
+        """The verdict through a LangGraph invocation of the eval graph (the reference path)."""
+        from liveguard.eval_graph import aevaluate_trajectory
+
+        allow, policy = self._inputs(run)
+        return await aevaluate_trajectory(run, allow_set=allow, policy=policy, graph=self.graph,
+                                          allowsets_in_use=self.allowsets_in_use)
+
+    def _state(self, run: Trajectory) -> dict[str, Any]:
+        """The graph's input state for ``run`` (as :func:`aevaluate_trajectory` builds it)."""
+        from liveguard.eval_graph import _inputs
+
+        allow, policy = self._inputs(run)
+        return _inputs(run, allow, policy, None, self.allowsets_in_use)
+
+    @staticmethod
+    def _final(state: Mapping[str, Any]) -> Verdict:
+        """The final verdict of a finished state (the graph's last node wrote it)."""
+        verdict: Verdict = state["verdict"]
+        return verdict
+
+    # -- rows ---------------------------------------------------------------------------------
+    @staticmethod
+    def _read(source: str, payload: Payload) -> Trajectory | TrajectoryReadError:
+        if isinstance(payload, bytes):
+            return parse_line(payload, source)
+        return payload
+
+    @staticmethod
+    def _error_row(source: str, payload: Payload, exc: BaseException, run: Trajectory | None) -> RunRow:
+        from liveguard.scoring import RunRow
+
+        content: Any = run if run is not None else payload
+        message = redact(str(exc), content)
+        error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        if run is None:
+            return RunRow(source=source, error=error)
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+                      path=tuple(s.node for s in run.steps), error=error, expected=run.expected)
+
+    def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
+        from liveguard.scoring import RunRow
+
+        try:
+            item = self._read(source, payload)
+        except Exception as exc:  # batch isolation: a reader bug is this record's error row
+            return self._error_row(source, payload, exc, None)
+        if isinstance(item, TrajectoryReadError):
+            return RunRow(source=item.source, error=redact(redact_location(item.reason), payload))
+        return item
+
+    @staticmethod
+    def _row(source: str, run: Trajectory, verdict: Verdict) -> RunRow:
+        from liveguard.scoring import RunRow
+
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+                      path=tuple(s.node for s in run.steps), verdict=verdict, expected=run.expected)
+
+    def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
+        """One row per record, in order."""
+        if not self.judging:
+            return [self._score_floor(source, payload) for source, payload in chunk]
+        return asyncio.run(self._ascore_chunk(chunk))
+
+    def _score_floor(self, source: str, payload: Payload) -> RunRow:
+        try:
+            return self._score_floor_unguarded(source, payload)
+        except Exception as exc:  # even the error path failed: a row naming only the type
+            return _bare_error(source, exc)
+
+    def _score_floor_unguarded(self, source: str, payload: Payload) -> RunRow:
+        item = self._prepare(source, payload)
+        if not isinstance(item, Trajectory):
+            return item
+        try:
+            return self._row(source, item, self.floor_verdict(item))
+        except Exception as exc:  # batch isolation, whatever the type
+            return self._error_row(source, payload, exc, item)
+
+    async def _ascore_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
+        """With judges: runs concurrently; the gateway bounds the judge calls in flight."""
+        limit = asyncio.Semaphore(max(4, 4 * self.gateway.config.concurrency))
+
+        async def one(source: str, payload: Payload) -> RunRow:
+            try:
+                return await one_unguarded(source, payload)
+            except Exception as exc:  # even the error path failed: a row naming only the type
+                return _bare_error(source, exc)
+
+        async def one_unguarded(source: str, payload: Payload) -> RunRow:
+            item = self._prepare(source, payload)
+            if not isinstance(item, Trajectory):
+                return item
+            async with limit:
+                try:
+                    return self._row(source, item, await self.averdict(item))
+                except Exception as exc:  # batch isolation, whatever the type
+                    return self._error_row(source, payload, exc, item)
+
+        try:
+            return list(await asyncio.gather(*(one(s, p) for s, p in chunk)))
+        finally:
+            await self.gateway.aclose()  # the client belongs to this chunk's event loop
+
+
+def _bare_error(source: str, exc: BaseException) -> RunRow:
+    from liveguard.scoring import RunRow
+
+    return RunRow(source=source, error=f"{type(exc).__name__} (message withheld)")
+
+
+def default_jobs() -> int:
+    """Worker processes by default: the number of cores."""
+    return os.cpu_count() or 1
+
+
+def chunked(records: Iterable[Record], size: int) -> Iterable[list[Record]]:
+    chunk: list[Record] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
