@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from liveguard import cli_approvals
 from liveguard.allowset import (
     AllowSet,
     AllowSetError,
@@ -437,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the derived transitions with an allow-set file; exit 1 on a difference",
     )
     derive.set_defaults(handler=_paths_derive)
+    cli_approvals.add_parser(sub)
     importlib.import_module("liveguard.cli_threads").register(sub)
     return parser
 
