@@ -115,22 +115,22 @@ class Monitor:
                 args = _maybe_json(args)
             key = fp((step.tool, args, step.result, step.error))
             nonretryable = _nonretryable(step.result) or _nonretryable(step.error)
-            return Observation(index, step.node, TOOL, key, step.tool, nonretryable)
+            return Observation(index, step.node, TOOL, key, step.tool, nonretryable, None, step)
         output = step.output
         calls = tool_calls(output) if output is not None else None
         if calls:
-            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]))
+            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]), False, None, step)
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
             content = output
         elif step.error is None:
-            return Observation(index, step.node, CONTENTLESS, "")
+            return Observation(index, step.node, CONTENTLESS, "", None, False, None, step)
         else:
             content = None
         if step.error is None:
-            return Observation(index, step.node, MESSAGE, fp(content), content=content)
-        return Observation(index, step.node, MESSAGE, fp((content, step.error)))
+            return Observation(index, step.node, MESSAGE, fp(content), None, False, content, step)
+        return Observation(index, step.node, MESSAGE, fp((content, step.error)), None, False, None, step)
 
 
 def _nonretryable(value: Any) -> bool:

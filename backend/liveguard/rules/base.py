@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Protocol
 
-from liveguard.model import Violation
+from liveguard.model import Step, Violation
 
 __all__ = ["CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Rule", "prefix"]
 
@@ -35,10 +35,12 @@ class Observation:
     """What the rules see of one step: its index, node, kind and content digest.
 
     ``content`` (message steps only) is the summary or output itself: only the semantic
-    layer reads it, to embed it; no rule puts it in evidence.
+    layer reads it, to embed it; no rule puts it in evidence. ``step`` is the step itself,
+    for the step-text rule (``evaluator_injection_suspected``), which reads its text once;
+    no rule keeps it beyond the call.
     """
 
-    __slots__ = ("content", "index", "key", "kind", "node", "nonretryable", "tool")
+    __slots__ = ("content", "index", "key", "kind", "node", "nonretryable", "step", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -49,6 +51,7 @@ class Observation:
         tool: str | None = None,
         nonretryable: bool = False,
         content: Any = None,
+        step: Step | None = None,
     ) -> None:
         self.index = index
         self.node = node
@@ -57,6 +60,7 @@ class Observation:
         self.tool = tool
         self.nonretryable = nonretryable
         self.content = content  # a message step's content, for the semantic layer only
+        self.step = step  # the step, for the step-text rule only
 
 
 class Rule(Protocol):

@@ -25,18 +25,32 @@ Look-alikes that do not fire: "ignore whitespace", "the applicant's credit score
 "System: disk full", "evaluate the expression", a tool result ``{"score": 0.93}``.
 
 Evidence is the step index, the field name and the pattern code, never the text.
-This is a step-text rule: it needs the text, which the Monitor's digest-only
-observations do not carry, so the eval graph's ``detect_defects`` node runs it over the
-run's steps (it is assembled in :func:`liveguard.rules.build.build_step_rules`).
+
+It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.build`),
+so offline scoring and live guards run it on every step: the observation carries the
+step, and the rule reads its text only here, once. A step first goes through one
+combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
+orjson, lower-cased, and searched for the trigger words; only a step that passes it is
+gathered field by field and matched (the same per-field path as before, so the verdicts
+are the same). The serialised text holds every string of the step unchanged apart from
+JSON escapes (``"``, ``\\`` and control characters, none of which a trigger word
+contains), so the pre-filter never skips a step the per-field path would flag; a step
+orjson cannot serialise (a LangChain message, non-string keys) takes the per-field path
+directly. About 3 µs a step on the scale corpus's tool-agent steps.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
 
 from liveguard.model import Step, Violation
+
+if TYPE_CHECKING:
+    from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection"]
 
@@ -107,6 +121,35 @@ def _may_match(text: str) -> bool:
     return any(word in low for word in _TRIGGER_WORDS) or ("end" in low and _END_OF.search(low) is not None)
 
 
+_WORDS_MIN: Final = tuple(
+    word for word in _TRIGGER_WORDS if not any(o != word and o in word for o in _TRIGGER_WORDS)
+)
+""":data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
+_END_OF_JSON_TEXT: Final = (
+    r'end(?:[\s",:\[\]{}0-9.e+\-]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)*?of'
+)
+_END_OF_JSON: Final = re.compile(_END_OF_JSON_TEXT)  # Unicode \s: orjson leaves it unescaped
+"""``end\\s+of`` as it can look in a step's JSON: the whitespace escaped, or the two words in
+different strings (which the per-field text joins with a newline), with only JSON
+punctuation, numbers and literals between them. Broader than needed, never narrower."""
+
+
+def _step_may_match(step: Step) -> bool:
+    """False only when no text field of ``step`` can pass :func:`_may_match`."""
+    try:
+        raw = orjson.dumps((step.summary, step.output, step.args, step.result, step.error))
+    except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
+        return True
+    text = raw.decode()  # then as :func:`_may_match`: fold, lower-case, the same words
+    if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
+        text = text.translate(_FOLD_TABLE)
+    low = text.lower()
+    for word in _WORDS_MIN:  # a loop: cheaper than one regex of the words, or bytes tests
+        if word in low:
+            return True
+    return "end" in low and _END_OF_JSON.search(low) is not None
+
+
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
     """Strings in ``value``, dict keys included (bounded depth)."""
     if depth > _DEPTH:
@@ -139,9 +182,21 @@ def _text_of(value: Any) -> str:
 
 
 class EvaluatorInjection:
-    """A step-text rule: one soft finding per step that addresses the evaluator."""
+    """A step-text rule: one soft finding per step that addresses the evaluator. Stateless."""
+
+    def observe(self, obs: Observation) -> list[Violation] | None:
+        step = obs.step
+        if step is None:
+            return None
+        hit = self.check(obs.index, step)
+        return [hit] if hit is not None else None
+
+    def finish(self) -> list[Violation] | None:
+        return None
 
     def check(self, index: int, step: Step) -> Violation | None:
+        if not _step_may_match(step):
+            return None
         hits: list[str] = []
         fields: list[str] = []
         for name in _FIELDS:
