@@ -119,7 +119,8 @@ class Monitor:
         output = step.output
         calls = tool_calls(output) if output is not None else None
         if calls:
-            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]), False, None, step)
+            name = tool_call_name(calls[0])
+            return Observation(index, step.node, REQUEST, fp(calls), name, False, None, step)
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
