@@ -127,7 +127,8 @@ def test_gate_and_report_accept_the_ray_engine(
     assert outputs["ray"][:2] == outputs["local"][:2]
     status, text, _ = outputs["ray"]
     assert status != 0  # looping runs and an unreadable line: never a PROMOTE
-    assert "ERROR  " in text and ":61" in text  # the broken line, by its line number
+    assert "ERROR  " in text
+    assert ":61" in text  # the broken line, by its line number
     assert "runs: 60" in text
     assert _report_body(outputs["ray"][2]) == _report_body(outputs["local"][2])
 
