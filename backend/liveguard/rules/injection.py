@@ -42,7 +42,7 @@ directly. About 3 µs a step on the scale corpus's tool-agent steps.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -134,12 +134,21 @@ different strings (which the per-field text joins with a newline), with only JSO
 punctuation, numbers and literals between them. Broader than needed, never narrower."""
 
 
+def _fields(step: Step) -> tuple[Any, ...]:
+    return (step.summary, step.output, step.args, step.result, step.error)
+
+
 def _step_may_match(step: Step) -> bool:
     """False only when no text field of ``step`` can pass :func:`_may_match`."""
     try:
-        raw = orjson.dumps((step.summary, step.output, step.args, step.result, step.error))
+        raw = orjson.dumps(_fields(step))
     except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
         return True
+    return _json_may_match(raw)
+
+
+def _json_may_match(raw: bytes) -> bool:
+    """False only when no string in the JSON text ``raw`` can pass :func:`_may_match`."""
     text = raw.decode()  # then as :func:`_may_match`: fold, lower-case, the same words
     if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
         text = text.translate(_FOLD_TABLE)
@@ -182,11 +191,37 @@ def _text_of(value: Any) -> str:
 
 
 class EvaluatorInjection:
-    """A step-text rule: one soft finding per step that addresses the evaluator. Stateless."""
+    """A step-text rule: one soft finding per step that addresses the evaluator.
+
+    Its only state is what :meth:`prefetch` cleared: given a whole recorded run at once
+    (``Monitor.observe_all``), it serialises the run's steps in one call and, when no
+    trigger word is anywhere in them, clears every step of the run at once; otherwise (and
+    in live guards, which feed one step at a time) each step is pre-filtered on its own.
+    """
+
+    __slots__ = ("_cleared",)
+
+    def __init__(self) -> None:
+        self._cleared: tuple[int, int] = (0, 0)
+        """Observation indices ``[start, end)`` that the whole-run pre-filter cleared."""
+
+    def prefetch(self, observations: Sequence[Observation]) -> None:
+        steps = [obs.step for obs in observations]
+        if not steps or any(step is None for step in steps):
+            return
+        try:
+            raw = orjson.dumps([_fields(step) for step in steps if step is not None])
+        except TypeError:
+            return
+        if not _json_may_match(raw):
+            self._cleared = (observations[0].index, observations[-1].index + 1)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         step = obs.step
         if step is None:
+            return None
+        start, end = self._cleared
+        if start <= obs.index < end:
             return None
         hit = self.check(obs.index, step)
         return [hit] if hit is not None else None
