@@ -106,6 +106,7 @@ _END_OF: Final = re.compile(r"end\s+of")
 _FOLD_TO_ASCII: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 """The four non-ASCII letters that ``re.IGNORECASE`` matches with ASCII letters (``İ ı ſ K``)."""
 _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
+_FOLD_UTF8: Final = tuple(ch.encode() for ch in _FOLD_TO_ASCII)
 
 
 def _may_match(text: str) -> bool:
@@ -149,10 +150,16 @@ def _step_may_match(step: Step) -> bool:
 
 def _json_may_match(raw: bytes) -> bool:
     """False only when no string in the JSON text ``raw`` can pass :func:`_may_match`."""
-    text = raw.decode()  # then as :func:`_may_match`: fold, lower-case, the same words
-    if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
-        text = text.translate(_FOLD_TABLE)
-    low = text.lower()
+    if raw.isascii():
+        low = raw.lower().decode()
+    elif not any(seq in raw for seq in _FOLD_UTF8):
+        # Only the four folded letters lower-case to (or stand for) ASCII ones, so lower-case
+        # the ASCII bytes and drop the rest: every ASCII word stays whole (dropping can only
+        # join more text, and ``end`` and ``of`` with Unicode whitespace between them), and
+        # the words are searched in a one-byte-per-character string, several times faster.
+        low = raw.lower().decode("ascii", "ignore")
+    else:  # as :func:`_may_match`: fold, lower-case
+        low = raw.decode().translate(_FOLD_TABLE).lower()
     for word in _WORDS_MIN:  # a loop: cheaper than one regex of the words, or bytes tests
         if word in low:
             return True
