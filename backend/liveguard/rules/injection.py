@@ -126,6 +126,8 @@ _WORDS_MIN: Final = tuple(
     word for word in _TRIGGER_WORDS if not any(o != word and o in word for o in _TRIGGER_WORDS)
 )
 """:data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
+_WORDS_ANGLE: Final = tuple(word for word in _WORDS_MIN if word.startswith("<"))
+_WORDS_PLAIN: Final = tuple(word for word in _WORDS_MIN if not word.startswith("<"))
 _END_OF_JSON_TEXT: Final = (
     r'end(?:[\s",:\[\]{}0-9.e+\-]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)*?of'
 )
@@ -160,9 +162,13 @@ def _json_may_match(raw: bytes) -> bool:
         low = raw.lower().decode("ascii", "ignore")
     else:  # as :func:`_may_match`: fold, lower-case
         low = raw.decode().translate(_FOLD_TABLE).lower()
-    for word in _WORDS_MIN:  # a loop: cheaper than one regex of the words, or bytes tests
+    for word in _WORDS_PLAIN:  # a loop: cheaper than one regex of the words, or bytes tests
         if word in low:
             return True
+    if "<" in low:  # one fast scan for a character instead of one for each of its words
+        for word in _WORDS_ANGLE:
+            if word in low:
+                return True
     return "end" in low and _END_OF_JSON.search(low) is not None
 
 
