@@ -19,7 +19,7 @@ from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules import build
-from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation
+from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -44,6 +44,11 @@ class Monitor:
             else Fingerprinter(self.policy.ignore_keys)
         )
         self._rules = tuple(build(self.policy, allow_set))
+        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS).
+        self._by_kind = tuple(
+            tuple(rule for rule in self._rules if kind in getattr(rule, "kinds", KINDS))
+            for kind in range(len(KINDS))
+        )
         # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
         self._prefetch = tuple(rule.prefetch for rule in self._rules if hasattr(rule, "prefetch"))
         self._index = 0
@@ -89,7 +94,7 @@ class Monitor:
 
     def _run(self, obs: Observation) -> list[Violation]:
         found: list[Violation] = []
-        for rule in self._rules:
+        for rule in self._by_kind[obs.kind]:
             hits = rule.observe(obs)
             if hits:
                 found += hits

@@ -12,7 +12,7 @@ from typing import Any, Final, Protocol
 
 from liveguard.model import Step, Violation
 
-__all__ = ["CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Rule", "prefix"]
+__all__ = ["CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Rule", "prefix"]
 
 MESSAGE: Final = 0
 """A message step: judged by stall, repeat and cycle rules."""
@@ -22,6 +22,11 @@ REQUEST: Final = 2
 """A model step whose output requests tool calls: tool-ish, never a stall or a repeat."""
 CONTENTLESS: Final = 3
 """A step with nothing to compare (no summary, output, tool or error): revisits only."""
+
+KINDS: Final = (MESSAGE, TOOL, REQUEST, CONTENTLESS)
+"""Every kind. A rule may declare ``kinds``, the kinds it reads; the Monitor then hands it
+only those observations (a rule without ``kinds`` sees every one). A rule declares it only
+when it returns None, and changes nothing, for every other kind."""
 
 DIGEST_PREFIX: Final = 12
 

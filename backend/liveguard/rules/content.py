@@ -62,6 +62,8 @@ class RepeatedContent:
 
     code = "repeated_content"
 
+    kinds = (MESSAGE,)
+
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
         self._window: deque[tuple[tuple[str, str], int]] = deque(maxlen=policy.repeat_window)
