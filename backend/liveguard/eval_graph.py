@@ -410,7 +410,8 @@ def build_verdict(
 
     run = state["trajectory"]
     telemetry = _telemetry(state)
-    violations = [v for g in GUARDS for v in _found(state, g)]
+    found = {g: _found(state, g) for g in GUARDS}  # once: each re-validates its violations
+    violations = [v for g in GUARDS for v in found[g]]
     scores = dict(state.get("scores") or {})
     anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
     extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
@@ -439,7 +440,7 @@ def build_verdict(
         "hard_codes": hard,
         "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
         "steps": sorted({v.step for v in violations}),
-        "counts": {g: len(_found(state, g)) for g in GUARDS},
+        "counts": {g: len(found[g]) for g in GUARDS},
         "levels": sorted(scores),
         "steps_total": len(run.steps),
     }
