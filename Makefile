@@ -6,9 +6,22 @@ PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/tes
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install browser test test-pure lint typecheck run bench datasets constraints clean
+.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean
 
-install: $(BIN)/liveguard browser
+install: $(BIN)/liveguard browser postgres-server
+
+# The PostgreSQL tests start a throwaway server with initdb/pg_ctl: install Debian's
+# postgresql when they are missing (as root; otherwise print the command).
+postgres-server:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "liveguard: installing Debian's postgresql for the PostgreSQL checkpoint tests"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql; \
+	else \
+	  echo "liveguard: PostgreSQL server binaries (initdb, pg_ctl) are missing; the PostgreSQL tests"; \
+	  echo "liveguard: will be skipped (they fail under CI=true). To install: sudo apt-get install -y postgresql"; \
+	fi
 
 # Rebuilt when the package metadata, the pins or the C accelerator change. The accelerator is
 # optional: without a C compiler (e.g. CC=/nonexistent) the pure-Python fingerprint walker is used.

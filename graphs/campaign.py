@@ -2,20 +2,30 @@
 
 Topology (what ``graph.get_graph()`` shows, see ``expected_paths/campaign.yaml``)::
 
-    __start__ -> load_lead -> compose_touch -> gate_draft -> compose_touch | send_touch
+    __start__ -> load_lead -> compose_touch -> gate_draft -> compose_touch | approve_send
+    approve_send -> send_touch | compose_touch | __end__
     send_touch -> check_reply -> check_reply | compose_touch | __end__
 
 * ``load_lead`` -> ``compose_touch`` and ``send_touch`` -> ``check_reply`` are static edges.
 * ``compose_touch`` and ``gate_draft`` route with ``Command(goto=...)`` and declare their
   legal targets with ``add_node(..., destinations=...)``, so the edges are drawn.
+* ``approve_send`` is liveguard's draft-first approval step
+  (:func:`liveguard.approval.approval_gate`): it evaluates the thread so far and sends
+  only when ``verdict_clears_autoapprove`` holds (``AGENT_EVAL_AUTOAPPROVE=1``, judged,
+  passed); otherwise it calls ``interrupt()`` and a person approves (-> ``send_touch``),
+  edits (-> ``send_touch`` with the new draft) or rejects (-> ``compose_touch``). It needs
+  a checkpointer, unless ``build_graph(..., approver=...)`` scripts the person's answer.
 * ``check_reply`` uses a conditional edge with a ``path_map``. Its self-edge is legal:
   it keeps polling the inbox. The ``check_reply -> compose_touch`` edge (follow-up touch
   when the lead asks for something else) is legal, but no scenario uses it.
 
-Every node writes ``summary`` (short readable text) and ``steps`` (``[<node name>]``,
-appended by an ``operator.add`` reducer so nodes can count earlier visits while a
-repeated update stays byte-identical). Other keys: ``lead_profile``, ``draft``,
-``verdict``, ``sent``, ``reply_status``. The lead is always lead 17 (Ada Park).
+Every node but ``approve_send`` writes ``summary`` (short readable text) and ``steps``
+(``[<node name>]``, appended by an ``operator.add`` reducer so nodes can count earlier
+visits while a repeated update stays byte-identical). Other keys: ``lead_profile``,
+``draft``, ``verdict``, ``sent``, ``reply_status``, and the approval step's ``approval``
+(the verdict row) and ``approvals`` (its audit records). The lead is always lead 17
+(Ada Park). The sequences below omit ``approve_send``, which runs right before every
+``send_touch`` reached through ``gate_draft``.
 
 Scenarios (the scripted behaviour; ``__start__``/``__end__`` omitted):
 
@@ -33,7 +43,7 @@ Scenarios (the scripted behaviour; ``__start__``/``__end__`` omitted):
 ``ping_pong``
     ``compose_touch`` writes the same draft v1 and ``gate_draft`` the same rejection
     (missing unsubscribe link) for N=6 rounds; after the 6th identical rejection the
-    gate's retry budget is exhausted and it escalates to ``send_touch`` (the update of
+    gate's retry budget is exhausted and it escalates to ``approve_send`` (the update of
     that 6th visit is still identical, only the routing changes). One poll finds a
     reply.
     ``load_lead, (compose_touch, gate_draft) x 6, send_touch, check_reply`` (15 steps).
@@ -58,13 +68,18 @@ Scenarios (the scripted behaviour; ``__start__``/``__end__`` omitted):
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command
 
 from graphs._scripted import Steps, check_scenario, visits
+from liveguard.allowset import AllowSet, load_allowset
+from liveguard.approval import ApprovalState, approval_gate
 
 __all__ = [
     "GRAPH_NAME",
@@ -74,6 +89,7 @@ __all__ = [
     "build_graph",
     "graph",
     "initial_input",
+    "scripted_graph",
 ]
 
 GRAPH_NAME = "campaign"
@@ -85,7 +101,10 @@ SCENARIOS: tuple[str, ...] = (
     "illegal_hop",
     "dead_end",
 )
-NODES: tuple[str, ...] = ("load_lead", "compose_touch", "gate_draft", "send_touch", "check_reply")
+NODES: tuple[str, ...] = (
+    "load_lead", "compose_touch", "gate_draft", "approve_send", "send_touch", "check_reply",
+)
+ALLOW_SET_PATH = Path(__file__).resolve().parent.parent / "expected_paths" / "campaign.yaml"
 
 LEAD_ID = 17
 LEAD_NAME = "Ada Park"
@@ -100,8 +119,8 @@ HEALTHY_REPLY_POLL = 3
 DEFAULT_POLL_BUDGET = 10
 
 
-class CampaignState(TypedDict, total=False):
-    """State of one campaign run."""
+class CampaignState(ApprovalState, total=False):
+    """State of one campaign run (plus the approval step's ``approval`` / ``approvals``)."""
 
     lead_id: int
     lead_name: str
@@ -120,10 +139,22 @@ def initial_input(scenario: str) -> dict[str, Any]:
     return {"lead_id": LEAD_ID, "lead_name": LEAD_NAME, "steps": []}
 
 
+def _allow_set() -> AllowSet | None:
+    return load_allowset(ALLOW_SET_PATH) if ALLOW_SET_PATH.is_file() else None
+
+
 def build_graph(
-    scenario: str = "healthy", *, checkpointer: Checkpointer = None
+    scenario: str = "healthy",
+    *,
+    checkpointer: Checkpointer = None,
+    approver: Callable[[dict[str, Any]], Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> CompiledStateGraph[CampaignState, None, CampaignState, CampaignState]:
-    """Compile the campaign graph with the scripted behaviour of ``scenario``."""
+    """Compile the campaign graph with the scripted behaviour of ``scenario``.
+
+    ``approver`` (optional) answers the approval step instead of a person (see
+    :func:`liveguard.approval.approval_gate`'s ``decide``); ``clock`` stamps its audit records.
+    """
     check_scenario(GRAPH_NAME, scenario, SCENARIOS)
     poll_budget = {"looping": LOOPING_POLLS, "stalled": STALLED_POLLS}.get(
         scenario, DEFAULT_POLL_BUDGET
@@ -174,7 +205,7 @@ def build_graph(
                 "steps": ["gate_draft"],
             }
             # Same update every round; after the retry budget the gate escalates to sending.
-            goto = "send_touch" if rejections >= PING_PONG_ROUNDS else "compose_touch"
+            goto = "approve_send" if rejections >= PING_PONG_ROUNDS else "compose_touch"
             return Command(update=update, goto=goto)
         if scenario == "healthy" and visits(state, "gate_draft") == 0:
             return Command(
@@ -191,7 +222,7 @@ def build_graph(
                 "verdict": "approved",
                 "steps": ["gate_draft"],
             },
-            goto="send_touch",
+            goto="approve_send",
         )
 
     def send_touch(state: CampaignState) -> dict[str, Any]:
@@ -239,7 +270,15 @@ def build_graph(
     builder = StateGraph(CampaignState)
     builder.add_node("load_lead", load_lead)
     builder.add_node("compose_touch", compose_touch, destinations=("gate_draft",))
-    builder.add_node("gate_draft", gate_draft, destinations=("compose_touch", "send_touch"))
+    builder.add_node("gate_draft", gate_draft, destinations=("compose_touch", "approve_send"))
+    builder.add_node(
+        "approve_send",
+        approval_gate(
+            send="send_touch", revise="compose_touch", draft_key="draft", graph_name=GRAPH_NAME,
+            allow_set=_allow_set(), decide=approver, clock=clock, name="approve_send",
+        ),
+        destinations=("send_touch", "compose_touch", END),
+    )
     builder.add_node("send_touch", send_touch)
     builder.add_node("check_reply", check_reply)
     builder.add_edge(START, "load_lead")
@@ -251,6 +290,26 @@ def build_graph(
         {"check_reply": "check_reply", "compose_touch": "compose_touch", END: END},
     )
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
+
+
+SCRIPTED_DECISION: dict[str, str] = {"action": "approve", "by": "script", "note": "scripted approval"}
+"""The approval step's answer in :func:`scripted_graph`."""
+SCRIPTED_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
+"""The audit clock of :func:`scripted_graph`, so its runs replay byte for byte."""
+
+
+def scripted_graph(
+    scenario: str = "healthy", *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[CampaignState, None, CampaignState, CampaignState]:
+    """:func:`build_graph` whose approval step is answered by a script (:data:`SCRIPTED_DECISION`).
+
+    For runs with no person to ask: recording the golden datasets, and tests that use the
+    campaign as a workload. It runs with or without a checkpointer and never pauses.
+    """
+    return build_graph(
+        scenario, checkpointer=checkpointer,
+        approver=lambda payload: dict(SCRIPTED_DECISION), clock=lambda: SCRIPTED_CLOCK,
+    )
 
 
 graph = build_graph()

@@ -23,6 +23,13 @@ Two files per graph:
   ``graph`` and the ``expected`` verdict, so the export scores on its own. Package
   versions (``lc_versions``) are left out so a dependency bump does not churn the file.
 
+The campaign graph's approval step (``approve_send``) never waits for a person here:
+the recorder builds it with ``campaign.scripted_graph`` (a scripted ``approve`` and a fixed
+audit clock), and the judges are off (every ``AGENT_EVAL_*`` judge variable and API key is
+unset, so no key: ``no_api_key``; no ``AGENT_EVAL_AUTOAPPROVE``), so every scenario that
+reaches the step records one ``approve_send`` visit: the verdict row it computed and its
+audit record (codes and digests, never the draft). No judge is ever called.
+
 Both outputs are byte-for-byte reproducible, and the script checks that the export
 converts back to exactly the steps written to the JSONL file. Run from the repo root:
 ``python scripts/record_graphs.py [--out DIR]``.
@@ -49,6 +56,11 @@ from typing import Any
 # Never trace to a service: the collector below is the only tracer.
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ["LANGCHAIN_TRACING_V2"] = "false"
+# Never call a judge (no key), never auto-approve: the recording is the same on every machine.
+for _name in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
+              "AGENT_EVAL_BASE_URL", "AGENT_EVAL_MODEL", "LLM_KILL_SWITCH", "AGENT_EVAL_MAX_REVISITS",
+              "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY", "AGENT_EVAL_CHECKPOINT_URL"):
+    os.environ.pop(_name, None)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -149,7 +161,9 @@ def record(graph_name: str, scenario: str) -> Any:
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     collector = RunCollectorCallbackHandler()
     try:
-        compiled = module.build_graph(scenario, checkpointer=SqliteSaver(conn))
+        # A graph with an approval step has a scripted variant: no person is asked while recording.
+        build = getattr(module, "scripted_graph", module.build_graph)
+        compiled = build(scenario, checkpointer=SqliteSaver(conn))
         config = {
             "recursion_limit": 100,
             "callbacks": [collector],

@@ -34,7 +34,7 @@ EXPECTED = {"healthy": 1, "illegal_hop": 0, "looping": 0, "dead_end": 1}
 
 def target(inputs: dict[str, Any]) -> dict[str, Any]:
     """The system under evaluation: the campaign graph, traced by langsmith.evaluate."""
-    graph = campaign.build_graph(inputs["scenario"])
+    graph = campaign.scripted_graph(inputs["scenario"])  # its approval step answered by a script
     out = graph.invoke(campaign.initial_input(inputs["scenario"]), {"recursion_limit": 100})
     return {"summary": out.get("summary")}
 

@@ -99,7 +99,8 @@ def recorded(graph: str, scenario: str) -> Iterator[tuple[Any, Any, dict[str, An
     module = importlib.import_module(f"graphs.{graph}")
     conn = sqlite3.connect(":memory:", check_same_thread=False)
     try:
-        compiled = module.build_graph(scenario, checkpointer=SqliteSaver(conn))
+        build = getattr(module, "scripted_graph", module.build_graph)  # campaign: scripted approval
+        compiled = build(scenario, checkpointer=SqliteSaver(conn))
         collector = RunCollectorCallbackHandler()
         metadata = {"scenario": scenario, **({"policy": POLICY[graph]} if graph in POLICY else {})}
         thread = {"configurable": {"thread_id": f"{graph}-{scenario}"}}

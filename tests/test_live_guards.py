@@ -160,8 +160,8 @@ def polling_graph(polls: int, *, opaque_first: bool = False) -> Any:
 
 STOPS = [
     # module, scenario, code, step of the stop, node executions unguarded
-    (campaign, "looping", "no_progress_stall", 5, 16),
-    (campaign, "ping_pong", "content_cycle", 4, 15),
+    (campaign, "looping", "no_progress_stall", 6, 17),  # campaign: its approval step is scripted
+    (campaign, "ping_pong", "content_cycle", 4, 16),
     (coder_reviewer, "ping_pong", "content_cycle", 3, 12),
     (coder_reviewer, "stalled", "no_progress_stall", 1, 3),
 ]
@@ -173,12 +173,13 @@ def test_guard_stops_a_looping_graph_at_the_repeat(
     module: Any, scenario: str, code: str, step: int, unguarded: int
 ) -> None:
     free = Executions()
-    module.build_graph(scenario).invoke(module.initial_input(scenario), counted(free))
+    build = getattr(module, "scripted_graph", module.build_graph)  # no person to ask in these runs
+    build(scenario).invoke(module.initial_input(scenario), counted(free))
     assert len(free.nodes) == unguarded
 
     ran = Executions()
     chunks: list[Any] = []
-    guarded = guard(module.build_graph(scenario))
+    guarded = guard(build(scenario))
     stream = guarded.stream(module.initial_input(scenario), counted(ran), stream_mode="updates")
     with pytest.raises(NoProgressError) as stopped:
         drain(stream, chunks)
@@ -191,43 +192,44 @@ def test_guard_stops_a_looping_graph_at_the_repeat(
 
 
 def test_invoke_ainvoke_and_astream_stop_too() -> None:
-    guarded = guard(campaign.build_graph("looping"))
+    guarded = guard(campaign.scripted_graph("looping"))
     inputs = campaign.initial_input("looping")
-    with pytest.raises(NoProgressError, match=r"no_progress_stall at step 5"):
+    with pytest.raises(NoProgressError, match=r"no_progress_stall at step 6"):
         guarded.invoke(inputs)
 
     async def run() -> tuple[list[Any], Executions]:
         ran, chunks = Executions(), list[Any]()
         with pytest.raises(NoProgressError) as stopped:
             await adrain(guarded.astream(inputs, counted(ran), stream_mode="values"), chunks)
-        assert stopped.value.violation.step == 5
+        assert stopped.value.violation.step == 6
         with pytest.raises(NoProgressError, match="no_progress_stall"):
             await guarded.ainvoke(inputs)
         return chunks, ran
 
     chunks, ran = asyncio.run(run())
-    assert len(ran.nodes) == 6
+    assert len(ran.nodes) == 7
     # values: the input, then one chunk per completed step before the violating one
-    assert [len(c["steps"]) for c in chunks] == [0, 1, 2, 3, 4, 5]
+    # (approve_send appends nothing to "steps")
+    assert [len(c["steps"]) for c in chunks] == [0, 1, 2, 3, 3, 4, 5]
 
 
 def test_stopped_thread_is_left_where_the_guard_stopped_it(saver: SqliteSaver) -> None:
-    """With a real SqliteSaver: the thread keeps the 6 steps that ran and waits on the 7th."""
+    """With a real SqliteSaver: the thread keeps the 7 steps that ran and waits on the 8th."""
     inputs = campaign.initial_input("looping")
-    graph = campaign.build_graph("looping", checkpointer=saver)
+    graph = campaign.scripted_graph("looping", checkpointer=saver)
     graph.invoke(inputs, thread("free"))
     guarded = guard(graph)
     with pytest.raises(NoProgressError) as stopped:
         guarded.invoke(inputs, thread("guarded"))
-    assert stopped.value.violation.step == 5
+    assert stopped.value.violation.step == 6
 
     state = guarded.get_state(thread("guarded"))
     assert state.values["steps"] == [
         "load_lead", "compose_touch", "gate_draft", "send_touch", "check_reply", "check_reply",
     ]
-    assert state.next == ("check_reply",)  # the 7th poll, which never ran
-    assert len(list(guarded.get_state_history(thread("guarded")))) == 8  # input + 6 steps + start
-    assert len(list(graph.get_state_history(thread("free")))) == 18
+    assert state.next == ("check_reply",)  # the 8th step, which never ran
+    assert len(list(guarded.get_state_history(thread("guarded")))) == 9  # input + 7 steps + start
+    assert len(list(graph.get_state_history(thread("free")))) == 19
     assert graph.get_state(thread("free")).next == ()
 
 
@@ -236,7 +238,8 @@ def test_stopped_thread_is_left_where_the_guard_stopped_it(saver: SqliteSaver) -
 
 @pytest.mark.parametrize("module", [campaign, coder_reviewer], ids=lambda m: m.GRAPH_NAME)
 def test_guarded_invoke_returns_the_unguarded_final_state(module: Any) -> None:
-    graph, inputs = module.build_graph("healthy"), module.initial_input("healthy")
+    graph = getattr(module, "scripted_graph", module.build_graph)("healthy")
+    inputs = module.initial_input("healthy")
     guarded = guard(graph)
     expected = graph.invoke(inputs)
     assert guarded.invoke(inputs) == expected
@@ -253,7 +256,7 @@ MODES: list[Any] = [None, "updates", "values", ["updates"], ["values"], ["update
 @pytest.mark.parametrize("stream_mode", MODES, ids=repr)
 @pytest.mark.parametrize("extra", [{}, {"subgraphs": True}, {"version": "v2"}], ids=repr)
 def test_guarded_stream_yields_the_unguarded_chunks(stream_mode: Any, extra: dict[str, Any]) -> None:
-    graph, inputs = campaign.build_graph("healthy"), campaign.initial_input("healthy")
+    graph, inputs = campaign.scripted_graph("healthy"), campaign.initial_input("healthy")
     expected = list(graph.stream(inputs, stream_mode=stream_mode, **extra))
     assert list(guard(graph).stream(inputs, stream_mode=stream_mode, **extra)) == expected
 
@@ -328,7 +331,7 @@ def test_interrupted_run_returns_what_langgraph_returns(saver: SqliteSaver) -> N
 
 
 def test_passthrough_and_validation() -> None:
-    graph = campaign.build_graph("looping")
+    graph = campaign.scripted_graph("looping")
     guarded = guard(graph)
     assert guarded.graph is graph
     assert guarded.name == "campaign"  # attribute passthrough

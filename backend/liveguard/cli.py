@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from liveguard import cli_approvals
 from liveguard.allowset import (
     AllowSet,
     AllowSetError,
@@ -442,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare the derived transitions with an allow-set file; exit 1 on a difference",
     )
     derive.set_defaults(handler=_paths_derive)
+    cli_approvals.add_parser(sub)
     return parser
 
 

@@ -221,7 +221,7 @@ def build_eval_graph(
     for a, b in itertools.pairwise(NODES):
         builder.add_edge(a, b)
     builder.add_edge(NODES[-1], END)
-    return builder.compile(name="agent_eval")
+    return builder.compile(name="agent_eval", checkpointer=False)
 
 
 class _Nodes:

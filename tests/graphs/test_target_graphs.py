@@ -35,7 +35,7 @@ ALL_SCENARIOS = ("healthy", "looping", "ping_pong", "stalled", "illegal_hop", "d
 
 Step = tuple[str, dict[str, Any]]
 
-_CAMPAIGN_SENT = ["load_lead", "compose_touch", "gate_draft", "send_touch"]
+_CAMPAIGN_SENT = ["load_lead", "compose_touch", "gate_draft", "approve_send", "send_touch"]
 EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
     ("campaign", "healthy"): [
         "load_lead",
@@ -43,6 +43,7 @@ EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
         "gate_draft",
         "compose_touch",
         "gate_draft",
+        "approve_send",
         "send_touch",
         "check_reply",
         "check_reply",
@@ -52,6 +53,7 @@ EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
     ("campaign", "ping_pong"): [
         "load_lead",
         *["compose_touch", "gate_draft"] * 6,
+        "approve_send",
         "send_touch",
         "check_reply",
     ],
@@ -70,6 +72,8 @@ EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
     ("sql_agent", "stalled"): [*["model", "tools"] * 4, "model"],
 }
 CASES = sorted(EXPECTED_SEQUENCES)
+APPROVAL_NODE = "approve_send"
+"""The campaign's approval step (liveguard.approval): it writes the verdict row and an audit record."""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -86,6 +90,11 @@ def load_allow_set(graph_name: str) -> dict[str, Any]:
     return data
 
 
+def build(module: ModuleType, scenario: str, checkpointer: Any = None) -> Any:
+    """``build_graph``, or ``scripted_graph`` where the graph asks a person (campaign's approval step)."""
+    return getattr(module, "scripted_graph", module.build_graph)(scenario, checkpointer=checkpointer)
+
+
 def derive_transitions(compiled: Any) -> dict[str, list[str]]:
     """``{source: sorted targets}`` from the edges ``compiled.get_graph()`` draws."""
     targets: dict[str, set[str]] = {}
@@ -99,7 +108,7 @@ def run(
 ) -> list[Step]:
     """Stream one scenario with ``stream_mode="updates"`` and return its (node, update) steps."""
     module = load_module(graph_name)
-    compiled = module.build_graph(scenario, checkpointer=checkpointer)
+    compiled = build(module, scenario, checkpointer)
     config = {
         "recursion_limit": 100,
         "configurable": {"thread_id": thread_id or f"{graph_name}-{scenario}"},
@@ -134,6 +143,18 @@ def without_message_ids(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [without_message_ids(item) for item in value]
     return value
+
+
+def without_thread_ids(steps: Any) -> Any:
+    """The approval step's verdict row names the thread (its run id): drop it for comparisons."""
+    out = []
+    for node, update in steps:
+        if node == APPROVAL_NODE:
+            row = {k: v for k, v in update["approval"].items() if k != "run_id"}
+            out.append((node, {**update, "approval": row}))
+        else:
+            out.append((node, update))
+    return out
 
 
 def content_of(update: dict[str, Any]) -> Any:
@@ -268,6 +289,9 @@ def test_node_sequence(graph_name: str, scenario: str) -> None:
     steps = run(graph_name, scenario)
     assert nodes_of(steps) == EXPECTED_SEQUENCES[(graph_name, scenario)]
     for node, update in steps:
+        if node == APPROVAL_NODE:
+            assert set(update) == {"approval", "approvals"}
+            continue
         assert isinstance(update.get("summary"), str), f"{node} wrote no summary"
         assert update["summary"].strip()
 
@@ -275,8 +299,8 @@ def test_node_sequence(graph_name: str, scenario: str) -> None:
 @pytest.mark.parametrize(("graph_name", "scenario"), CASES)
 def test_runs_are_deterministic(graph_name: str, scenario: str) -> None:
     """Two runs give the same updates byte for byte once LangChain message ids are removed."""
-    first = without_message_ids(run(graph_name, scenario, thread_id="first"))
-    second = without_message_ids(run(graph_name, scenario, thread_id="second"))
+    first = without_thread_ids(without_message_ids(run(graph_name, scenario, thread_id="first")))
+    second = without_thread_ids(without_message_ids(run(graph_name, scenario, thread_id="second")))
     assert first == second
     assert repr(first) == repr(second)
 
@@ -284,7 +308,7 @@ def test_runs_are_deterministic(graph_name: str, scenario: str) -> None:
 @pytest.mark.parametrize(("graph_name", "scenario"), CASES)
 def test_invoke_terminates_within_recursion_limit(graph_name: str, scenario: str) -> None:
     module = load_module(graph_name)
-    compiled = module.build_graph(scenario)
+    compiled = build(module, scenario)
     final = compiled.invoke(
         module.initial_input(scenario),
         {"recursion_limit": 100, "configurable": {"thread_id": "invoke"}},
@@ -415,7 +439,9 @@ def test_module_level_graph_can_be_run_repeatedly() -> None:
     for graph_name in GRAPH_NAMES:
         module = load_module(graph_name)
         finals = [
-            module.graph.invoke(module.initial_input("healthy"), {"recursion_limit": 100})
+            (build(module, "healthy") if graph_name == "campaign" else module.graph).invoke(
+                module.initial_input("healthy"), {"recursion_limit": 100}
+            )
             for _ in range(2)
         ]
         assert finals[0]["summary"] == finals[1]["summary"]
@@ -482,7 +508,7 @@ def test_runs_with_sqlite_checkpointer(
 ) -> None:
     steps = run(graph_name, scenario, checkpointer=sqlite_saver, thread_id="persisted")
     assert nodes_of(steps) == EXPECTED_SEQUENCES[(graph_name, scenario)]
-    compiled = load_module(graph_name).build_graph(scenario, checkpointer=sqlite_saver)
+    compiled = build(load_module(graph_name), scenario, sqlite_saver)
     config = {"configurable": {"thread_id": "persisted"}}
     history = list(compiled.get_state_history(config))
     # one checkpoint for the input, one per step, plus the initial empty one

@@ -1,0 +1,699 @@
+"""Draft-first approval: evaluate the thread so far, then auto-approve or ``interrupt()`` for a person.
+
+::
+
+    from liveguard.approval import approval_gate
+
+    builder.add_node(
+        "approve_send",
+        approval_gate(send="send_touch", revise="compose_touch", draft_key="draft"),
+        destinations=("send_touch", "compose_touch", END),
+    )
+
+The node (sync and async callers alike) does, in order:
+
+1. **Trajectory.** It reads the thread's own checkpoint history through the graph's
+   checkpointer (every finished task of every earlier checkpoint of this thread, oldest
+   first, read like a ``stream_mode="updates"`` chunk by the same
+   :class:`~liveguard.readers.stream.UpdateStepper` the live guards use). It waits (bounded,
+   :data:`HISTORY_WAIT`) for the checkpoint its own step started from, because LangGraph
+   writes checkpoints in the background while the next step runs; when it never appears
+   (``durability="exit"`` writes nothing during the run) the verdict is missing and the draft
+   is held for a person (``unjudged:history_unavailable``). Why not
+   ``liveguard.langsmith.thread_to_trajectory``: that reader needs the compiled graph
+   (``get_state_history``), and a node never sees its own compiled graph, only the
+   checkpointer in its config. Why not the state: the state holds the latest values,
+   not each step's update, so a repeated draft would be invisible. A superstep that ran
+   several nodes in parallel is attributed by node name order (its content is exact).
+   :func:`read_thread` is the same reader for a whole thread; a test checks that it gives
+   the graph-based reader's steps on every campaign scenario.
+2. **Verdict.** The trajectory goes through the eval graph (:func:`~liveguard.eval_graph.build_eval_graph`,
+   compiled with ``checkpointer=False``), run in a fresh context (its own thread or task),
+   so nothing of it is written into the caller's thread and the caller's callbacks and
+   config do not reach it. Judges come from the environment (``AGENT_EVAL_*``). If the
+   evaluation itself fails, the draft is held (``unjudged:eval_error``) and the run goes on.
+3. **Decision.** If :func:`~liveguard.gate.verdict_clears_autoapprove` holds, the node goes to
+   ``send``. Otherwise it calls ``interrupt(payload)`` with::
+
+       {"kind": "liveguard.approval", "draft": <the draft>,
+        "verdict": <a `liveguard score --format json` row>,
+        "reasons": ["autoapprove_off", "hard:content_cycle", "unjudged:no_api_key", ...]}
+
+   When the thread is resumed, the verdict is **not** recomputed: the payload stored with
+   the interrupt (in the checkpoint's pending writes) is reused, so the person decides
+   on what they saw and a resume costs no judge call.
+4. **Resume** with ``Command(resume={"action": "approve" | "reject" | "edit", "by": str,
+   "note": str, "draft": str})``: approve goes to ``send``; reject to ``revise`` (or END);
+   edit replaces the draft (``draft`` required) and goes to ``send``. A malformed answer
+   (missing ``by``, unknown action, a wrong type, unknown keys) is logged and answered with
+   a new ``interrupt()`` whose payload adds ``"error"``: the thread stays interrupted and
+   nothing is sent. :func:`resume_approval` / :func:`aresume_approval` check the answer
+   (:func:`parse_decision`) and that the thread waits for an approval *before* resuming,
+   and raise :class:`ApprovalError` otherwise (the approvals CLI does the same).
+5. **Exactly once.** A person's decision is claimed first (:func:`liveguard.checkpoints.claim`):
+   one row per interrupted task in the checkpointer's own database. Of two workers
+   resuming the same interrupt, one wins; the other raises :class:`ApprovalConflict`
+   naming the winner, and sends nothing. (A worker that loads the thread after the winner
+   moved it on finds no interrupt to resume, and sends nothing either.) The trade-off: a
+   winner that dies between its claim and its next checkpoint leaves the interrupt claimed,
+   so later resumes are refused (at most once, never twice); the claim row names who and when.
+6. **Audit.** Every decision appends a record to ``state[audit_key]`` (a list channel with
+   an ``operator.add`` reducer: see :class:`ApprovalState`): ``actor`` (``auto`` or
+   ``person``), ``by``, ``at``, ``note``, ``codes`` and ``reasons`` at that moment, the
+   draft's digest (and the edited draft's), never the draft text. ``state[verdict_key]``
+   holds the verdict row. Logs (``liveguard.approval``) carry codes, counts, digests and
+   thread ids only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import hashlib
+import itertools
+import json
+import logging
+import operator
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict
+
+from liveguard.errors import LiveguardError
+from liveguard.model import Step, Trajectory, Verdict
+from liveguard.readers.stream import UpdateStepper
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+__all__ = [
+    "ACTIONS",
+    "KIND",
+    "ApprovalConflict",
+    "ApprovalError",
+    "ApprovalState",
+    "Decision",
+    "approval_gate",
+    "aresume_approval",
+    "draft_digest",
+    "parse_decision",
+    "read_thread",
+    "reasons_for",
+    "resume_approval",
+]
+
+log = logging.getLogger("liveguard.approval")
+
+KIND: Final = "liveguard.approval"
+ACTIONS: Final = ("approve", "reject", "edit")
+HISTORY_WAIT: Final = 5.0
+"""Default seconds the node waits for its own step's checkpoint to become readable."""
+_RESUME_KEYS: Final = frozenset({"action", "by", "note", "draft"})
+_CONF: Final = "configurable"
+_CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
+_TASK_ID_KEY: Final = "__pregel_task_id"
+_INTERRUPT: Final = "__interrupt__"
+
+
+class ApprovalError(LiveguardError, ValueError):
+    """A resume answer that is not a valid decision, or an approval step that cannot run."""
+
+
+class ApprovalConflict(LiveguardError):
+    """Another worker already decided this interrupt; this one sends nothing."""
+
+    def __init__(self, thread_id: str, decided_by: str, action: str, decided_at: str) -> None:
+        self.thread_id = thread_id
+        self.decided_by = decided_by
+        self.action = action
+        self.decided_at = decided_at
+        super().__init__(
+            f"thread {thread_id}: this approval was already decided "
+            f"({action} by {decided_by} at {decided_at})"
+        )
+
+
+class ApprovalState(TypedDict, total=False):
+    """The keys the approval step writes; add them to your graph's state schema."""
+
+    approvals: Annotated[list[dict[str, Any]], operator.add]
+    approval: dict[str, Any]
+
+
+class Decision(TypedDict, total=False):
+    action: str
+    by: str
+    note: str
+    draft: str
+
+
+def parse_decision(answer: Any) -> Decision:
+    """Validate a resume answer; raise :class:`ApprovalError` saying what is wrong."""
+    if not isinstance(answer, Mapping):
+        raise ApprovalError(f"resume: expected a dict with action and by, got {type(answer).__name__}")
+    unknown = sorted(str(k) for k in answer if k not in _RESUME_KEYS)
+    if unknown:
+        raise ApprovalError(f"resume: unknown key(s) {', '.join(unknown)}; allowed: action, by, note, draft")
+    action = answer.get("action")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ApprovalError(f"resume.action: expected one of {', '.join(ACTIONS)}, got {action!r}")
+    by = answer.get("by")
+    if not isinstance(by, str) or not by.strip():
+        raise ApprovalError("resume.by: required, a non-empty string naming who decided")
+    note = answer.get("note")
+    if note is not None and not isinstance(note, str):
+        raise ApprovalError(f"resume.note: expected a string, got {type(note).__name__}")
+    draft = answer.get("draft")
+    if action == "edit" and (not isinstance(draft, str) or not draft):
+        raise ApprovalError("resume.draft: action edit needs the new draft, a non-empty string")
+    if action != "edit" and draft is not None:
+        raise ApprovalError(f"resume.draft: only action edit takes a draft, got it with {action}")
+    decision: Decision = {"action": action, "by": by.strip()}
+    if note is not None:
+        decision["note"] = note
+    if isinstance(draft, str):
+        decision["draft"] = draft
+    return decision
+
+
+def _pending_approval(snapshot: Any) -> bool:
+    return any(isinstance(getattr(i, "value", None), Mapping) and i.value.get("kind") == KIND
+               for i in getattr(snapshot, "interrupts", ()) or ())
+
+
+def resume_approval(graph: Any, config: Any, answer: Any) -> Any:
+    """Resume a thread held by the approval step with a checked decision.
+
+    Raises :class:`ApprovalError` (nothing resumed, nothing sent) when ``answer`` is not a
+    valid decision or the thread is not waiting for an approval; returns what
+    ``graph.invoke(Command(resume=...), config)`` returns.
+    """
+    from langgraph.types import Command
+
+    decision = parse_decision(answer)
+    if not _pending_approval(graph.get_state(config)):
+        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
+        raise ApprovalError(f"thread {thread}: not waiting for approval")
+    return graph.invoke(Command(resume=dict(decision)), config)
+
+
+async def aresume_approval(graph: Any, config: Any, answer: Any) -> Any:
+    """Async :func:`resume_approval`."""
+    from langgraph.types import Command
+
+    decision = parse_decision(answer)
+    if not _pending_approval(await graph.aget_state(config)):
+        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
+        raise ApprovalError(f"thread {thread}: not waiting for approval")
+    return await graph.ainvoke(Command(resume=dict(decision)), config)
+
+
+def draft_digest(draft: Any) -> str:
+    """``sha256:`` and the first 16 hex digits of the draft (text as UTF-8, else canonical JSON)."""
+    data = draft if isinstance(draft, str) else json.dumps(draft, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] | None = None) -> list[str]:
+    """Why a send was not auto-approved: codes only (empty when it was)."""
+    if cleared:
+        return []
+    from liveguard.gate import verdict_clears_autoapprove
+    from liveguard.settings import Settings
+
+    reasons: list[str] = []
+    if not Settings.from_env(env).autoapprove:
+        reasons.append("autoapprove_off")
+    if verdict is None:
+        return [*reasons, "unjudged:no_verdict"]
+    if verdict_clears_autoapprove(verdict, enabled=True):
+        return reasons  # only the switch held it
+    specific = len(reasons)
+    reasons += [f"hard:{code}" for code in verdict.hard_codes]
+    # Missing evidence, as the verdict names it (``prefix:detail`` codes) when it does.
+    missing = [str(m) for m in (getattr(verdict, "missing", None) or [])]
+    for code in missing:
+        named = "unjudged:" + code.split(":", 1)[1] if code.startswith("judges_skipped:") else code
+        if named != "unjudged:hard_violation" and named not in reasons:
+            reasons.append(named)
+    if not missing:
+        if verdict.judges_skipped and verdict.judges_skipped != "hard_violation":
+            reasons.append(f"unjudged:{verdict.judges_skipped}")
+        elif not verdict.judged and not verdict.hard_codes:
+            reasons.append(f"unjudged:{verdict.reason}")
+        reasons += sorted({f"judge_error:{s.level}" for s in verdict.levels.values()
+                           if s.reason.startswith("judge_error:")})
+        if verdict.judge_error and not any(r.startswith("judge_error:") for r in reasons):
+            reasons.append("judge_error")
+    if not verdict.passed and len(reasons) == specific:
+        reasons.append(f"not_passed:{verdict.reason}")
+    if len(reasons) == specific:
+        # Cleared nothing, yet no reason above: name the verdict's reason and soft codes.
+        soft = sorted({v.code for v in verdict.violations if v.severity == "soft"})
+        reasons += [f"soft:{code}" for code in soft] or [f"not_cleared:{verdict.reason}"]
+    return reasons
+
+
+# -- the thread's trajectory, from its checkpoints ---------------------------------------------
+class _HistoryError(Exception):
+    pass
+
+
+def _step_chunks(chain: Sequence[Any]) -> list[dict[str, Any]]:
+    """``{node: update}`` chunks from a checkpoint chain (oldest first), one per finished task."""
+    chunks: list[dict[str, Any]] = []
+    for older, newer in itertools.pairwise(chain):
+        seen_old = older.checkpoint.get("versions_seen", {})
+        seen_new = newer.checkpoint.get("versions_seen", {})
+        ran = sorted(n for n, v in seen_new.items() if not n.startswith("__") and seen_old.get(n) != v)
+        tasks: dict[str, dict[str, Any]] = {}
+        for task_id, channel, value in older.pending_writes or ():
+            if channel.startswith(("__", "branch:")):
+                continue
+            tasks.setdefault(str(task_id), {})[channel] = value
+        if not ran:
+            continue
+        if len(ran) == 1:
+            updates: list[dict[str, Any] | None] = [*tasks.values()] or [None]
+            chunks += [{ran[0]: update} for update in updates]
+            continue
+        ordered = [tasks[t] for t in sorted(tasks)]
+        for index, node in enumerate(ran):
+            chunks.append({node: ordered[index] if index < len(ordered) else None})
+    return chunks
+
+
+def _chain(tuples: Sequence[Any], target_id: str) -> list[Any]:
+    by_id = {t.config[_CONF]["checkpoint_id"]: t for t in tuples}
+    chain: list[Any] = []
+    current = by_id.get(target_id)
+    while current is not None:
+        chain.append(current)
+        parent = (current.parent_config or {}).get(_CONF, {}).get("checkpoint_id")
+        current = by_id.get(parent) if parent else None
+    chain.reverse()
+    return chain
+
+
+def _where(config: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    conf = config.get(_CONF) or {}
+    thread = conf.get("thread_id")
+    task_id = conf.get(_TASK_ID_KEY)
+    ns = str(conf.get("checkpoint_ns") or "")
+    parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+    checkpoint_id = (conf.get("checkpoint_map") or {}).get(parent_ns)
+    if thread is None or task_id is None or checkpoint_id is None or conf.get(_CHECKPOINTER_KEY) is None:
+        raise ApprovalError(
+            "approval step: the graph needs a checkpointer and a thread_id "
+            "(compile(checkpointer=...), config={'configurable': {'thread_id': ...}})"
+        )
+    return str(thread), str(task_id), parent_ns, str(checkpoint_id)
+
+
+def _node_of(config: Mapping[str, Any]) -> str | None:
+    node = (config.get("metadata") or {}).get("langgraph_node")
+    return node if isinstance(node, str) and node else None
+
+
+def _thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    conf = {"thread_id": thread, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    return {_CONF: conf}
+
+
+def _history(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
+) -> tuple[Any, list[dict[str, Any]]]:
+    deadline = time.monotonic() + wait
+    target = saver.get_tuple(_thread_config(thread, ns, checkpoint_id))
+    while target is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+        target = saver.get_tuple(_thread_config(thread, ns, checkpoint_id))
+    if target is None:
+        raise _HistoryError("history_unavailable")
+    chain = _chain(list(saver.list(_thread_config(thread, ns))), checkpoint_id)
+    return target, _step_chunks(chain)
+
+
+async def _ahistory(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
+) -> tuple[Any, list[dict[str, Any]]]:
+    deadline = time.monotonic() + wait
+    target = await saver.aget_tuple(_thread_config(thread, ns, checkpoint_id))
+    while target is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+        target = await saver.aget_tuple(_thread_config(thread, ns, checkpoint_id))
+    if target is None:
+        raise _HistoryError("history_unavailable")
+    tuples = [t async for t in saver.alist(_thread_config(thread, ns))]
+    return target, _step_chunks(_chain(tuples, checkpoint_id))
+
+
+def _steps_of(chunks: Sequence[Mapping[str, Any]]) -> list[Step]:
+    stepper = UpdateStepper()
+    steps: list[Step] = []
+    for chunk in chunks:
+        steps += stepper.feed(chunk)
+    return steps
+
+
+def read_thread(
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, graph_name: str | None = None
+) -> Trajectory:
+    """The steps of a thread from its checkpointer alone (no compiled graph needed).
+
+    Follows the checkpoint chain back from ``checkpoint_id`` (default: the thread's latest
+    root checkpoint) and reads every finished task, as the approval step does. Raises
+    :class:`ApprovalError` for a thread with no checkpoint.
+    """
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    target = saver.get_tuple({_CONF: conf})
+    if target is None:
+        raise ApprovalError(f"thread {thread_id}: no checkpoint")
+    chain = _chain(list(saver.list(_thread_config(thread_id, ""))), target.config[_CONF]["checkpoint_id"])
+    return Trajectory(run_id=thread_id, graph=graph_name, steps=_steps_of(_step_chunks(chain)),
+                      metadata={"source": "checkpoint"})
+
+
+def _stored_payload(target: Any, task_id: str) -> dict[str, Any] | None:
+    """The payload this task interrupted with before (a resume re-runs the node)."""
+    for write_task, channel, value in target.pending_writes or ():
+        if write_task != task_id or channel != _INTERRUPT:
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            payload = getattr(item, "value", None)
+            if isinstance(payload, Mapping) and payload.get("kind") == KIND:
+                return {k: v for k, v in payload.items() if k != "error"}
+    return None
+
+
+# -- the node ----------------------------------------------------------------------------------
+class _Gate:
+    def __init__(
+        self,
+        *,
+        send: str,
+        revise: str | None,
+        draft_key: str,
+        audit_key: str,
+        verdict_key: str,
+        graph_name: str | None,
+        allow_set: Any,
+        policy: Any,
+        decide: Callable[[dict[str, Any]], Any] | None,
+        clock: Callable[[], datetime],
+        history_wait: float,
+    ) -> None:
+        self.history_wait = history_wait
+        self.send = send
+        self.revise = revise
+        self.draft_key = draft_key
+        self.audit_key = audit_key
+        self.verdict_key = verdict_key
+        self.graph_name = graph_name
+        self.allow_set = allow_set
+        self.policy = policy
+        self.decide = decide
+        self.clock = clock
+
+    # -- evaluation ------------------------------------------------------------------------
+    def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:
+        steps = _steps_of(chunks)
+        if node:
+            # This visit itself (contentless: counted, never compared): the path so far ends
+            # here, not on the previous node, and revisit limits of the approval node apply.
+            steps.append(Step(node=node))
+        return Trajectory(run_id=thread, graph=self.graph_name, steps=steps, status="interrupted",
+                          metadata={"source": "checkpoint"})
+
+    def _evaluate_sync(self, trajectory: Trajectory) -> Verdict:
+        from liveguard.eval_graph import evaluate_trajectory
+
+        def run() -> Verdict:
+            return evaluate_trajectory(trajectory, allow_set=self.allow_set, policy=self.policy)
+
+        # A fresh thread: its own event loop, and none of the caller's context (config, callbacks).
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="liveguard-eval") as pool:
+            return pool.submit(contextvars.Context().run, run).result()
+
+    async def _evaluate_async(self, trajectory: Trajectory) -> Verdict:
+        from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
+        from liveguard.judges import Gateway, JudgeConfig
+
+        async def run() -> Verdict:
+            gate = Gateway(JudgeConfig.from_env())
+            try:
+                return await aevaluate_trajectory(
+                    trajectory, allow_set=self.allow_set, policy=self.policy,
+                    graph=build_eval_graph(gateway=gate),
+                )
+            finally:
+                await gate.aclose()
+
+        return await asyncio.create_task(run(), context=contextvars.Context())
+
+    def _payload(self, thread: str, draft: Any, verdict: Verdict | None, error: str | None) -> dict[str, Any]:
+        from liveguard.gate import verdict_clears_autoapprove
+        from liveguard.scoring import RunRow
+
+        try:
+            cleared = verdict_clears_autoapprove(verdict)
+            reasons = reasons_for(verdict, cleared)
+        except Exception as exc:  # a bad setting: the check cannot clear anything
+            log.warning("approval thread=%s autoapprove_check_error=%s", thread, type(exc).__name__)
+            cleared, reasons = False, ["autoapprove_check_error"]
+        if error is not None:
+            reasons = [r for r in reasons if r != "unjudged:no_verdict"] + [f"unjudged:{error}"]
+        row = RunRow(source="checkpoint", run_id=thread, graph=self.graph_name, verdict=verdict,
+                     error=None if verdict is not None else f"unjudged:{error or 'no_verdict'}").as_json()
+        return {"kind": KIND, "draft": draft, "verdict": row, "reasons": reasons, "_cleared": cleared}
+
+    # -- decision --------------------------------------------------------------------------
+    def _record(
+        self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any
+    ) -> dict[str, Any]:
+        row = payload.get("verdict") or {}
+        codes = sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
+        record: dict[str, Any] = {
+            "kind": KIND,
+            "actor": actor,
+            "action": decision["action"],
+            "by": decision["by"],
+            "at": self.clock().isoformat(),
+            "note": decision.get("note"),
+            "codes": codes,
+            "reasons": list(payload.get("reasons") or []),
+            "passed": row.get("passed"),
+            "score": row.get("score"),
+            "draft_digest": draft_digest(draft),
+        }
+        if decision["action"] == "edit":
+            record["edited_digest"] = draft_digest(decision.get("draft"))
+        return record
+
+    def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: Decision,
+                 draft: Any) -> Any:
+        from langgraph.graph import END
+        from langgraph.types import Command
+
+        record = self._record(payload, actor, decision, draft)
+        row = dict(payload.get("verdict") or {})
+        update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: row}
+        action = decision["action"]
+        if action == "edit":
+            update[self.draft_key] = decision["draft"]
+        goto = self.send if action in ("approve", "edit") else (self.revise or END)
+        log.info(
+            "approval thread=%s action=%s actor=%s codes=%s reasons=%s draft=%s goto=%s",
+            thread, action, actor, ",".join(record["codes"]) or "-", ",".join(record["reasons"]) or "-",
+            record.get("edited_digest", record["draft_digest"]), goto,
+        )
+        return Command(update=update, goto=goto)
+
+    def _ask(self, payload: dict[str, Any], thread: str) -> Decision:
+        from langgraph.types import interrupt
+
+        shown = {k: v for k, v in payload.items() if not k.startswith("_")}
+        if self.decide is not None:
+            return parse_decision(self.decide(shown))
+        answer = interrupt(shown)
+        while True:
+            try:
+                return parse_decision(answer)
+            except ApprovalError as exc:
+                log.warning("approval thread=%s bad_resume=%s", thread, type(answer).__name__)
+                answer = interrupt({**shown, "error": str(exc)})
+
+    # -- entry points ----------------------------------------------------------------------
+    def _begin(self, config: Any) -> _Visit:
+        thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
+        saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
+        return _Visit(thread, task_id, ns, checkpoint_id, saver=saver, node=_node_of(config))
+
+    def _read_failed(self, visit: _Visit, exc: Exception) -> None:
+        if isinstance(exc, _HistoryError):
+            visit.error = str(exc)
+        else:  # a reader failure is missing evidence, never a pass
+            log.warning("approval thread=%s history_error=%s", visit.thread, type(exc).__name__)
+            visit.error = "history_error"
+
+    def _eval_failed(self, visit: _Visit, exc: Exception) -> None:
+        """The evaluation itself failed: missing evidence, so a person decides; the run goes on."""
+        log.warning("approval thread=%s eval_error=%s", visit.thread, type(exc).__name__)
+        visit.error = "eval_error"
+
+    def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None) -> Any:
+        """Build the payload; return the auto-approve Command when the verdict clears, else None."""
+        visit.payload = self._payload(visit.thread, draft, verdict, visit.error)
+        if visit.payload.pop("_cleared"):
+            decision: Decision = {"action": "approve", "by": "liveguard"}
+            return self._command(visit.thread, visit.payload, "auto", decision, draft)
+        return None
+
+    def _refused(self, visit: _Visit, won: Any) -> ApprovalConflict:
+        log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
+        return ApprovalConflict(visit.thread, won.decided_by, won.action, won.decided_at)
+
+    def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        from liveguard.checkpoints import claim
+
+        visit = self._begin(config)
+        draft = state.get(self.draft_key)
+        if visit.readable:
+            try:
+                target, visit.chunks = _history(
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
+                )
+                visit.payload = _stored_payload(target, visit.task_id)
+            except Exception as exc:
+                self._read_failed(visit, exc)
+        if visit.payload is None:
+            verdict = None
+            if visit.chunks is not None:
+                try:
+                    verdict = self._evaluate_sync(visit.trajectory(self))
+                except Exception as exc:
+                    self._eval_failed(visit, exc)
+            auto = self._auto(visit, draft, verdict)
+            if auto is not None:
+                return auto
+        assert visit.payload is not None
+        decision = self._ask(visit.payload, visit.thread)
+        if self.decide is None:
+            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
+                        action=decision["action"], at=self.clock().isoformat())
+            if not won.won:
+                raise self._refused(visit, won)
+        return self._command(visit.thread, visit.payload, "person", decision, draft)
+
+    async def acall(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        from liveguard.checkpoints import aclaim
+
+        visit = self._begin(config)
+        draft = state.get(self.draft_key)
+        if visit.readable:
+            try:
+                target, visit.chunks = await _ahistory(
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
+                )
+                visit.payload = _stored_payload(target, visit.task_id)
+            except Exception as exc:
+                self._read_failed(visit, exc)
+        if visit.payload is None:
+            verdict = None
+            if visit.chunks is not None:
+                try:
+                    verdict = await self._evaluate_async(visit.trajectory(self))
+                except Exception as exc:
+                    self._eval_failed(visit, exc)
+            auto = self._auto(visit, draft, verdict)
+            if auto is not None:
+                return auto
+        assert visit.payload is not None
+        decision = self._ask(visit.payload, visit.thread)
+        if self.decide is None:
+            won = await aclaim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
+                               action=decision["action"], at=self.clock().isoformat())
+            if not won.won:
+                raise self._refused(visit, won)
+        return self._command(visit.thread, visit.payload, "person", decision, draft)
+
+    def _where_or_scripted(self, config: Any) -> tuple[str, str, str, str]:
+        """Where the node runs. With a scripted ``decide``, a graph without a checkpointer may run it."""
+        try:
+            return _where(config)
+        except ApprovalError:
+            if self.decide is None:
+                raise
+            conf = (config or {}).get(_CONF) or {}
+            return str(conf.get("thread_id") or "<no thread>"), str(conf.get(_TASK_ID_KEY) or ""), "", ""
+
+
+class _Visit:
+    """One run of the approval node: where it is, what it read, what it will show."""
+
+    def __init__(
+        self, thread: str, task_id: str, ns: str, checkpoint_id: str, *, saver: Any, node: str | None
+    ) -> None:
+        self.thread = thread
+        self.task_id = task_id
+        self.ns = ns
+        self.checkpoint_id = checkpoint_id
+        self.saver = saver
+        self.node = node
+        self.chunks: list[dict[str, Any]] | None = None
+        self.payload: dict[str, Any] | None = None
+        self.error: str | None = None if saver is not None and checkpoint_id else "no_history"
+
+    @property
+    def readable(self) -> bool:
+        return self.error is None
+
+    @property
+    def claim_key(self) -> str:
+        """The interrupted task's id: the same for every resumer of this interrupt."""
+        return f"task:{self.task_id}"
+
+    def trajectory(self, gate: _Gate) -> Trajectory:
+        return gate._trajectory(self.thread, self.chunks or [], self.node)
+
+
+def approval_gate(
+    *,
+    send: str,
+    revise: str | None = None,
+    draft_key: str = "draft",
+    audit_key: str = "approvals",
+    verdict_key: str = "approval",
+    graph_name: str | None = None,
+    allow_set: Any = None,
+    policy: Any = None,
+    decide: Callable[[dict[str, Any]], Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
+    history_wait: float = HISTORY_WAIT,
+    name: str = "approval_gate",
+) -> Any:
+    """The approval node (a Runnable with sync and async bodies); see the module docstring.
+
+    ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run).
+    ``graph_name``, ``allow_set`` and ``policy`` are passed to the eval graph (the allow-set
+    turns on the transition rules). ``decide`` replaces the person for non-interactive runs
+    (recording, batch replays): it gets the payload and returns the resume answer, which is
+    validated like one; no ``interrupt()`` happens and no claim is taken. ``clock`` stamps the
+    audit records (default: now, UTC). ``history_wait`` bounds the wait for the step's own
+    checkpoint (seconds).
+    """
+    # LangGraph's own node wrapper (one traced run per visit, sync and async bodies); the public
+    # RunnableLambda would add a nested run of the same name.
+    from langgraph._internal._runnable import RunnableCallable
+
+    if not isinstance(send, str) or not send:
+        raise ApprovalError("approval_gate: send must name a node")
+    gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
+                 verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
+                 decide=decide, clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
+    return RunnableCallable(gate, gate.acall, name=name, trace=False)
