@@ -101,3 +101,40 @@ def test_judges_under_ray_share_one_bound(
     off = _rows([corpus], "ray")
     assert {r["provenance"]["judges_skipped"] for r in off} == {"kill_switch"}
     assert len(fake_openai.requests) == 24
+
+
+def test_gate_and_report_accept_the_ray_engine(
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gate`` and ``report`` take ``--engine ray`` as ``score`` does: the same decision and
+    page as the local engine, and a broken line is still an ERROR row, not a lost run."""
+    import io
+
+    from liveguard.cli import main
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl", 60, loop_rate=0.2)
+    with corpus.open("ab") as f:
+        f.write(b'{"run_id": "broken", "steps": [\n')
+    monkeypatch.chdir(tmp_path)  # no ./expected_paths/ picked up
+    monkeypatch.setenv("LLM_KILL_SWITCH", "1")
+    outputs: dict[str, tuple[int, str, str]] = {}
+    for engine in ("local", "ray"):
+        gate_out, report_out = io.StringIO(), io.StringIO()
+        gate = main(["gate", str(corpus), "--no-judges", "--window", "100", "--engine", engine], gate_out)
+        page = tmp_path / f"report-{engine}.html"
+        main(["report", str(corpus), "--no-judges", "--engine", engine, "-o", str(page)], report_out)
+        outputs[engine] = (gate, gate_out.getvalue(), page.read_text())
+    assert outputs["ray"][:2] == outputs["local"][:2]
+    status, text, _ = outputs["ray"]
+    assert status != 0  # looping runs and an unreadable line: never a PROMOTE
+    assert "ERROR  " in text
+    assert ":61" in text  # the broken line, by its line number
+    assert "runs: 60" in text
+    assert _report_body(outputs["ray"][2]) == _report_body(outputs["local"][2])
+
+
+def _report_body(page: str) -> str:
+    """The report page without what differs between two invocations (its file name, time)."""
+    import re
+
+    return re.sub(r"report-(local|ray)\.html|\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?", "", page)

@@ -398,6 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--pass-rate", type=float, default=GATE_PASS_RATE,
                        help="share of runs in the window that must pass to PROMOTE")
 
+    def engine(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--engine", choices=("local", "ray"), default="local",
+                       help="local: this machine's cores; ray: a Ray cluster (extra liveguard[ray])")
+        p.add_argument("--ray-address", metavar="ADDRESS", default=None,
+                       help="Ray cluster to join (default: RAY_ADDRESS, else a local one)")
+
     score = sub.add_parser("score", help="score recorded runs")
     inputs(score, required=False)
     score.add_argument("--langsmith-project", metavar="NAME", default=None,
@@ -406,20 +412,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write a 'liveness' feedback row on each LangSmith run scored")
     score.add_argument("--format", choices=("table", "json", "jsonl"), default="table")
     score.add_argument("--strict", action="store_true", help="exit 1 when any run fails")
-    score.add_argument("--engine", choices=("local", "ray"), default="local",
-                       help="local: this machine's cores; ray: a Ray cluster (extra liveguard[ray])")
-    score.add_argument("--ray-address", metavar="ADDRESS", default=None,
-                       help="Ray cluster to join (default: RAY_ADDRESS, else a local one)")
+    engine(score)
     score.set_defaults(handler=_score)
 
     gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over the last runs")
     inputs(gate)
     window(gate)
+    engine(gate)
     gate.set_defaults(handler=_gate)
 
     report = sub.add_parser("report", help="write a self-contained HTML report")
     inputs(report)
     window(report)
+    engine(report)
     report.add_argument("-o", "--output", default="report.html")
     report.set_defaults(handler=_report)
 
@@ -439,8 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     derive.set_defaults(handler=_paths_derive)
     cli_approvals.add_parser(sub)
-    importlib.import_module("liveguard.cli_threads").register(sub)
-    return parser
+    return importlib.import_module("liveguard.cli_threads").register(sub, parser)  # type: ignore[no-any-return]
 
 
 def _positive_int(text: str) -> int:

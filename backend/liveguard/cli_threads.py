@@ -29,8 +29,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 
 
-def register(sub: Any) -> None:
-    """Add the ``threads`` command to the CLI's subparsers."""
+def register(sub: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``threads`` command to the CLI's subparsers; return ``parser``."""
     threads = sub.add_parser("threads", help="show or clear a thread's liveness state")
     commands = threads.add_subparsers(dest="threads_command", required=True)
     for name, handler, text in (
@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
         p.add_argument("--sqlite", metavar="FILE", default=None,
                        help="use a SqliteSaver on FILE as the checkpointer")
         p.set_defaults(handler=handler)
+    return parser
 
 
 def _graph(args: argparse.Namespace) -> Any:

@@ -39,7 +39,7 @@ from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
-from liveguard.rules.build import TRANSITION_CODES, build_step_rules
+from liveguard.rules.build import TRANSITION_CODES
 from liveguard.settings import Settings
 from liveguard.verdict import (
     BORDERLINE_MARGIN,
@@ -310,20 +310,14 @@ class _Nodes:
         return {"graph_meta": {"telemetry": {"trajectory_anomaly": report}}}
 
     async def detect_defects(self, state: EvalState) -> dict[str, Any]:
-        """Step-text rules (``evaluator_injection_suspected``), ``no_allowset``, and spin checks.
+        """``no_allowset`` and, with the semantic layer on, the spin checks (the periodic judge).
 
-        The Monitor's digest rules ran in ``loop_guard`` (``role_drift`` and
-        ``tool_entropy_collapse`` among them); these need the step text. With the semantic
-        layer on, the spin checks (the periodic judge) are asked here.
+        Every per-step rule ran in the Monitor in ``loop_guard`` (``role_drift``,
+        ``tool_entropy_collapse`` and the step-text rule ``evaluator_injection_suspected``
+        among them).
         """
         run = state["trajectory"]
         found: list[Violation] = []
-        rules = build_step_rules(state.get("policy"))
-        for index, step in enumerate(run.steps):
-            for rule in rules:
-                hit = rule.check(index, step)
-                if hit is not None:
-                    found.append(hit)
         if state.get("allowsets_in_use") and state.get("allow_set") is None:
             found.append(Violation(code="no_allowset", severity="soft", step=0,
                                    node=run.graph or "-", count=1,
@@ -416,7 +410,8 @@ def build_verdict(
 
     run = state["trajectory"]
     telemetry = _telemetry(state)
-    violations = [v for g in GUARDS for v in _found(state, g)]
+    found = {g: _found(state, g) for g in GUARDS}  # once: each re-validates its violations
+    violations = [v for g in GUARDS for v in found[g]]
     scores = dict(state.get("scores") or {})
     anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
     extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
@@ -445,7 +440,7 @@ def build_verdict(
         "hard_codes": hard,
         "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
         "steps": sorted({v.step for v in violations}),
-        "counts": {g: len(_found(state, g)) for g in GUARDS},
+        "counts": {g: len(found[g]) for g in GUARDS},
         "levels": sorted(scores),
         "steps_total": len(run.steps),
     }

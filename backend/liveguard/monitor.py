@@ -35,7 +35,7 @@ from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules import build
-from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation
+from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -63,6 +63,11 @@ class Monitor:
             else Fingerprinter(self.policy.ignore_keys)
         )
         self._rules = tuple(build(self.policy, allow_set))
+        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS).
+        self._by_kind = tuple(
+            tuple(rule for rule in self._rules if kind in getattr(rule, "kinds", KINDS))
+            for kind in range(len(KINDS))
+        )
         # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
         self._prefetch = tuple(rule.prefetch for rule in self._rules if hasattr(rule, "prefetch"))
         self._index = 0
@@ -121,7 +126,7 @@ class Monitor:
             if self._turn:
                 found = self._release()
             self._expect = obs.calls
-        for rule in self._rules:
+        for rule in self._by_kind[kind]:
             hits = rule.observe(obs)
             if hits:
                 found += hits
@@ -137,8 +142,9 @@ class Monitor:
             obs.last = False
         turn[-1].last = True
         found: list[Violation] = []
+        rules = self._by_kind[TOOL]
         for obs in turn:
-            for rule in self._rules:
+            for rule in rules:
                 hits = rule.observe(obs)
                 if hits:
                     found += hits
@@ -233,23 +239,24 @@ class Monitor:
                 args = _maybe_json(args)
             key = fp((step.tool, args, step.result, step.error))
             nonretryable = _nonretryable(step.result) or _nonretryable(step.error)
-            return Observation(index, step.node, TOOL, key, step.tool, nonretryable)
+            return Observation(index, step.node, TOOL, key, step.tool, nonretryable, None, step)
         output = step.output
         calls = tool_calls(output) if output is not None else None
         if calls:
-            return Observation(index, step.node, REQUEST, fp(calls), tool_call_name(calls[0]),
+            name = tool_call_name(calls[0])
+            return Observation(index, step.node, REQUEST, fp(calls), name, False, None, step,
                                calls=len(calls))
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
             content = output
         elif step.error is None:
-            return Observation(index, step.node, CONTENTLESS, "")
+            return Observation(index, step.node, CONTENTLESS, "", None, False, None, step)
         else:
             content = None
         if step.error is None:
-            return Observation(index, step.node, MESSAGE, fp(content), content=content)
-        return Observation(index, step.node, MESSAGE, fp((content, step.error)))
+            return Observation(index, step.node, MESSAGE, fp(content), None, False, content, step)
+        return Observation(index, step.node, MESSAGE, fp((content, step.error)), None, False, None, step)
 
 
 def _canonical(obs: Observation) -> tuple[str, str]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, TypeVar
 
-from liveguard.model import Violation
+from liveguard.model import Step, Violation
 
 __all__ = [
-    "CONTENTLESS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule", "StatefulRule",
-    "Unpack", "Window", "prefix",
+    "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
+    "StatefulRule", "Unpack", "Window", "prefix",
 ]
 
 _T = TypeVar("_T")
@@ -48,6 +48,7 @@ class Window(list[_T]):
     def popleft(self) -> _T:
         return self.pop(0)
 
+
 Pack = Callable[[str], int]
 """Interns a string for a snapshot: the same text always gets the same small int."""
 Unpack = Callable[[int], str]
@@ -62,6 +63,11 @@ REQUEST: Final = 2
 CONTENTLESS: Final = 3
 """A step with nothing to compare (no summary, output, tool or error): revisits only."""
 
+KINDS: Final = (MESSAGE, TOOL, REQUEST, CONTENTLESS)
+"""Every kind. A rule may declare ``kinds``, the kinds it reads; the Monitor then hands it
+only those observations (a rule without ``kinds`` sees every one). A rule declares it only
+when it returns None, and changes nothing, for every other kind."""
+
 DIGEST_PREFIX: Final = 12
 
 
@@ -74,11 +80,14 @@ class Observation:
     """What the rules see of one step: its index, node, kind and content digest.
 
     ``content`` (message steps only) is the summary or output itself: only the semantic
-    layer reads it, to embed it; no rule puts it in evidence. ``calls`` (tool-call
-    requests only) is how many calls the request makes: the size of the turn it opens.
+    layer reads it, to embed it; no rule puts it in evidence. ``step`` is the step itself,
+    for the step-text rule (``evaluator_injection_suspected``), which reads its text once;
+    no rule keeps it beyond the call. ``calls`` (tool-call requests only) is how many calls
+    the request makes: the size of the turn it opens.
     """
 
-    __slots__ = ("calls", "content", "index", "key", "kind", "last", "node", "nonretryable", "tool")
+    __slots__ = ("calls", "content", "index", "key", "kind", "last", "node", "nonretryable",
+                 "step", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -89,6 +98,7 @@ class Observation:
         tool: str | None = None,
         nonretryable: bool = False,
         content: Any = None,
+        step: Step | None = None,
         last: bool = True,
         calls: int = 0,
     ) -> None:
@@ -99,6 +109,7 @@ class Observation:
         self.tool = tool
         self.nonretryable = nonretryable
         self.content = content  # a message step's content, for the semantic layer only
+        self.step = step  # the step, for the step-text rule only
         self.last = last
         """False for a tool step followed by more steps of the same parallel turn."""
         self.calls = calls

@@ -5,14 +5,11 @@ offline run the same rules in the same order:
 
 1. the loop-guard family (off with ``policy.enabled=False``, i.e. ``AGENT_EVAL_LOOP_GUARD=0``);
 2. the allow-set family, whenever an allow-set is given;
-3. the defect family (soft findings);
+3. the defect family (soft findings), with the step-text rule
+   ``evaluator_injection_suspected`` (it reads each step's text once, from the observation);
 4. the semantic layer, with ``policy.semantic``: ``semantic_repeat`` (with the loop
    guard) and ``role_drift`` (when the allow-set declares ``roles``);
 5. the step limits, when the policy sets ``run_steps`` or ``thread_steps``.
-
-Step-text rules (``evaluator_injection_suspected``) need the step's text, which the
-Monitor's digest-only observations do not carry; :func:`build_step_rules` assembles
-them and the eval graph's ``detect_defects`` node runs them.
 
 ``allow_set`` is pure data; its limits and tool overrides must already be applied to
 ``policy`` (``AllowSet.apply``), as :class:`~liveguard.monitor.Monitor` does.
@@ -58,7 +55,7 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
         ]
     if allow_set is not None:
         rules.append(TransitionRules(allow_set, policy))
-    rules.append(ToolEntropyCollapse())
+    rules += [ToolEntropyCollapse(), EvaluatorInjection()]
     if policy.semantic:  # layer 2: numpy and the model load only when the layer is on
         from liveguard.rules.semantic import semantic_rules
 
@@ -69,5 +66,6 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
 
 
 def build_step_rules(policy: Policy | None = None) -> list[EvaluatorInjection]:
-    """The step-text rules (soft), in order. ``policy`` is reserved for their thresholds."""
+    """The step-text rules alone (soft), in order; :func:`build` includes them already, so
+    the Monitor runs them. For callers that check single steps (``rule.check(index, step)``)."""
     return [EvaluatorInjection()]

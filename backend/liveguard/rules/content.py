@@ -75,6 +75,8 @@ class RepeatedContent:
 
     code = "repeated_content"
 
+    kinds = (MESSAGE,)
+
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
         self._window: Window[tuple[tuple[str, str], int]] = Window(policy.repeat_window)

@@ -19,6 +19,8 @@ __all__ = ["ToolEntropyCollapse"]
 class ToolEntropyCollapse:
     """Soft: a run that used several tools ends hammering one."""
 
+    kinds = (TOOL,)
+
     def __init__(self, *, recent: int = 5, min_start_tools: int = 3) -> None:
         if recent < 1 or min_start_tools < 1:
             raise ValueError("recent and min_start_tools must be >= 1")

@@ -25,18 +25,32 @@ Look-alikes that do not fire: "ignore whitespace", "the applicant's credit score
 "System: disk full", "evaluate the expression", a tool result ``{"score": 0.93}``.
 
 Evidence is the step index, the field name and the pattern code, never the text.
-This is a step-text rule: it needs the text, which the Monitor's digest-only
-observations do not carry, so the eval graph's ``detect_defects`` node runs it over the
-run's steps (it is assembled in :func:`liveguard.rules.build.build_step_rules`).
+
+It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.build`),
+so offline scoring and live guards run it on every step: the observation carries the
+step, and the rule reads its text only here, once. A step first goes through one
+combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
+orjson, lower-cased, and searched for the trigger words; only a step that passes it is
+gathered field by field and matched (the same per-field path as before, so the verdicts
+are the same). The serialised text holds every string of the step unchanged apart from
+JSON escapes (``"``, ``\\`` and control characters, none of which a trigger word
+contains), so the pre-filter never skips a step the per-field path would flag; a step
+orjson cannot serialise (a LangChain message, non-string keys) takes the per-field path
+directly. About 3 µs a step on the scale corpus's tool-agent steps.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
 
 from liveguard.model import Step, Violation
+
+if TYPE_CHECKING:
+    from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection"]
 
@@ -92,6 +106,7 @@ _END_OF: Final = re.compile(r"end\s+of")
 _FOLD_TO_ASCII: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 """The four non-ASCII letters that ``re.IGNORECASE`` matches with ASCII letters (``İ ı ſ K``)."""
 _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
+_FOLD_UTF8: Final = tuple(ch.encode() for ch in _FOLD_TO_ASCII)
 
 
 def _may_match(text: str) -> bool:
@@ -105,6 +120,56 @@ def _may_match(text: str) -> bool:
         text = text.translate(_FOLD_TABLE)
     low = text.lower()
     return any(word in low for word in _TRIGGER_WORDS) or ("end" in low and _END_OF.search(low) is not None)
+
+
+_WORDS_MIN: Final = tuple(
+    word for word in _TRIGGER_WORDS if not any(o != word and o in word for o in _TRIGGER_WORDS)
+)
+""":data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
+_WORDS_ANGLE: Final = tuple(word for word in _WORDS_MIN if word.startswith("<"))
+_WORDS_PLAIN: Final = tuple(word for word in _WORDS_MIN if not word.startswith("<"))
+_END_OF_JSON_TEXT: Final = (
+    r'end(?:[\s",:\[\]{}0-9.e+\-]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)*?of'
+)
+_END_OF_JSON: Final = re.compile(_END_OF_JSON_TEXT)  # Unicode \s: orjson leaves it unescaped
+"""``end\\s+of`` as it can look in a step's JSON: the whitespace escaped, or the two words in
+different strings (which the per-field text joins with a newline), with only JSON
+punctuation, numbers and literals between them. Broader than needed, never narrower."""
+
+
+def _fields(step: Step) -> tuple[Any, ...]:
+    return (step.summary, step.output, step.args, step.result, step.error)
+
+
+def _step_may_match(step: Step) -> bool:
+    """False only when no text field of ``step`` can pass :func:`_may_match`."""
+    try:
+        raw = orjson.dumps(_fields(step))
+    except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
+        return True
+    return _json_may_match(raw)
+
+
+def _json_may_match(raw: bytes) -> bool:
+    """False only when no string in the JSON text ``raw`` can pass :func:`_may_match`."""
+    if raw.isascii():
+        low = raw.lower().decode()
+    elif not any(seq in raw for seq in _FOLD_UTF8):
+        # Only the four folded letters lower-case to (or stand for) ASCII ones, so lower-case
+        # the ASCII bytes and drop the rest: every ASCII word stays whole (dropping can only
+        # join more text, and ``end`` and ``of`` with Unicode whitespace between them), and
+        # the words are searched in a one-byte-per-character string, several times faster.
+        low = raw.lower().decode("ascii", "ignore")
+    else:  # as :func:`_may_match`: fold, lower-case
+        low = raw.decode().translate(_FOLD_TABLE).lower()
+    for word in _WORDS_PLAIN:  # a loop: cheaper than one regex of the words, or bytes tests
+        if word in low:
+            return True
+    if "<" in low:  # one fast scan for a character instead of one for each of its words
+        for word in _WORDS_ANGLE:
+            if word in low:
+                return True
+    return "end" in low and _END_OF_JSON.search(low) is not None
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
@@ -139,9 +204,47 @@ def _text_of(value: Any) -> str:
 
 
 class EvaluatorInjection:
-    """A step-text rule: one soft finding per step that addresses the evaluator."""
+    """A step-text rule: one soft finding per step that addresses the evaluator.
+
+    Its only state is what :meth:`prefetch` cleared: given a whole recorded run at once
+    (``Monitor.observe_all``), it serialises the run's steps in one call and, when no
+    trigger word is anywhere in them, clears every step of the run at once; otherwise (and
+    in live guards, which feed one step at a time) each step is pre-filtered on its own.
+    """
+
+    __slots__ = ("_cleared",)
+
+    def __init__(self) -> None:
+        self._cleared: tuple[int, int] = (0, 0)
+        """Observation indices ``[start, end)`` that the whole-run pre-filter cleared."""
+
+    def prefetch(self, observations: Sequence[Observation]) -> None:
+        steps = [obs.step for obs in observations]
+        if not steps or any(step is None for step in steps):
+            return
+        try:
+            raw = orjson.dumps([_fields(step) for step in steps if step is not None])
+        except TypeError:
+            return
+        if not _json_may_match(raw):
+            self._cleared = (observations[0].index, observations[-1].index + 1)
+
+    def observe(self, obs: Observation) -> list[Violation] | None:
+        step = obs.step
+        if step is None:
+            return None
+        start, end = self._cleared
+        if start <= obs.index < end:
+            return None
+        hit = self.check(obs.index, step)
+        return [hit] if hit is not None else None
+
+    def finish(self) -> list[Violation] | None:
+        return None
 
     def check(self, index: int, step: Step) -> Violation | None:
+        if not _step_may_match(step):
+            return None
         hits: list[str] = []
         fields: list[str] = []
         for name in _FIELDS:

@@ -48,6 +48,8 @@ class ToolNoProgress:
 
     code = "tool_no_progress"
 
+    kinds = (TOOL,)
+
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
         self._widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])

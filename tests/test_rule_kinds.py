@@ -1,0 +1,49 @@
+"""Rules that declare ``kinds`` are skipped by the Monitor for every other kind: that is
+only sound when they return None and change nothing on those kinds."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from liveguard import Policy
+from liveguard.allowset import AllowSet
+from liveguard.monitor import Monitor
+from liveguard.rules import build
+from liveguard.rules.base import KINDS, Observation
+
+
+def _state(rule: Any) -> Any:
+    names = getattr(rule, "__slots__", ())
+    return copy.deepcopy({**getattr(rule, "__dict__", {}), **{n: getattr(rule, n) for n in names
+                                                               if hasattr(rule, n)}})
+
+
+def _rules() -> list[Any]:
+    allow = AllowSet(graph="g", transitions={"__start__": ["a"], "a": ["a", "b"]})
+    return [r for r in build(Policy(), allow) if hasattr(r, "kinds")]
+
+
+def test_some_rules_declare_kinds() -> None:
+    names = {type(r).__name__ for r in _rules()}
+    assert names >= {"RepeatedContent", "ToolNoProgress", "ToolEntropyCollapse"}
+
+
+@pytest.mark.parametrize("rule", _rules(), ids=lambda r: type(r).__name__)
+def test_a_rule_ignores_the_kinds_it_does_not_declare(rule: Any) -> None:
+    for i in range(4):  # some state first, from its own kinds
+        for kind in rule.kinds:
+            rule.observe(Observation(i, "a", kind, f"k{i % 2}", "t"))
+    for kind in set(KINDS) - set(rule.kinds):
+        before = _state(rule)
+        assert rule.observe(Observation(9, "b", kind, "k0", "t")) is None
+        assert _state(rule) == before
+
+
+def test_the_monitor_hands_each_kind_only_to_its_rules() -> None:
+    monitor = Monitor(Policy())
+    for kind in KINDS:
+        for rule in monitor._rules:
+            assert (rule in monitor._by_kind[kind]) == (kind in getattr(rule, "kinds", KINDS))
