@@ -102,7 +102,7 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
     runs = [Trajectory.model_validate(r) for r in iter_runs(n, seed=SEED + 1)]
     scorer = Scorer(ScoreOptions(judges=False))
     assert scorer.floor is not None, "the floor declined the eval graph"
-    policy = scorer.policy_for(runs[0])
+    policy = scorer.policy_for(runs[0]) | {"scan_text": True}  # like with like: the floor scans text
     contenders = {
         "floor": lambda: [scorer.floor_verdict(r) for r in runs],
         "check_trajectory": lambda: [check_trajectory(r.steps, policy) for r in runs],

@@ -255,6 +255,8 @@ class _Nodes:
         """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
         allow = state.get("allow_set")
         policy = state.get("policy") or Policy()
+        if not policy.scan_text:  # the judges' guard: every evaluation scans step text
+            policy = policy.model_copy(update={"scan_text": True})
         steps = state["trajectory"].steps
         found = check_trajectory(steps, policy, allow)
         report = {

@@ -22,6 +22,8 @@ setting                       default  meaning
 ``max_visits``                4        total visits above this: excessive_loop (allow-sets)
 ``run_steps``                 None     steps above this in one invocation: step_limit
 ``thread_steps``              None     steps above this in one thread (all invocations)
+``scan_text``                 False    the step-text rule ``evaluator_injection_suspected``
+                                       (the eval graph always turns it on; live guards opt in)
 ``semantic``                  False    the semantic layer (``semantic_repeat``, ``role_drift``)
 ``semantic_embedder``         local    ``local`` (all-MiniLM-L6-v2) or ``openai``
 ``semantic_threshold``        0.675    cosine at or above which a message may repeat another
@@ -99,6 +101,10 @@ class Policy(BaseModel):
     ignore_keys: frozenset[str] = DEFAULT_IGNORE_KEYS
     nodes: Mapping[str, NodePolicy] = Field(default_factory=dict)
     tools: Mapping[str, ToolPolicy] = Field(default_factory=dict)
+    scan_text: bool = False
+    """The step-text rule (``evaluator_injection_suspected``, soft): it guards the LLM judges,
+    so every evaluation turns it on; a live guard, which only acts on hard findings by
+    default, scans only when asked (it costs several µs a step)."""
     # -- the semantic layer (off by default; README "Semantic layer") ---------------------
     semantic: bool = False
     semantic_embedder: str = Field(default="local", min_length=1)

@@ -55,7 +55,9 @@ def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:
         ]
     if allow_set is not None:
         rules.append(TransitionRules(allow_set, policy))
-    rules += [ToolEntropyCollapse(), EvaluatorInjection()]
+    rules.append(ToolEntropyCollapse())
+    if policy.scan_text:  # on in every evaluation (eval graph); live guards opt in
+        rules.append(EvaluatorInjection())
     if policy.semantic:  # layer 2: numpy and the model load only when the layer is on
         from liveguard.rules.semantic import semantic_rules
 
