@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from liveguard.allowset import AllowSet
 from liveguard.errors import TrajectoryReadError
-from liveguard.gate import CELL_PASS, decide
+from liveguard.gate import GATE_PASS_RATE, decide
 from liveguard.judges import JudgeConfig
 from liveguard.messages import field
 from liveguard.model import Trajectory, Verdict
@@ -339,7 +339,7 @@ def create_gate_evaluator(
     *,
     window: int = 50,
     min_runs: int = 10,
-    pass_rate: float = CELL_PASS,
+    pass_rate: float = GATE_PASS_RATE,
     policy: Policy | None = None,
     allow_sets: Mapping[str, AllowSet] | None = None,
     judges: bool = False,
@@ -367,7 +367,7 @@ def create_async_gate_evaluator(
     *,
     window: int = 50,
     min_runs: int = 10,
-    pass_rate: float = CELL_PASS,
+    pass_rate: float = GATE_PASS_RATE,
     policy: Policy | None = None,
     allow_sets: Mapping[str, AllowSet] | None = None,
     judges: bool = False,
