@@ -240,6 +240,19 @@ class Fingerprinter:
         """Hex digest of the canonical form of ``obj``."""
         return self._hash(self.canonical_bytes(obj))
 
+    def raw_digest(self, obj: Any) -> bytes:
+        """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
+        ``bytes.fromhex(fingerprint(obj))`` with these ignore keys. The Monitor's digest
+        (one call, no hex text: the rules keep these bytes)."""
+        if _native is not None:
+            try:
+                return _xxh3_raw(_native.dumps(
+                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
+                ))
+            except _DECLINE:
+                pass
+        return _xxh3_raw(self.python_bytes(obj))
+
     def reference_bytes(self, obj: Any) -> bytes:
         """The definition of the canonical bytes, in pure Python."""
         return _dumps(self.normalize(obj))
@@ -457,3 +470,4 @@ def fingerprint(obj: Any) -> str:
 
 
 _xxh3_hex: Callable[[bytes], str] = xxhash.xxh3_128_hexdigest
+_xxh3_raw: Callable[[bytes], bytes] = xxhash.xxh3_128_digest

@@ -52,28 +52,32 @@ tool_calls_of = tool_calls
 class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
+    __slots__ = ("_by_kind", "_digest", "_expect", "_finished", "_index", "_prefetch", "_rules",
+                 "_turn", "allow_set", "policy")
+
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
         policy = Policy.from_env() if policy is None else policy
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
-        self._fp = (
+        fp = (
             _DEFAULT_FINGERPRINTER
             if self.policy.ignore_keys == DEFAULT_IGNORE_KEYS
             else Fingerprinter(self.policy.ignore_keys)
         )
-        self._rules = tuple(build(self.policy, allow_set))
+        self._digest = fp.raw_digest
+        self._rules = rules = tuple(build(self.policy, allow_set))
         # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS).
         self._by_kind = tuple(
-            tuple(rule for rule in self._rules if kind in getattr(rule, "kinds", KINDS))
-            for kind in range(len(KINDS))
+            tuple(rule for rule in rules if kind in getattr(rule, "kinds", KINDS))
+            for kind in KINDS
         )
         # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
-        self._prefetch = tuple(rule.prefetch for rule in self._rules if hasattr(rule, "prefetch"))
+        self._prefetch = tuple(rule.prefetch for rule in rules if hasattr(rule, "prefetch"))
         self._index = 0
         self._finished = False
         self._expect = 0  # tool steps the open parallel turn still waits for (0: none open)
-        self._turn: list[Observation] = []
+        self._turn: list[Observation] = _NO_TURN  # the open turn's held tool steps
 
     @property
     def steps_seen(self) -> int:
@@ -117,7 +121,10 @@ class Monitor:
         kind = obs.kind
         if kind == TOOL and self._expect > 1:
             turn = self._turn
-            turn.append(obs)
+            if turn is _NO_TURN:
+                turn = self._turn = [obs]
+            else:
+                turn.append(obs)
             if len(turn) < self._expect:
                 return []
             return self._release()
@@ -134,7 +141,7 @@ class Monitor:
 
     def _release(self) -> list[Violation]:
         """Hand a parallel turn's tool steps to the rules, in canonical order."""
-        turn, self._turn, self._expect = self._turn, [], 0
+        turn, self._turn, self._expect = self._turn, _NO_TURN, 0
         indices = sorted(obs.index for obs in turn)
         turn.sort(key=_canonical)
         for index, obs in zip(indices, turn, strict=True):
@@ -210,7 +217,7 @@ class Monitor:
                     restore(data, unpack)
             self._index = int(snapshot["n"])
             self._expect = int(snapshot["e"])
-            self._turn = [Observation.unpack(item, unpack) for item in snapshot["t"]]
+            self._turn = [Observation.unpack(item, unpack) for item in snapshot["t"]] or _NO_TURN
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed snapshot ({type(exc).__name__})") from None
         self._finished = False
@@ -232,45 +239,88 @@ class Monitor:
         return self._observation(step, self._index).key
 
     def _observation(self, step: Step, index: int) -> Observation:
-        fp = self._fp
-        if step.tool is not None:
+        tool = step.tool
+        if tool is not None:
             args = step.args
             if isinstance(args, str):
                 args = _maybe_json(args)
-            key = fp((step.tool, args, step.result, step.error))
-            nonretryable = _nonretryable(step.result) or _nonretryable(step.error)
-            return Observation(index, step.node, TOOL, key, step.tool, nonretryable, None, step)
+            result, error = step.result, step.error
+            digest = self._digest((tool, args, result, error))
+            nonretryable = (result is not None and _nonretryable(result)) or (
+                error is not None and _nonretryable(error)
+            )
+            return Observation(index, step.node, TOOL, digest, tool, nonretryable, None, step)
         output = step.output
-        calls = tool_calls(output) if output is not None else None
-        if calls:
-            name = tool_call_name(calls[0])
-            return Observation(index, step.node, REQUEST, fp(calls), name, False, None, step,
-                               calls=len(calls))
+        if output is not None:
+            calls = _tool_calls(output)
+            if calls:
+                return Observation(index, step.node, REQUEST, self._digest(calls), _call_name(calls[0]),
+                                   False, None, step, True, len(calls))
         if step.summary is not None:
             content: Any = step.summary
         elif output is not None:
             content = output
         elif step.error is None:
-            return Observation(index, step.node, CONTENTLESS, "", None, False, None, step)
+            return Observation(index, step.node, CONTENTLESS, b"", None, False, None, step)
         else:
             content = None
         if step.error is None:
-            return Observation(index, step.node, MESSAGE, fp(content), None, False, content, step)
-        return Observation(index, step.node, MESSAGE, fp((content, step.error)), None, False, None, step)
+            return Observation(index, step.node, MESSAGE, self._digest(content), None, False, content, step)
+        return Observation(index, step.node, MESSAGE, self._digest((content, step.error)), None, False,
+                           None, step)
 
 
-def _canonical(obs: Observation) -> tuple[str, str]:
-    return (obs.tool or "", obs.key)
+_NO_TURN: list[Any] = []
+"""The Monitor's ``_turn`` while no parallel turn is open (shared and never appended to:
+a Monitor allocates its own list only when a turn opens)."""
+
+
+def _canonical(obs: Observation) -> tuple[str, bytes]:
+    # The raw digest sorts as its fixed-width, lower-case hex text does.
+    return (obs.tool or "", obs.digest)
+
+
+def _tool_calls(output: Any) -> list[Any] | None:
+    """:func:`~liveguard.messages.tool_calls`, with a plain dict's list of calls read directly."""
+    if type(output) is dict:
+        calls = output.get("tool_calls")
+        if type(calls) is list:
+            return calls or None
+    return tool_calls(output)
+
+
+def _call_name(call: Any) -> str | None:
+    """:func:`~liveguard.messages.tool_call_name`, with plain dicts read directly."""
+    if type(call) is dict:
+        name = call.get("name")
+        if not name:
+            function = call.get("function")
+            if type(function) is not dict:
+                return tool_call_name(call)
+            name = function.get("name")
+        return name if isinstance(name, str) and name else None
+    return tool_call_name(call)
 
 
 def _nonretryable(value: Any) -> bool:
     """True when a result or error says ``"retryable": false`` (dict, JSON text, or message)."""
+    kind = type(value)
+    if kind is str:  # the frequent cases first: exactly str, exactly dict
+        if "retryable" not in value:
+            return False
+        parsed = _maybe_json(value)
+        return isinstance(parsed, Mapping) and parsed.get("retryable") is False
+    if kind is dict:
+        if "retryable" in value:
+            return value["retryable"] is False
+        content = value.get("content")  # an OpenAI-format tool message
+        return content is not None and content is not value and _nonretryable(content)
     if value is None:
         return False
     if isinstance(value, Mapping):
         if "retryable" in value:
             return value["retryable"] is False
-        content = value.get("content")  # an OpenAI-format tool message
+        content = value.get("content")
         return content is not None and content is not value and _nonretryable(content)
     if isinstance(value, str):
         if "retryable" not in value:

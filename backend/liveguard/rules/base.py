@@ -18,7 +18,7 @@ from liveguard.model import Step, Violation
 
 __all__ = [
     "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
-    "StatefulRule", "Unpack", "Window", "prefix",
+    "StatefulRule", "Unpack", "Window", "digest_prefix", "prefix", "unhex",
 ]
 
 _T = TypeVar("_T")
@@ -69,6 +69,8 @@ only those observations (a rule without ``kinds`` sees every one). A rule declar
 when it returns None, and changes nothing, for every other kind."""
 
 DIGEST_PREFIX: Final = 12
+"""Hex characters of a digest that go into evidence."""
+_PREFIX_BYTES: Final = DIGEST_PREFIX // 2
 
 
 def prefix(digest: str) -> str:
@@ -76,8 +78,24 @@ def prefix(digest: str) -> str:
     return digest[:DIGEST_PREFIX]
 
 
+def digest_prefix(digest: bytes) -> str:
+    """:func:`prefix` of a raw digest: ``prefix(digest.hex())``, without the whole hex text."""
+    return digest[:_PREFIX_BYTES].hex()
+
+
+def unhex(text: str) -> bytes:
+    """A raw digest from its hex text in a snapshot (``""`` for a step with no content)."""
+    return bytes.fromhex(text)
+
+
 class Observation:
     """What the rules see of one step: its index, node, kind and content digest.
+
+    ``digest`` is the raw 16-byte xxh3-128 digest of the step's canonical form (``b""``
+    for a contentless step): the rules keep and compare these bytes (49 B each in memory,
+    where the 32-hex text takes 81 B); ``key`` is its hex text, the digest that
+    :meth:`~liveguard.monitor.Monitor.digest` returns and whose prefix goes into evidence
+    (:func:`digest_prefix`). Snapshots hold the hex text, so their format is unchanged.
 
     ``content`` (message steps only) is the summary or output itself: only the semantic
     layer reads it, to embed it; no rule puts it in evidence. ``step`` is the step itself,
@@ -86,7 +104,7 @@ class Observation:
     the request makes: the size of the turn it opens.
     """
 
-    __slots__ = ("calls", "content", "index", "key", "kind", "last", "node", "nonretryable",
+    __slots__ = ("calls", "content", "digest", "index", "kind", "last", "node", "nonretryable",
                  "step", "tool")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
@@ -94,7 +112,7 @@ class Observation:
         index: int,
         node: str,
         kind: int,
-        key: str,
+        digest: bytes,
         tool: str | None = None,
         nonretryable: bool = False,
         content: Any = None,
@@ -105,7 +123,7 @@ class Observation:
         self.index = index
         self.node = node
         self.kind = kind
-        self.key = key
+        self.digest = digest
         self.tool = tool
         self.nonretryable = nonretryable
         self.content = content  # a message step's content, for the semantic layer only
@@ -114,15 +132,21 @@ class Observation:
         """False for a tool step followed by more steps of the same parallel turn."""
         self.calls = calls
 
+    @property
+    def key(self) -> str:
+        """The digest as 32 hex characters (``""`` for a contentless step)."""
+        return self.digest.hex()
+
     def pack(self, pack: Pack) -> list[Any]:
         """This observation as plain data (for a pending turn in a snapshot)."""
         tool = -1 if self.tool is None else pack(self.tool)
-        return [self.index, pack(self.node), self.kind, pack(self.key), tool, int(self.nonretryable)]
+        return [self.index, pack(self.node), self.kind, pack(self.digest.hex()), tool,
+                int(self.nonretryable)]
 
     @classmethod
     def unpack(cls, data: list[Any], unpack: Unpack) -> Observation:
         index, node, kind, key, tool, nonretryable = data
-        return cls(index, unpack(node), kind, unpack(key),
+        return cls(index, unpack(node), kind, unhex(unpack(key)),
                    None if tool < 0 else unpack(tool), bool(nonretryable))
 
 

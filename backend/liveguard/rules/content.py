@@ -2,6 +2,9 @@
 
 Content is compared by digest: the step's summary if given, else its output.
 Keys pair the node with the digest, so two nodes saying "OK" are not a repeat.
+
+State is kept flat: each window is one list of (digest, node, index, ...) fields in
+turn, never a tuple per step, and digests are the observations' raw 16-byte values.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, Window, prefix
+from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, digest_prefix, unhex
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -22,23 +25,25 @@ class Stall:
     breaks the run, so a poll that repeats once is not a stall.
     """
 
+    __slots__ = ("_digest", "_node", "_policy", "_run", "_start")
+
     code = "no_progress_stall"
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        self._prev: tuple[str, str] | None = None
+        self._node: str | None = None  # the previous message step's node and digest
+        self._digest = b""
         self._run = 0
         self._start = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != MESSAGE:
-            self._prev = None
+            self._node = None
             return None
-        current = (obs.node, obs.key)
-        if current == self._prev:
+        if obs.node == self._node and obs.digest == self._digest:
             self._run += 1
         else:
-            self._prev, self._run, self._start = current, 1, obs.index
+            self._node, self._digest, self._run, self._start = obs.node, obs.digest, 1, obs.index
             return None
         if self._run != self._policy.stall_limit(obs.node):
             return None
@@ -49,7 +54,7 @@ class Stall:
                 step=obs.index,
                 node=obs.node,
                 count=self._run,
-                detail={"digest": prefix(obs.key), "first_step": self._start},
+                detail={"digest": digest_prefix(obs.digest), "first_step": self._start},
             )
         ]
 
@@ -57,21 +62,27 @@ class Stall:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
-        prev = self._prev
-        if prev is None:
+        if self._node is None:
             return None
-        return [pack(prev[0]), pack(prev[1]), self._run, self._start]
+        return [pack(self._node), pack(self._digest.hex()), self._run, self._start]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
         if data is None:
-            self._prev, self._run, self._start = None, 0, 0
+            self._node, self._digest, self._run, self._start = None, b"", 0, 0
             return
         node, key, self._run, self._start = data
-        self._prev = (unpack(node), unpack(key))
+        self._node, self._digest = unpack(node), unhex(unpack(key))
 
 
 class RepeatedContent:
-    """repeated_content: the same node + content N times in the last M message steps."""
+    """repeated_content: the same node + content N times in the last M message steps.
+
+    The window is one flat list, ``[digest, node, index, digest, node, index, ...]``. A
+    step's count is counted only when its digest alone occurs ``repeat`` times in the
+    window (one C-level ``list.count`` over the digests); the node is then compared too.
+    """
+
+    __slots__ = ("_items", "_limit", "_size")
 
     code = "repeated_content"
 
@@ -79,35 +90,32 @@ class RepeatedContent:
 
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
-        self._window: Window[tuple[tuple[str, str], int]] = Window(policy.repeat_window)
-        self._counts: dict[tuple[str, str], int] = {}
+        self._size = policy.repeat_window
+        self._items: list[Any] = []
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != MESSAGE:
             return None
-        window, counts = self._window, self._counts
-        if len(window) == window.maxlen:
-            old = window[0][0]
-            left = counts[old] - 1
-            if left:
-                counts[old] = left
-            else:
-                del counts[old]
-        key = (obs.node, obs.key)
-        window.append((key, obs.index))
-        count = counts.get(key, 0) + 1
-        counts[key] = count
-        if count != self._limit:
+        items, digest = self._items, obs.digest
+        if len(items) >= 3 * self._size:
+            del items[:3]
+        items += (digest, obs.node, obs.index)
+        limit = self._limit
+        if items[::3].count(digest) < limit:  # fewer of this digest, fewer of node + digest
             return None
-        steps = [index for k, index in window if k == key]
+        node = obs.node
+        steps = [items[i + 2] for i in range(0, len(items), 3)
+                 if items[i] == digest and items[i + 1] == node]
+        if len(steps) != limit:
+            return None
         return [
             Violation(
                 code=self.code,
                 severity="hard",
                 step=obs.index,
-                node=obs.node,
-                count=count,
-                detail={"digest": prefix(obs.key), "window": window.maxlen, "steps": steps},
+                node=node,
+                count=limit,
+                detail={"digest": digest_prefix(digest), "window": self._size, "steps": steps},
             )
         ]
 
@@ -115,20 +123,21 @@ class RepeatedContent:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
-        return [[pack(node), pack(key), index] for (node, key), index in self._window]
+        items = self._items
+        return [[pack(items[i + 1]), pack(items[i].hex()), items[i + 2]]
+                for i in range(0, len(items), 3)]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._window.clear()
-        self._counts.clear()
+        items = self._items
+        items.clear()
         for node, key, index in data:
-            if len(self._window) == self._window.maxlen:  # a narrower window than the saved one
-                old = self._window[0][0]
-                self._counts[old] -= 1
-                if not self._counts[old]:
-                    del self._counts[old]
-            pair = (unpack(node), unpack(key))
-            self._window.append((pair, index))
-            self._counts[pair] = self._counts.get(pair, 0) + 1
+            if len(items) >= 3 * self._size:  # a narrower window than the saved one
+                del items[:3]
+            items += (unhex(unpack(key)), unpack(node), index)
+
+
+_STRIDE = 5
+"""ContentCycle's history fields per step: digest, node, kind, tool, index."""
 
 
 class ContentCycle:
@@ -139,28 +148,44 @@ class ContentCycle:
     ``match[p] >= p * (r - 1)``. A message-only block needs ``cycle_repeats``; a
     block that holds tool steps or tool-call requests needs as many repetitions as
     the tool rule of its tools. Only the smallest active period fires, on the crossing.
+
+    While every ``match[p]`` is 0, a step whose digest is not in the history matches
+    nothing: it is appended without the per-period loop (the usual step).
     """
+
+    __slots__ = ("_history", "_live", "_match", "_max", "_periods", "_policy")
 
     code = "content_cycle"
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        self._periods = sorted(policy.cycle_periods)
+        periods = policy.cycle_periods
+        self._periods = periods if list(periods) == sorted(periods) else tuple(sorted(periods))
         self._max = self._periods[-1]
-        self._history: Window[tuple[str, str, int, str | None, int]] = Window(self._max)
-        self._match = dict.fromkeys(range(1, self._max + 1), 0)
+        # The last ``_max`` steps, flat: digest, node, kind, tool, index per step.
+        self._history: list[Any] = []
+        self._match = [0] * (self._max + 1)  # match[p] for p in 1.._max (match[0] unused)
+        self._live = False  # some match[p] > 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind == CONTENTLESS:  # nothing to compare
             return None
-        history, match = self._history, self._match
-        item = (obs.node, obs.key, obs.kind, obs.tool, obs.index)
-        size = len(history)
-        for p in match:
+        history, digest = self._history, obs.digest
+        if not self._live and digest not in history[::_STRIDE]:
+            if len(history) >= _STRIDE * self._max:
+                del history[:_STRIDE]
+            history += (digest, obs.node, obs.kind, obs.tool, obs.index)
+            return None
+        match, node = self._match, obs.node
+        size = len(history) // _STRIDE
+        for p in range(1, self._max + 1):
             if p <= size:
-                prev = history[size - p]
-                match[p] = match[p] + 1 if prev[0] == item[0] and prev[1] == item[1] else 0
-        history.append(item)
+                at = (size - p) * _STRIDE
+                match[p] = match[p] + 1 if history[at + 1] == node and history[at] == digest else 0
+        if len(history) >= _STRIDE * self._max:
+            del history[:_STRIDE]
+        history += (digest, node, obs.kind, obs.tool, obs.index)
+        self._live = any(match)
         fired: list[Violation] | None = None
         for p in self._periods:
             if match[p] < p:
@@ -169,20 +194,20 @@ class ContentCycle:
                 break  # a shorter period explains it (period 1 is a stall/repeat)
             repeats = self._repeats_needed(p)
             if repeats is not None and match[p] == p * (repeats - 1):
-                block = history[-p:]
+                block = history[-p * _STRIDE:]
                 fired = [
                     Violation(
                         code=self.code,
                         severity="hard",
                         step=obs.index,
-                        node=obs.node,
+                        node=node,
                         count=repeats,
                         detail={
                             "period": p,
                             "repeats": repeats,
                             "first_step": obs.index - p * repeats + 1,
-                            "nodes": [b[0] for b in block],
-                            "digests": [prefix(b[1]) for b in block],
+                            "nodes": block[1::_STRIDE],
+                            "digests": [digest_prefix(d) for d in block[::_STRIDE]],
                         },
                     )
                 ]
@@ -192,8 +217,8 @@ class ContentCycle:
     def _repeats_needed(self, period: int) -> int | None:
         """Repetitions a block of this period must show; None when a tool in it is exempt."""
         needed = self._policy.cycle_repeats
-        block = self._history[-period:]
-        for _, _, kind, tool, _ in block:
+        block = self._history[-period * _STRIDE:]
+        for kind, tool in zip(block[2::_STRIDE], block[3::_STRIDE], strict=True):
             if kind == MESSAGE:
                 continue
             limits = self._policy.tool_limits(tool) if tool else None
@@ -207,18 +232,22 @@ class ContentCycle:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
+        h = self._history
         history = [
-            [pack(node), pack(key), kind, -1 if tool is None else pack(tool), index]
-            for node, key, kind, tool, index in self._history
+            [pack(h[i + 1]), pack(h[i].hex()), h[i + 2], -1 if h[i + 3] is None else pack(h[i + 3]),
+             h[i + 4]]
+            for i in range(0, len(h), _STRIDE)
         ]
-        return [history, [self._match[p] for p in sorted(self._match)]]
+        return [history, self._match[1:]]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        history, match = data
-        self._history.clear()
-        for node, key, kind, tool, index in history:
-            self._history.append(
-                (unpack(node), unpack(key), kind, None if tool < 0 else unpack(tool), index)
-            )
-        for p, value in zip(sorted(self._match), match, strict=False):
+        saved, match = data
+        history = self._history
+        history.clear()
+        for node, key, kind, tool, index in saved:
+            if len(history) >= _STRIDE * self._max:  # a narrower window than the saved one
+                del history[:_STRIDE]
+            history += (unhex(unpack(key)), unpack(node), kind, None if tool < 0 else unpack(tool), index)
+        for p, value in zip(range(1, self._max + 1), match, strict=False):
             self._match[p] = value
+        self._live = any(self._match)

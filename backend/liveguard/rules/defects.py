@@ -11,13 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from liveguard.model import Violation
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack, Window
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack
 
 __all__ = ["ToolEntropyCollapse"]
 
 
 class ToolEntropyCollapse:
-    """Soft: a run that used several tools ends hammering one."""
+    """Soft: a run that used several tools ends hammering one.
+
+    The tail is one flat list (index, node, tool, ...) of the last ``recent`` calls.
+    """
+
+    __slots__ = ("_calls", "_min_start", "_recent", "_start", "_tail")
 
     kinds = (TOOL,)
 
@@ -26,26 +31,28 @@ class ToolEntropyCollapse:
             raise ValueError("recent and min_start_tools must be >= 1")
         self._recent = recent
         self._min_start = min_start_tools
-        self._tail: Window[tuple[int, str, str]] = Window(recent)
+        self._tail: list[Any] = []
         self._start: set[str] = set()
         self._calls = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
             return None
-        if len(self._tail) == self._recent:
-            self._start.add(self._tail[0][2])  # leaves the tail: part of the start now
-        self._tail.append((obs.index, obs.node, obs.tool))
+        tail = self._tail
+        if len(tail) >= 3 * self._recent:
+            self._start.add(tail[2])  # leaves the tail: part of the start now
+            del tail[:3]
+        tail += (obs.index, obs.node, obs.tool)
         self._calls += 1
         return None
 
     def finish(self) -> list[Violation] | None:
         if self._calls < self._recent + self._min_start or len(self._start) < self._min_start:
             return None
-        tools = {tool for _, _, tool in self._tail}
-        if len(tools) != 1:
+        tail = self._tail
+        if len(set(tail[2::3])) != 1:
             return None
-        index, node, tool = self._tail[-1]
+        index, node, tool = tail[-3:]
         return [
             Violation(
                 code="tool_entropy_collapse", severity="soft", step=index, node=node,
@@ -55,12 +62,16 @@ class ToolEntropyCollapse:
         ]
 
     def snapshot(self, pack: Pack) -> Any:
-        tail = [[index, pack(node), pack(tool)] for index, node, tool in self._tail]
+        t = self._tail
+        tail = [[t[i], pack(t[i + 1]), pack(t[i + 2])] for i in range(0, len(t), 3)]
         return [tail, sorted(pack(tool) for tool in self._start), self._calls]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        tail, start, self._calls = data
-        self._tail.clear()
-        for index, node, tool in tail:
-            self._tail.append((index, unpack(node), unpack(tool)))
+        saved, start, self._calls = data
+        tail = self._tail
+        tail.clear()
+        for index, node, tool in saved:
+            if len(tail) >= 3 * self._recent:
+                del tail[:3]
+            tail += (index, unpack(node), unpack(tool))
         self._start = {unpack(tool) for tool in start}

@@ -21,9 +21,12 @@ class StepLimits:
 
     code = "step_limit"
 
+    __slots__ = ("_run", "_run_limit", "_thread", "_thread_limit")
+
     def __init__(self, policy: Policy) -> None:
-        self._run_limit = policy.run_steps
-        self._thread_limit = policy.thread_steps
+        # A missing limit is -1: a count (>= 1 once a step is seen) never equals it + 1.
+        self._run_limit = -1 if policy.run_steps is None else policy.run_steps
+        self._thread_limit = -1 if policy.thread_steps is None else policy.thread_steps
         self._run = 0
         self._thread = 0
 
@@ -31,19 +34,20 @@ class StepLimits:
         self._run = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        self._run += 1
-        self._thread += 1
-        found: list[Violation] | None = None
+        run = self._run = self._run + 1
+        thread = self._thread = self._thread + 1
+        if run != self._run_limit + 1 and thread != self._thread_limit + 1:
+            return None
+        found: list[Violation] = []
         for scope, count, limit in (
-            ("run", self._run, self._run_limit),
-            ("thread", self._thread, self._thread_limit),
+            ("run", run, self._run_limit),
+            ("thread", thread, self._thread_limit),
         ):
-            if limit is not None and count == limit + 1:
-                hit = Violation(
+            if limit >= 0 and count == limit + 1:
+                found.append(Violation(
                     code=self.code, severity="hard", step=obs.index, node=obs.node, count=count,
                     detail={"scope": scope, "limit": limit},
-                )
-                found = [*found, hit] if found else [hit]
+                ))
         return found
 
     def finish(self) -> list[Violation] | None:

@@ -6,45 +6,46 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation, Pack, Unpack, Window
+from liveguard.rules.base import Observation, Pack, Unpack
 
 __all__ = ["NodeRevisits"]
+
+_UNSET: Any = object()
+_MAX_CACHED = 4096
+"""Bound on the per-rule cache of node limits (node names are not bounded)."""
 
 
 class NodeRevisits:
     """Counts visits per node over the last ``policy.window`` steps (all kinds).
 
     Fires once on the crossing (the visit that makes the count exceed the limit),
-    and again only after the count has dropped back and crossed anew.
+    and again only after the count has dropped back and crossed anew. The window is a
+    plain list of node names; a node's count is counted in it when the node has a limit
+    (an exempt node, such as a tool agent's ``model`` and ``tools``, is never counted).
     """
+
+    __slots__ = ("_limits", "_policy", "_size", "_window")
 
     code = "node_revisit_cycle"
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
-        self._window: Window[str] = Window(policy.window)
-        self._counts: dict[str, int] = {}
+        self._size = policy.window
+        self._window: list[str] = []
         self._limits: dict[str, int | None] = {}
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        window, counts, node = self._window, self._counts, obs.node
-        if len(window) == window.maxlen:
-            old = window[0]
-            left = counts[old] - 1
-            if left:
-                counts[old] = left
-            else:
-                del counts[old]
+        window, node = self._window, obs.node
+        if len(window) >= self._size:
+            del window[0]
         window.append(node)
-        count = counts.get(node, 0) + 1
-        counts[node] = count
-        try:
-            limit = self._limits[node]
-        except KeyError:
-            limit = self._limits[node] = self._policy.revisit_limit(node)
-            if len(self._limits) > 4096:  # unbounded node names: keep the cache bounded
-                self._limits.clear()
-        if limit is None or count != limit + 1:
+        limit = self._limits.get(node, _UNSET)
+        if limit is _UNSET:
+            limit = self._limit(node)
+        if limit is None:
+            return None
+        count = window.count(node)
+        if count != limit + 1:
             return None
         return [
             Violation(
@@ -53,9 +54,16 @@ class NodeRevisits:
                 step=obs.index,
                 node=node,
                 count=count,
-                detail={"window": window.maxlen, "limit": limit},
+                detail={"window": self._size, "limit": limit},
             )
         ]
+
+    def _limit(self, node: str) -> int | None:
+        limits = self._limits
+        limit = limits[node] = self._policy.revisit_limit(node)
+        if len(limits) > _MAX_CACHED:  # unbounded node names: keep the cache bounded
+            limits.clear()
+        return limit
 
     def finish(self) -> list[Violation] | None:
         return None
@@ -64,15 +72,9 @@ class NodeRevisits:
         return [pack(node) for node in self._window]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._window.clear()
-        self._counts.clear()
+        window = self._window
+        window.clear()
         for packed in data:
-            window, counts = self._window, self._counts
-            if len(window) == window.maxlen:
-                old = window[0]
-                counts[old] -= 1
-                if not counts[old]:
-                    del counts[old]
-            node = unpack(packed)
-            window.append(node)
-            counts[node] = counts.get(node, 0) + 1
+            if len(window) >= self._size:  # a narrower window than the saved one
+                del window[0]
+            window.append(unpack(packed))

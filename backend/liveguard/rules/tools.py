@@ -13,12 +13,14 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack, Window, prefix
+from liveguard.rules.base import TOOL, Observation, Pack, Unpack, digest_prefix, unhex
 
 __all__ = ["ToolNoProgress"]
 
 _MAX_ENTRIES = 256
 """Hard bound on remembered (turn, signature) pairs, whatever a turn's width."""
+_STRIDE = 4
+"""Fields per entry in the flat entry list: turn, signature, step index, counted."""
 
 
 class ToolNoProgress:
@@ -44,7 +46,13 @@ class ToolNoProgress:
 
     The result depends only on the set of signatures per turn, never on the order in
     which parallel calls finished.
+
+    The entries are one flat list (turn, signature, step index, counted, ...); signatures
+    are the observations' raw digests. A signature's counted appearances are gathered only
+    when the signature occurs at least ``threshold`` times among the entries at all.
     """
+
+    __slots__ = ("_defaults", "_entries", "_policy", "_tools", "_turn", "_turns", "_widest")
 
     code = "tool_no_progress"
 
@@ -52,35 +60,61 @@ class ToolNoProgress:
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
+        self._tools = policy.tools
+        self._defaults = (policy.tool_repeats, policy.tool_window, policy.tool_repeats_nonretryable)
         self._widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
-        # (turn, signature, step index, counted): one entry per distinct signature per turn
-        self._entries: Window[tuple[int, str, int, bool]] = Window(_MAX_ENTRIES)
-        self._turn: list[Observation] = []
+        # (turn, signature, step index, counted) flat: one entry per distinct signature per turn
+        self._entries: list[Any] = []
+        self._turn: list[Observation] | None = None  # the open turn's steps so far
         self._turns = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
             return None
-        self._turn.append(obs)
-        if not obs.last:
-            return None
-        turn, self._turn = self._turn, []
-        return self._close(turn)
+        turn = self._turn
+        if obs.last:
+            if turn is None:  # a turn of one (every sequential step)
+                return self._close_one(obs)
+            self._turn = None
+            turn.append(obs)
+            return self._close(turn)
+        if turn is None:
+            self._turn = [obs]
+        else:
+            turn.append(obs)
+        return None
 
-    def _close(self, turn: list[Observation]) -> list[Violation] | None:
+    def _start(self) -> tuple[int, list[Any]]:
+        """A new turn: its number and the entries, those older than the widest window dropped."""
         number = self._turns = self._turns + 1
         entries, oldest = self._entries, number - self._widest
-        while entries and entries[0][0] <= oldest:
-            entries.popleft()
-        known = {sig for _, sig, _, _ in entries}
-        mine: dict[str, Observation] = {}
+        while entries and entries[0] <= oldest:
+            del entries[:_STRIDE]
+        return number, entries
+
+    def _close_one(self, obs: Observation) -> list[Violation] | None:
+        """``_close([obs])``: a lone signature is new (progress: counted) or repeats (no
+        progress: counted too)."""
+        number, entries = self._start()
+        entries += (number, obs.digest, obs.index, True)
+        if len(entries) > _STRIDE * _MAX_ENTRIES:
+            del entries[:_STRIDE]
+        hit = self._check(number, obs.digest, obs)
+        return None if hit is None else [hit]
+
+    def _close(self, turn: list[Observation]) -> list[Violation] | None:
+        number, entries = self._start()
+        known = set(entries[1::_STRIDE])
+        mine: dict[bytes, Observation] = {}
         for obs in turn:
-            mine.setdefault(obs.key, obs)
+            mine.setdefault(obs.digest, obs)
         progress = any(sig not in known for sig in mine)
         found: list[Violation] | None = None
         for sig, obs in mine.items():
             counted = sig not in known or not progress
-            entries.append((number, sig, obs.index, counted))
+            entries += (number, sig, obs.index, counted)
+            if len(entries) > _STRIDE * _MAX_ENTRIES:
+                del entries[:_STRIDE]
             if not counted:
                 continue
             hit = self._check(number, sig, obs)
@@ -88,13 +122,18 @@ class ToolNoProgress:
                 found = [*found, hit] if found else [hit]
         return found
 
-    def _check(self, number: int, sig: str, obs: Observation) -> Violation | None:
-        limits = self._policy.tool_limits(obs.tool or "")
+    def _check(self, number: int, sig: bytes, obs: Observation) -> Violation | None:
+        tool = obs.tool or ""
+        limits = self._policy.tool_limits(tool) if tool in self._tools else self._defaults
         if limits is None:
             return None
         repeats, window, nonretryable = limits
         threshold = nonretryable if obs.nonretryable else repeats
-        recent = [index for t, s, index, c in self._entries if c and s == sig and t > number - window]
+        entries = self._entries
+        if entries[1::_STRIDE].count(sig) < threshold:  # fewer entries, fewer counted ones
+            return None
+        recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
+                  if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
         if len(recent) != threshold:
             return None
         return Violation(
@@ -105,7 +144,7 @@ class ToolNoProgress:
             count=len(recent),
             detail={
                 "tool": obs.tool,
-                "digest": prefix(sig),
+                "digest": digest_prefix(sig),
                 "window": window,
                 "threshold": threshold,
                 "nonretryable": obs.nonretryable,
@@ -117,14 +156,20 @@ class ToolNoProgress:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
-        entries = [[t, pack(sig), index, int(c)] for t, sig, index, c in self._entries]
-        return [self._turns, entries, [obs.pack(pack) for obs in self._turn]]
+        e = self._entries
+        entries = [[e[i], pack(e[i + 1].hex()), e[i + 2], int(e[i + 3])]
+                   for i in range(0, len(e), _STRIDE)]
+        return [self._turns, entries, [obs.pack(pack) for obs in self._turn or ()]]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._turns, entries, turn = data
-        self._entries.clear()
-        for t, sig, index, c in entries:
-            self._entries.append((t, unpack(sig), index, bool(c)))
-        self._turn = [Observation.unpack(obs, unpack) for obs in turn]
-        for obs in self._turn:
+        self._turns, saved, turn = data
+        entries = self._entries
+        entries.clear()
+        for t, sig, index, c in saved:
+            entries += (t, unhex(unpack(sig)), index, bool(c))
+            if len(entries) > _STRIDE * _MAX_ENTRIES:
+                del entries[:_STRIDE]
+        pending = [Observation.unpack(obs, unpack) for obs in turn]
+        for obs in pending:
             obs.last = False
+        self._turn = pending or None

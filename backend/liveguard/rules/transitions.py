@@ -25,6 +25,8 @@ _END = "__end__"
 class TransitionRules:
     """Checks each hop against the allow-set and counts total visits per node."""
 
+    __slots__ = ("_allowed", "_known", "_last", "_policy", "_prev", "_visits")
+
     def __init__(self, allow_set: AllowSet, policy: Policy) -> None:
         self._allowed = {node: frozenset(t) for node, t in allow_set.transitions.items()}
         self._known = allow_set.nodes
