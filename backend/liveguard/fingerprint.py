@@ -442,7 +442,9 @@ def _dumps(value: Any) -> bytes:
 
 def _maybe_json(text: str) -> Any:
     """Parse JSON object/array text (tool-call arguments); other strings stay strings."""
-    head = text.lstrip()[:1]
+    head = text[:1]
+    if head.isspace():  # exactly the characters lstrip() strips
+        head = text.lstrip()[:1]
     if head in ("{", "["):
         try:
             return orjson.loads(text)

@@ -25,7 +25,8 @@ Thread state
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from liveguard.errors import FingerprintError, SnapshotError
@@ -35,7 +36,7 @@ from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules import build
-from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation
+from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation, Rule
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -60,20 +61,17 @@ class Monitor:
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
+        ignore = self.policy.ignore_keys
         fp = (
             _DEFAULT_FINGERPRINTER
-            if self.policy.ignore_keys == DEFAULT_IGNORE_KEYS
-            else Fingerprinter(self.policy.ignore_keys)
+            if ignore is DEFAULT_IGNORE_KEYS or ignore == DEFAULT_IGNORE_KEYS
+            else Fingerprinter(ignore)
         )
         self._digest = fp.raw_digest
         self._rules = rules = tuple(build(self.policy, allow_set))
-        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS).
-        self._by_kind = tuple(
-            tuple(rule for rule in rules if kind in getattr(rule, "kinds", KINDS))
-            for kind in KINDS
-        )
-        # Rules that can prepare a whole recorded run at once (the semantic layer's batching).
-        self._prefetch = tuple(rule.prefetch for rule in rules if hasattr(rule, "prefetch"))
+        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS), and
+        # the rules that can prepare a whole recorded run at once (the semantic layer's batching).
+        self._by_kind, self._prefetch = _dispatch(rules)
         self._index = 0
         self._finished = False
         self._expect = 0  # tool steps the open parallel turn still waits for (0: none open)
@@ -93,7 +91,7 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
-        return self._run(obs)
+        return self._run((obs,))
 
     def observe_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> list[Violation]:
         """Feed a recorded run: every digest first, one batched prefetch, then the rules.
@@ -102,41 +100,42 @@ class Monitor:
         semantic layer's embeddings are computed in batches instead of one at a time.
         """
         observations: list[Observation] = []
+        observation = self._observation
+        index = self._index
         for item in steps:
             step = item if isinstance(item, Step) else Step.model_validate(item)
-            index = self._index
             try:
-                observations.append(self._observation(step, index))
+                observations.append(observation(step, index))
             except FingerprintError as exc:
                 raise exc.at(f".steps[{index}]") from None
-            self._index = index + 1
+            index = self._index = index + 1
         for prefetch in self._prefetch:
             prefetch(observations)
-        found: list[Violation] = []
-        for obs in observations:
-            found += self._run(obs)
-        return found
+        return self._run(observations)
 
-    def _run(self, obs: Observation) -> list[Violation]:
-        kind = obs.kind
-        if kind == TOOL and self._expect > 1:
-            turn = self._turn
-            if turn is _NO_TURN:
-                turn = self._turn = [obs]
-            else:
-                turn.append(obs)
-            if len(turn) < self._expect:
-                return []
-            return self._release()
+    def _run(self, observations: Iterable[Observation]) -> list[Violation]:
+        """Hand observations to the rules of their kind, in order (holding parallel turns)."""
         found: list[Violation] = []
-        if kind == REQUEST:  # a new model turn closes an open one short
-            if self._turn:
-                found = self._release()
-            self._expect = obs.calls
-        for rule in self._by_kind[kind]:
-            hits = rule.observe(obs)
-            if hits:
-                found += hits
+        by_kind = self._by_kind
+        for obs in observations:
+            kind = obs.kind
+            if kind == TOOL and self._expect > 1:
+                turn = self._turn
+                if turn is _NO_TURN:
+                    turn = self._turn = [obs]
+                else:
+                    turn.append(obs)
+                if len(turn) >= self._expect:
+                    found += self._release()
+                continue
+            if kind == REQUEST:  # a new model turn closes an open one short
+                if self._turn:
+                    found += self._release()
+                self._expect = obs.calls
+            for rule in by_kind[kind]:
+                hits = rule.observe(obs)
+                if hits:
+                    found += hits
         return found
 
     def _release(self) -> list[Violation]:
@@ -246,13 +245,20 @@ class Monitor:
                 args = _maybe_json(args)
             result, error = step.result, step.error
             digest = self._digest((tool, args, result, error))
-            nonretryable = (result is not None and _nonretryable(result)) or (
-                error is not None and _nonretryable(error)
-            )
+            # _nonretryable(result) or _nonretryable(error), without a call for the usual cases
+            if result is None or (type(result) is str and "retryable" not in result):
+                nonretryable = error is not None and _nonretryable(error)
+            else:
+                nonretryable = _nonretryable(result) or (error is not None and _nonretryable(error))
             return Observation(index, step.node, TOOL, digest, tool, nonretryable, None, step)
         output = step.output
         if output is not None:
-            calls = _tool_calls(output)
+            if type(output) is dict:  # tool_calls(output), read directly from a plain dict
+                calls = output.get("tool_calls")
+                if type(calls) is not list:
+                    calls = tool_calls(output)
+            else:
+                calls = tool_calls(output)
             if calls:
                 return Observation(index, step.node, REQUEST, self._digest(calls), _call_name(calls[0]),
                                    False, None, step, True, len(calls))
@@ -270,6 +276,41 @@ class Monitor:
                            None, step)
 
 
+_Pick = Callable[[tuple[Rule, ...]], tuple[Rule, ...]]
+_LAYOUTS: dict[tuple[type, ...], tuple[tuple[_Pick, ...], tuple[int, ...]]] = {}
+"""Per sequence of rule classes: the rules of each kind, and those with ``prefetch``."""
+
+
+def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tuple[Any, ...]]:
+    """``(rules per kind, prefetch methods)`` for a Monitor's rules; the layout, which only
+    the rules' classes decide (``kinds`` and ``prefetch`` are class attributes), is cached."""
+    classes = tuple(map(type, rules))
+    layout = _LAYOUTS.get(classes)
+    if layout is None:
+        picks = tuple(
+            _picker([i for i, cls in enumerate(classes) if kind in getattr(cls, "kinds", KINDS)])
+            for kind in KINDS
+        )
+        prefetch = tuple(i for i, cls in enumerate(classes) if hasattr(cls, "prefetch"))
+        layout = (picks, prefetch)
+        if len(_LAYOUTS) < 256:  # a handful in practice (one per policy/allow-set shape)
+            _LAYOUTS[classes] = layout
+    (message, tool, request, contentless), prefetch = layout  # one pick per kind of KINDS
+    by_kind = (message(rules), tool(rules), request(rules), contentless(rules))
+    found = [rules[i].prefetch for i in prefetch]  # type: ignore[attr-defined]
+    return by_kind, tuple(found)
+
+
+def _picker(indices: list[int]) -> _Pick:
+    """A function that picks ``indices`` out of a tuple, as a tuple."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    if indices:
+        i = indices[0]
+        return lambda rules: (rules[i],)
+    return lambda rules: ()
+
+
 _NO_TURN: list[Any] = []
 """The Monitor's ``_turn`` while no parallel turn is open (shared and never appended to:
 a Monitor allocates its own list only when a turn opens)."""
@@ -278,15 +319,6 @@ a Monitor allocates its own list only when a turn opens)."""
 def _canonical(obs: Observation) -> tuple[str, bytes]:
     # The raw digest sorts as its fixed-width, lower-case hex text does.
     return (obs.tool or "", obs.digest)
-
-
-def _tool_calls(output: Any) -> list[Any] | None:
-    """:func:`~liveguard.messages.tool_calls`, with a plain dict's list of calls read directly."""
-    if type(output) is dict:
-        calls = output.get("tool_calls")
-        if type(calls) is list:
-            return calls or None
-    return tool_calls(output)
 
 
 def _call_name(call: Any) -> str | None:
@@ -338,10 +370,6 @@ def check_trajectory(
 ) -> list[Violation]:
     """Every violation of a whole run: observe each step, then finish."""
     monitor = Monitor(policy, allow_set)
-    if monitor._prefetch:  # the semantic layer: embed the run's unsettled steps in batches
-        return monitor.observe_all(steps) + monitor.finish()
-    found: list[Violation] = []
-    for step in steps:
-        found += monitor.observe(step)
+    found = monitor.observe_all(steps)  # the same violations as observe() step by step
     found += monitor.finish()
     return found

@@ -136,6 +136,17 @@ class RepeatedContent:
             items += (unhex(unpack(key)), unpack(node), index)
 
 
+_SORTED: dict[tuple[int, ...], tuple[int, ...]] = {}
+"""Policies' cycle periods, sorted (a Monitor is built per run: sort once)."""
+
+
+def _sorted(periods: tuple[int, ...]) -> tuple[int, ...]:
+    ordered = tuple(sorted(periods))
+    if len(_SORTED) < 256:
+        _SORTED[periods] = ordered
+    return ordered
+
+
 _STRIDE = 5
 """ContentCycle's history fields per step: digest, node, kind, tool, index."""
 
@@ -160,7 +171,7 @@ class ContentCycle:
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
         periods = policy.cycle_periods
-        self._periods = periods if list(periods) == sorted(periods) else tuple(sorted(periods))
+        self._periods = _SORTED.get(periods) or _sorted(periods)
         self._max = self._periods[-1]
         # The last ``_max`` steps, flat: digest, node, kind, tool, index per step.
         self._history: list[Any] = []

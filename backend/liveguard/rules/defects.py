@@ -22,7 +22,7 @@ class ToolEntropyCollapse:
     The tail is one flat list (index, node, tool, ...) of the last ``recent`` calls.
     """
 
-    __slots__ = ("_calls", "_min_start", "_recent", "_start", "_tail")
+    __slots__ = ("_calls", "_min_start", "_recent", "_size", "_start", "_tail")
 
     kinds = (TOOL,)
 
@@ -30,6 +30,7 @@ class ToolEntropyCollapse:
         if recent < 1 or min_start_tools < 1:
             raise ValueError("recent and min_start_tools must be >= 1")
         self._recent = recent
+        self._size = 3 * recent  # the tail's length when full
         self._min_start = min_start_tools
         self._tail: list[Any] = []
         self._start: set[str] = set()
@@ -39,7 +40,7 @@ class ToolEntropyCollapse:
         if obs.kind != TOOL or obs.tool is None:
             return None
         tail = self._tail
-        if len(tail) >= 3 * self._recent:
+        if len(tail) >= self._size:
             self._start.add(tail[2])  # leaves the tail: part of the start now
             del tail[:3]
         tail += (obs.index, obs.node, obs.tool)
@@ -71,7 +72,7 @@ class ToolEntropyCollapse:
         tail = self._tail
         tail.clear()
         for index, node, tool in saved:
-            if len(tail) >= 3 * self._recent:
+            if len(tail) >= self._size:
                 del tail[:3]
             tail += (index, unpack(node), unpack(tool))
         self._start = {unpack(tool) for tool in start}

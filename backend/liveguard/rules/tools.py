@@ -62,7 +62,11 @@ class ToolNoProgress:
         self._policy = policy
         self._tools = policy.tools
         self._defaults = (policy.tool_repeats, policy.tool_window, policy.tool_repeats_nonretryable)
-        self._widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
+        tools = policy.tools
+        self._widest = (
+            max([policy.tool_window] + [t.window or 0 for t in tools.values()]) if tools
+            else policy.tool_window
+        )
         # (turn, signature, step index, counted) flat: one entry per distinct signature per turn
         self._entries: list[Any] = []
         self._turn: list[Observation] | None = None  # the open turn's steps so far
@@ -71,39 +75,37 @@ class ToolNoProgress:
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
             return None
-        turn = self._turn
-        if obs.last:
-            if turn is None:  # a turn of one (every sequential step)
-                return self._close_one(obs)
-            self._turn = None
-            turn.append(obs)
-            return self._close(turn)
-        if turn is None:
-            self._turn = [obs]
-        else:
-            turn.append(obs)
-        return None
-
-    def _start(self) -> tuple[int, list[Any]]:
-        """A new turn: its number and the entries, those older than the widest window dropped."""
+        if not obs.last or self._turn is not None:
+            return self._parallel(obs)
+        # A turn of one (every sequential step): ``_close([obs])`` inline. A lone signature
+        # is either new (progress: counted) or a repeat (no progress: counted too).
         number = self._turns = self._turns + 1
         entries, oldest = self._entries, number - self._widest
         while entries and entries[0] <= oldest:
             del entries[:_STRIDE]
-        return number, entries
-
-    def _close_one(self, obs: Observation) -> list[Violation] | None:
-        """``_close([obs])``: a lone signature is new (progress: counted) or repeats (no
-        progress: counted too)."""
-        number, entries = self._start()
-        entries += (number, obs.digest, obs.index, True)
+        sig = obs.digest
+        entries += (number, sig, obs.index, True)
         if len(entries) > _STRIDE * _MAX_ENTRIES:
             del entries[:_STRIDE]
-        hit = self._check(number, obs.digest, obs)
+        hit = self._check(number, sig, obs)
         return None if hit is None else [hit]
 
+    def _parallel(self, obs: Observation) -> list[Violation] | None:
+        """A step of a parallel turn: held until the turn's last step, then the whole turn."""
+        turn = self._turn
+        if turn is None:
+            turn = self._turn = []
+        turn.append(obs)
+        if not obs.last:
+            return None
+        self._turn = None
+        return self._close(turn)
+
     def _close(self, turn: list[Observation]) -> list[Violation] | None:
-        number, entries = self._start()
+        number = self._turns = self._turns + 1
+        entries, oldest = self._entries, number - self._widest
+        while entries and entries[0] <= oldest:
+            del entries[:_STRIDE]
         known = set(entries[1::_STRIDE])
         mine: dict[bytes, Observation] = {}
         for obs in turn:
