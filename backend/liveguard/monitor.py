@@ -260,7 +260,17 @@ class Monitor:
             else:
                 calls = tool_calls(output)
             if calls:
-                return Observation(index, step.node, REQUEST, self._digest(calls), _call_name(calls[0]),
+                call = calls[0]  # its name: tool_call_name(call), read directly from plain dicts
+                if type(call) is dict:
+                    name = call.get("name")
+                    if not name:
+                        function = call.get("function")
+                        name = function.get("name") if type(function) is dict else tool_call_name(call)
+                    if not (name and isinstance(name, str)):
+                        name = None
+                else:
+                    name = tool_call_name(call)
+                return Observation(index, step.node, REQUEST, self._digest(calls), name,
                                    False, None, step, True, len(calls))
         if step.summary is not None:
             content: Any = step.summary
@@ -277,28 +287,42 @@ class Monitor:
 
 
 _Pick = Callable[[tuple[Rule, ...]], tuple[Rule, ...]]
-_LAYOUTS: dict[tuple[type, ...], tuple[tuple[_Pick, ...], tuple[int, ...]]] = {}
-"""Per sequence of rule classes: the rules of each kind, and those with ``prefetch``."""
+_Layout = tuple[tuple[_Pick, ...], tuple[int, int, int, int], tuple[int, ...]]
+_LAYOUTS: dict[tuple[type, ...], _Layout] = {}
+"""Per sequence of rule classes: how to pick the rules of each kind, and those with ``prefetch``."""
 
 
 def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tuple[Any, ...]]:
-    """``(rules per kind, prefetch methods)`` for a Monitor's rules; the layout, which only
-    the rules' classes decide (``kinds`` and ``prefetch`` are class attributes), is cached."""
+    """``(rules per kind, prefetch methods)`` for a Monitor's rules.
+
+    The layout depends only on the rules' classes (``kinds`` and ``prefetch`` are class
+    attributes), so it is computed once per sequence of classes. Kinds read by the same
+    rules share one tuple (less memory per Monitor).
+    """
     classes = tuple(map(type, rules))
     layout = _LAYOUTS.get(classes)
     if layout is None:
-        picks = tuple(
-            _picker([i for i, cls in enumerate(classes) if kind in getattr(cls, "kinds", KINDS)])
-            for kind in KINDS
-        )
-        prefetch = tuple(i for i, cls in enumerate(classes) if hasattr(cls, "prefetch"))
-        layout = (picks, prefetch)
+        layout = _layout(classes)
         if len(_LAYOUTS) < 256:  # a handful in practice (one per policy/allow-set shape)
             _LAYOUTS[classes] = layout
-    (message, tool, request, contentless), prefetch = layout  # one pick per kind of KINDS
-    by_kind = (message(rules), tool(rules), request(rules), contentless(rules))
+    picks, (message, tool, request, contentless), prefetch = layout
+    chosen = [pick(rules) for pick in picks]
+    by_kind = (chosen[message], chosen[tool], chosen[request], chosen[contentless])
     found = [rules[i].prefetch for i in prefetch]  # type: ignore[attr-defined]
     return by_kind, tuple(found)
+
+
+def _layout(classes: tuple[type, ...]) -> _Layout:
+    distinct: list[list[int]] = []
+    order: list[int] = []
+    for kind in KINDS:  # KINDS is (0, 1, 2, 3): a kind is its own position
+        indices = [i for i, cls in enumerate(classes) if kind in getattr(cls, "kinds", KINDS)]
+        if indices not in distinct:
+            distinct.append(indices)
+        order.append(distinct.index(indices))
+    message, tool, request, contentless = order
+    prefetch = tuple(i for i, cls in enumerate(classes) if hasattr(cls, "prefetch"))
+    return tuple(map(_picker, distinct)), (message, tool, request, contentless), prefetch
 
 
 def _picker(indices: list[int]) -> _Pick:
@@ -319,19 +343,6 @@ a Monitor allocates its own list only when a turn opens)."""
 def _canonical(obs: Observation) -> tuple[str, bytes]:
     # The raw digest sorts as its fixed-width, lower-case hex text does.
     return (obs.tool or "", obs.digest)
-
-
-def _call_name(call: Any) -> str | None:
-    """:func:`~liveguard.messages.tool_call_name`, with plain dicts read directly."""
-    if type(call) is dict:
-        name = call.get("name")
-        if not name:
-            function = call.get("function")
-            if type(function) is not dict:
-                return tool_call_name(call)
-            name = function.get("name")
-        return name if isinstance(name, str) and name else None
-    return tool_call_name(call)
 
 
 def _nonretryable(value: Any) -> bool:

@@ -164,7 +164,7 @@ class ContentCycle:
     nothing: it is appended without the per-period loop (the usual step).
     """
 
-    __slots__ = ("_history", "_live", "_match", "_max", "_periods", "_policy")
+    __slots__ = ("_cap", "_history", "_live", "_match", "_max", "_periods", "_policy")
 
     code = "content_cycle"
 
@@ -173,6 +173,7 @@ class ContentCycle:
         periods = policy.cycle_periods
         self._periods = _SORTED.get(periods) or _sorted(periods)
         self._max = self._periods[-1]
+        self._cap = _STRIDE * self._max  # the history's length when full
         # The last ``_max`` steps, flat: digest, node, kind, tool, index per step.
         self._history: list[Any] = []
         self._match = [0] * (self._max + 1)  # match[p] for p in 1.._max (match[0] unused)
@@ -183,7 +184,7 @@ class ContentCycle:
             return None
         history, digest = self._history, obs.digest
         if not self._live and digest not in history[::_STRIDE]:
-            if len(history) >= _STRIDE * self._max:
+            if len(history) >= self._cap:
                 del history[:_STRIDE]
             history += (digest, obs.node, obs.kind, obs.tool, obs.index)
             return None
@@ -193,7 +194,7 @@ class ContentCycle:
             if p <= size:
                 at = (size - p) * _STRIDE
                 match[p] = match[p] + 1 if history[at + 1] == node and history[at] == digest else 0
-        if len(history) >= _STRIDE * self._max:
+        if len(history) >= self._cap:
             del history[:_STRIDE]
         history += (digest, node, obs.kind, obs.tool, obs.index)
         self._live = any(match)
@@ -256,7 +257,7 @@ class ContentCycle:
         history = self._history
         history.clear()
         for node, key, kind, tool, index in saved:
-            if len(history) >= _STRIDE * self._max:  # a narrower window than the saved one
+            if len(history) >= self._cap:  # a narrower window than the saved one
                 del history[:_STRIDE]
             history += (unhex(unpack(key)), unpack(node), kind, None if tool < 0 else unpack(tool), index)
         for p, value in zip(range(1, self._max + 1), match, strict=False):

@@ -87,6 +87,11 @@ class ToolNoProgress:
         entries += (number, sig, obs.index, True)
         if len(entries) > _STRIDE * _MAX_ENTRIES:
             del entries[:_STRIDE]
+        tool = obs.tool
+        if tool not in self._tools:  # _check's test for the usual tool, inline
+            limits = self._defaults
+            if entries[1::_STRIDE].count(sig) < (limits[2] if obs.nonretryable else limits[0]):
+                return None
         hit = self._check(number, sig, obs)
         return None if hit is None else [hit]
 
