@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from fp_strategies import ignore_sets as fp_ignore_sets
+from fp_strategies import values as fp_values
 from liveguard import Fingerprinter, FingerprintError, canonical_bytes, fingerprint
 from liveguard.errors import safe_key
 from liveguard.fingerprint import MAX_DEPTH
@@ -249,3 +251,24 @@ def test_str_subclass_keys_hash_as_their_text() -> None:
         X = "x"
 
     assert fingerprint({Key.X: 1}) == fingerprint({"x": 1})
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=fp_values, ignore=fp_ignore_sets)
+def test_raw_digest_is_the_hex_digest_as_bytes(value: Any, ignore: frozenset[str]) -> None:
+    """The Monitor keeps ``raw_digest`` bytes; evidence and snapshots carry ``fingerprint`` hex."""
+    fp = Fingerprinter(ignore)
+    assert fp.raw_digest(value) == bytes.fromhex(fp(value))
+    assert len(fp.raw_digest(value)) == 16
+
+
+def test_raw_digest_raises_like_fingerprint() -> None:
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    fp = Fingerprinter()
+    for bad in (cyclic, {"args": {"rows": [1, Opaque()]}}):
+        with pytest.raises(FingerprintError) as raw:
+            fp.raw_digest(bad)
+        with pytest.raises(FingerprintError) as hexed:
+            fp(bad)
+        assert (raw.value.path, str(raw.value)) == (hexed.value.path, str(hexed.value))

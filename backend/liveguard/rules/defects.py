@@ -65,7 +65,8 @@ class ToolEntropyCollapse:
     def snapshot(self, pack: Pack) -> Any:
         t = self._tail
         tail = [[t[i], pack(t[i + 1]), pack(t[i + 2])] for i in range(0, len(t), 3)]
-        return [tail, sorted(pack(tool) for tool in self._start), self._calls]
+        # packed in name order, so the strings table never depends on the set's iteration order
+        return [tail, sorted([pack(tool) for tool in sorted(self._start)]), self._calls]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
         saved, start, self._calls = data
