@@ -7,47 +7,25 @@ are interned by the Monitor: ``pack(text) -> int``, ``unpack(int) -> text``). Th
 Monitor computes one :class:`Observation` per step (digests included) and hands it to
 each rule in turn: a trivial loop, like a structlog processor chain. Rules keep only
 bounded windows of digests.
+
+Memory per guarded thread is what rules keep, so they keep it compactly: digests as the
+observation's raw 16 bytes (never the hex text), each window as one flat list of plain
+fields (never a tuple or a ``deque`` per step: a ``deque`` takes a 64-slot block whatever
+its length), state in ``__slots__``. A rule that counts in a window first asks a C-level
+``list.count`` of the digest whether the count can reach its threshold at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Final, Protocol
 
 from liveguard.model import Step, Violation
 
 __all__ = [
     "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
-    "StatefulRule", "Unpack", "Window", "digest_prefix", "prefix", "unhex",
+    "StatefulRule", "Unpack", "digest_prefix", "prefix", "unhex",
 ]
-
-_T = TypeVar("_T")
-
-
-class Window(list[_T]):
-    """A bounded FIFO window: a list that drops its oldest item when full.
-
-    Rules' windows are short (6 to 24 items); a list this size takes a few hundred bytes
-    where a ``deque`` takes a 64-slot block (~760 B) whatever its length, which is most of
-    a Monitor's memory.
-    """
-
-    __slots__ = ("maxlen",)
-
-    def __init__(self, maxlen: int, items: Iterable[_T] = ()) -> None:
-        super().__init__()
-        self.maxlen = maxlen
-        for item in items:
-            self.append(item)
-
-    def append(self, item: _T) -> None:
-        if len(self) >= self.maxlen:
-            del self[0]
-        list.append(self, item)
-
-    def popleft(self) -> _T:
-        return self.pop(0)
-
 
 Pack = Callable[[str], int]
 """Interns a string for a snapshot: the same text always gets the same small int."""
@@ -64,9 +42,10 @@ CONTENTLESS: Final = 3
 """A step with nothing to compare (no summary, output, tool or error): revisits only."""
 
 KINDS: Final = (MESSAGE, TOOL, REQUEST, CONTENTLESS)
-"""Every kind. A rule may declare ``kinds``, the kinds it reads; the Monitor then hands it
-only those observations (a rule without ``kinds`` sees every one). A rule declares it only
-when it returns None, and changes nothing, for every other kind."""
+"""Every kind (each is its own position here). A rule class may declare ``kinds``, the kinds
+it reads, as a class attribute; the Monitor then hands it only those observations (a rule
+without ``kinds`` sees every one). A rule declares it only when it returns None, and
+changes nothing, for every other kind."""
 
 DIGEST_PREFIX: Final = 12
 """Hex characters of a digest that go into evidence."""
