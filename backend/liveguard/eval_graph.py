@@ -30,9 +30,11 @@ verdict says why. Evidence is codes, counts and step indices only.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from liveguard.allowset import AllowSet
@@ -93,7 +95,7 @@ def merge_meta(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) 
     """
     out = dict(left or {})
     for key, value in (right or {}).items():
-        if key == "telemetry" and isinstance(value, Mapping):
+        if key == "telemetry" and (type(value) is dict or isinstance(value, Mapping)):
             out[key] = {**out.get(key, {}), **value}
         else:
             out[key] = value
@@ -117,8 +119,12 @@ class EvalState(TypedDict, total=False):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _telemetry(state: EvalState) -> dict[str, Any]:
-    return dict((state.get("graph_meta") or {}).get("telemetry") or {})
+def _telemetry(state: EvalState) -> Mapping[str, Any]:
+    """The guards' telemetry, read-only (nodes return new dicts; they never mutate state)."""
+    return (state.get("graph_meta") or _EMPTY).get("telemetry") or _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _found(state: EvalState, guard: str) -> list[Violation]:
@@ -172,8 +178,31 @@ def _level_score(level: Level, result: JudgeResult) -> LevelScore:
                       reason="judged", source=f"judge:{result.model}", evidence=evidence)
 
 
+@functools.lru_cache(maxsize=64)
 def _skipped(level: Level, why: str) -> LevelScore:
+    """A skipped level's score; the same frozen object for the same arguments (built once)."""
     return LevelScore(level=level, reason=f"skipped:{why}", source="none")
+
+
+_DEFAULT_POLICY = Policy()
+_SCANNING: dict[int, tuple[Policy, Policy]] = {}
+
+
+def _scanning(policy: Policy) -> Policy:
+    """``policy`` with ``scan_text`` on (the judges' guard: every evaluation scans step text).
+
+    One copy per policy object (a batch uses a handful), kept with its original so the id
+    is never reused while cached."""
+    if policy.scan_text:
+        return policy
+    hit = _SCANNING.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    copy = policy.model_copy(update={"scan_text": True})
+    if len(_SCANNING) >= 64:
+        _SCANNING.clear()
+    _SCANNING[id(policy)] = (policy, copy)
+    return copy
 
 
 # -- the graph -------------------------------------------------------------------------------
@@ -254,9 +283,7 @@ class _Nodes:
     def loop_guard(self, state: EvalState) -> dict[str, Any]:
         """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
         allow = state.get("allow_set")
-        policy = state.get("policy") or Policy()
-        if not policy.scan_text:  # the judges' guard: every evaluation scans step text
-            policy = policy.model_copy(update={"scan_text": True})
+        policy = _scanning(state.get("policy") or _DEFAULT_POLICY)
         steps = state["trajectory"].steps
         found = check_trajectory(steps, policy, allow)
         report = {

@@ -109,14 +109,15 @@ class Floor:
         return cls(steps, reducers, initial, frozenset(builder.channels))
 
     def _apply(self, state: dict[str, Any], update: Any) -> None:
-        if not isinstance(update, Mapping):
+        if type(update) is not dict and not isinstance(update, Mapping):  # dict: skip the ABC check
             if update is None:
                 return
             raise TypeError(f"a node returned {type(update).__name__}, expected a dict")
+        channels, reducers = self._channels, self._reducers
         for key, value in update.items():
-            if key not in self._channels:
+            if key not in channels:
                 continue  # LangGraph drops undeclared keys too
-            reducer = self._reducers.get(key)
+            reducer = reducers.get(key)
             if reducer is not None and key in state:
                 state[key] = reducer(state[key], value)
             else:
