@@ -33,7 +33,7 @@ import asyncio
 import functools
 import itertools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
@@ -60,6 +60,7 @@ __all__ = [
     "aevaluate_trajectory",
     "apply_escalation",
     "build_eval_graph",
+    "eval_chain",
     "evaluate_trajectory",
     "merge_meta",
 ]
@@ -225,32 +226,53 @@ def build_eval_graph(
     """
     from langgraph.graph import END, START, StateGraph
 
-    from liveguard.judges import JudgeClient
-
-    if panel_size < 1 or not 0.0 <= margin <= 1.0:
-        raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
-    judge_client = client if client is not None else gateway
-    if judge_client is None or anomaly is None:
-        settings = settings if settings is not None else Settings.from_env()
-    if judge_client is None:
-        assert settings is not None
-        judge_client = JudgeClient(settings.judge_config())
-    use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
-    nodes = _Nodes(judge_client, panel_size, margin, use_anomaly, structural_only)
+    chain = eval_chain(client=client if client is not None else gateway, panel_size=panel_size,
+                       margin=margin, anomaly=anomaly, structural_only=structural_only,
+                       settings=settings)
     builder: Any = StateGraph(EvalState)
-    builder.add_node("plan_levels", nodes.plan_levels)
-    builder.add_node("loop_guard", nodes.loop_guard)
-    for node, level in JUDGE_NODES.items():
-        builder.add_node(node, nodes.judge_node(node, level))
-    builder.add_node("trajectory_anomaly", nodes.trajectory_anomaly)
-    builder.add_node("detect_defects", nodes.detect_defects)
-    builder.add_node("aggregate", nodes.aggregate)
-    builder.add_node("escalate_borderline", nodes.escalate_borderline)
+    for name, fn in chain:
+        builder.add_node(name, fn)
     builder.add_edge(START, NODES[0])
     for a, b in itertools.pairwise(NODES):
         builder.add_edge(a, b)
     builder.add_edge(NODES[-1], END)
     return builder.compile(name="agent_eval", checkpointer=False)
+
+
+def eval_chain(
+    *,
+    client: JudgeClient | None = None,
+    panel_size: int = 3,
+    margin: float = BORDERLINE_MARGIN,
+    anomaly: bool | None = None,
+    structural_only: bool = False,
+    settings: Settings | None = None,
+) -> list[tuple[str, Callable[..., Any]]]:
+    """The eval graph's nodes, in :data:`NODES` order, as ``(name, function)``: what
+    :func:`build_eval_graph` compiles, and what the scoring floor
+    (:class:`~liveguard.engine.floor.Floor`) runs without importing LangGraph at all."""
+    from liveguard.judges import JudgeClient
+
+    if panel_size < 1 or not 0.0 <= margin <= 1.0:
+        raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
+    if client is None or anomaly is None:
+        settings = settings if settings is not None else Settings.from_env()
+    if client is None:
+        assert settings is not None
+        client = JudgeClient(settings.judge_config())
+    use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
+    nodes = _Nodes(client, panel_size, margin, use_anomaly, structural_only)
+    chain: list[tuple[str, Callable[..., Any]]] = [
+        ("plan_levels", nodes.plan_levels),
+        ("loop_guard", nodes.loop_guard),
+        *((node, nodes.judge_node(node, level)) for node, level in JUDGE_NODES.items()),
+        ("trajectory_anomaly", nodes.trajectory_anomaly),
+        ("detect_defects", nodes.detect_defects),
+        ("aggregate", nodes.aggregate),
+        ("escalate_borderline", nodes.escalate_borderline),
+    ]
+    assert tuple(name for name, _ in chain) == NODES
+    return chain
 
 
 class _Nodes:
