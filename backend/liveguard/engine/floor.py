@@ -124,7 +124,8 @@ class Floor:
         for key, hint in hints.items():
             if typing.get_origin(hint) is not typing.Annotated:
                 continue
-            base, *meta = typing.get_args(hint)
+            args: tuple[Any, ...] = typing.get_args(hint)
+            base, meta = args[0], args[1:]
             reducer = next((m for m in reversed(meta) if callable(m)), None)
             if reducer is None:
                 continue
