@@ -17,10 +17,13 @@
  * Declined: sets, dict/list/tuple subclasses and other Mappings, non-str
  * keys, lone surrogates, keys that collide after NFC, nesting at or beyond
  * max_depth (also catches cycles).
+ *
+ * Also Scanner: the step-text rule's pre-filter (rules/injection.py), below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1077,6 +1080,173 @@ canon_dumps(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     return res;
 }
 
+/* ------------------------------------------------------------------ */
+/* Scanner: the step-text rule's pre-filter (rules/injection.py)       */
+/*
+ * Scanner(cmap, table, nclasses, start) runs a DFA that Python builds
+ * (injection._scan_tables) from the trigger words and the `end ... of`
+ * tokens of _END_OF_JSON; may_match(raw) is _json_may_match(raw) in one
+ * pass over the bytes: ASCII bytes go through the DFA (cmap lower-cases
+ * them), other bytes are skipped (dropped: the letters either side join),
+ * and one of the four fold letters (UTF-8 of U+0130, U+0131, U+017F,
+ * U+212A) anywhere makes it decline (None): Python then decides.
+ *
+ * table: uint16 entries, row-major [state][class], each the next state's
+ * row offset (state * nclasses); state 0 is the match state (absorbing).
+ */
+
+typedef struct {
+    PyObject_HEAD
+    uint16_t *table;
+    Py_ssize_t nentries;
+    uint16_t start;
+    uint8_t cmap[128];
+} Scanner;
+
+static void
+scanner_dealloc(Scanner *self)
+{
+    PyMem_Free(self->table);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_buffer cmap, table;
+    Py_ssize_t nclasses, start, nentries, i;
+    Scanner *self = NULL;
+    const uint16_t *src;
+
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Scanner() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*nn:Scanner", &cmap, &table, &nclasses, &start)) {
+        return NULL;
+    }
+    nentries = table.len / (Py_ssize_t)sizeof(uint16_t);
+    if (cmap.len != 128 || nclasses < 1 || nclasses > 256 ||
+        table.len % (Py_ssize_t)(sizeof(uint16_t) * (size_t)nclasses) != 0 ||
+        nentries < 2 * nclasses || nentries > 65536 ||
+        start <= 0 || start >= nentries || start % nclasses != 0) {
+        PyErr_SetString(PyExc_ValueError, "Scanner: inconsistent tables");
+        goto done;
+    }
+    for (i = 0; i < 128; i++) {
+        if (((const uint8_t *)cmap.buf)[i] >= nclasses) {
+            PyErr_SetString(PyExc_ValueError, "Scanner: class out of range");
+            goto done;
+        }
+    }
+    src = (const uint16_t *)table.buf;
+    for (i = 0; i < nentries; i++) {
+        if (src[i] >= nentries || src[i] % nclasses != 0 || (i < nclasses && src[i] != 0)) {
+            PyErr_SetString(PyExc_ValueError, "Scanner: state out of range");
+            goto done;
+        }
+    }
+    self = (Scanner *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        goto done;
+    }
+    self->table = PyMem_Malloc((size_t)table.len);
+    if (self->table == NULL) {
+        Py_CLEAR(self);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->table, table.buf, (size_t)table.len);
+    memcpy(self->cmap, cmap.buf, 128);
+    self->nentries = nentries;
+    self->start = (uint16_t)start;
+done:
+    PyBuffer_Release(&cmap);
+    PyBuffer_Release(&table);
+    return (PyObject *)self;
+}
+
+/* 1 when one of the four fold letters' UTF-8 starts at p (p[0] >= 0x80). */
+static inline int
+fold_at(const uint8_t *p, const uint8_t *end)
+{
+    if (p[0] == 0xC4) {
+        return p + 1 < end && (p[1] == 0xB0 || p[1] == 0xB1);
+    }
+    if (p[0] == 0xC5) {
+        return p + 1 < end && p[1] == 0xBF;
+    }
+    if (p[0] == 0xE2) {
+        return p + 2 < end && p[1] == 0x84 && p[2] == 0xAA;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(may_match_doc,
+"may_match(raw, /) -> bool | None\n"
+"\n"
+"injection._json_may_match(raw) in one pass: True or False, or None when raw holds one\n"
+"of the four letters re.IGNORECASE folds to ASCII (the caller then decides in Python).");
+
+static PyObject *
+scanner_may_match(Scanner *self, PyObject *raw)
+{
+    const uint8_t *p, *end;
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned s = self->start;
+
+    if (!PyBytes_Check(raw)) {
+        PyErr_Format(PyExc_TypeError, "may_match() needs bytes, not %.100s", Py_TYPE(raw)->tp_name);
+        return NULL;
+    }
+    p = (const uint8_t *)PyBytes_AS_STRING(raw);
+    end = p + PyBytes_GET_SIZE(raw);
+    for (; p < end; p++) {
+        uint8_t b = *p;
+        if (b & 0x80) {
+            if (fold_at(p, end)) {
+                Py_RETURN_NONE;
+            }
+            continue;
+        }
+        s = table[s + cmap[b]];
+        if (s == 0) {
+            break;
+        }
+    }
+    if (s != 0) {
+        Py_RETURN_FALSE;
+    }
+    for (p++; p < end; p++) { /* a match: still decline if a fold letter follows */
+        if ((*p & 0x80) && fold_at(p, end)) {
+            Py_RETURN_NONE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef scanner_methods[] = {
+    {"may_match", (PyCFunction)scanner_may_match, METH_O, may_match_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(scanner_doc,
+"Scanner(cmap, table, nclasses, start, /)\n"
+"\n"
+"The step-text pre-filter's DFA, built by liveguard.rules.injection (see may_match).");
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "liveguard._canon.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_dealloc = (destructor)scanner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = scanner_doc,
+    .tp_methods = scanner_methods,
+    .tp_new = scanner_new,
+};
+
 static PyMethodDef canon_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
     {NULL, NULL, 0, NULL},
@@ -1142,7 +1312,8 @@ PyInit__canon(void)
     if (m == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Decline", Decline) < 0) {
+    if (PyModule_AddObjectRef(m, "Decline", Decline) < 0 || PyType_Ready(&ScannerType) < 0 ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
