@@ -1182,49 +1182,142 @@ fold_at(const uint8_t *p, const uint8_t *end)
     return 0;
 }
 
+enum { SCAN_NONE, SCAN_FOUND, SCAN_FOLD };
+
+/* The DFA from state *s over [p, stop) (stop <= end: fold letters are looked for up to end).
+ * Returns SCAN_FOUND at a match, SCAN_FOLD at a fold letter, else SCAN_NONE with *s the state
+ * at stop; with until_start, also returns (SCAN_NONE) as soon as *s is the start state. */
+static inline int
+scan_run(const Scanner *self, unsigned *s, const uint8_t *p, const uint8_t *stop,
+         const uint8_t *end, int until_start)
+{
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned st = *s;
+    for (; p < stop; p++) {
+        uint8_t b = *p;
+        if (until_start && st == self->start) {
+            break;
+        }
+        if (b & 0x80) {
+            if (fold_at(p, end)) {
+                return SCAN_FOLD;
+            }
+            continue;
+        }
+        st = table[st + cmap[b]];
+        if (st == 0) {
+            return SCAN_FOUND;
+        }
+    }
+    *s = st;
+    return SCAN_NONE;
+}
+
+/* One lane's step over byte b at p (see scanner_may_match). */
+#define LANE_STEP(st, b, p)                   \
+    do {                                      \
+        if ((b) & 0x80) {                     \
+            if (fold_at((p), end)) {          \
+                Py_RETURN_NONE;               \
+            }                                 \
+        }                                     \
+        else {                                \
+            (st) = table[(st) + cmap[(b)]];   \
+        }                                     \
+    } while (0)
+
+#define SCAN_LANES 4
+#define SCAN_LANED_MIN 256 /* shorter texts: one lane */
+
 PyDoc_STRVAR(may_match_doc,
 "may_match(raw, /) -> bool | None\n"
 "\n"
 "injection._json_may_match(raw) in one pass: True or False, or None when raw holds one\n"
 "of the four letters re.IGNORECASE folds to ASCII (the caller then decides in Python).");
 
+/*
+ * One pass, in SCAN_LANES interleaved lanes (independent table look-ups overlap; one lane is
+ * bound by the latency of its look-up chain). Lane k starts in the start state at its
+ * segment's first byte and so finds every match whose first byte is in its segment or later;
+ * past its segment it goes on until it is back in the start state (then every thread it
+ * carried is dead, and the next lane's state is the same as its own from there on) or at the
+ * end. So the lanes together find a match exactly when one lane over the whole text does.
+ * Every byte is looked at for a fold letter by the lane of its segment.
+ */
 static PyObject *
 scanner_may_match(Scanner *self, PyObject *raw)
 {
-    const uint8_t *p, *end;
+    const uint8_t *buf, *end, *p;
     const uint16_t *table = self->table;
     const uint8_t *cmap = self->cmap;
-    unsigned s = self->start;
+    unsigned lanes[SCAN_LANES];
+    Py_ssize_t n, seg, i;
+    int k, r;
 
     if (!PyBytes_Check(raw)) {
         PyErr_Format(PyExc_TypeError, "may_match() needs bytes, not %.100s", Py_TYPE(raw)->tp_name);
         return NULL;
     }
-    p = (const uint8_t *)PyBytes_AS_STRING(raw);
-    end = p + PyBytes_GET_SIZE(raw);
-    for (; p < end; p++) {
-        uint8_t b = *p;
-        if (b & 0x80) {
-            if (fold_at(p, end)) {
-                Py_RETURN_NONE;
-            }
-            continue;
-        }
-        s = table[s + cmap[b]];
-        if (s == 0) {
-            break;
-        }
+    buf = (const uint8_t *)PyBytes_AS_STRING(raw);
+    n = PyBytes_GET_SIZE(raw);
+    end = buf + n;
+    for (k = 0; k < SCAN_LANES; k++) {
+        lanes[k] = self->start;
     }
-    if (s != 0) {
+    if (n < SCAN_LANED_MIN) {
+        r = scan_run(self, &lanes[0], buf, end, end, 0);
+        goto done;
+    }
+    seg = n / SCAN_LANES;
+    {
+        unsigned s0 = self->start, s1 = s0, s2 = s0, s3 = s0;
+        const uint8_t *q0 = buf, *q1 = buf + seg, *q2 = buf + 2 * seg, *q3 = buf + 3 * seg;
+        for (i = 0; i < seg; i++) {
+            uint8_t b0 = q0[i], b1 = q1[i], b2 = q2[i], b3 = q3[i];
+            if (((b0 | b1 | b2 | b3) & 0x80) == 0) {
+                s0 = table[s0 + cmap[b0]];
+                s1 = table[s1 + cmap[b1]];
+                s2 = table[s2 + cmap[b2]];
+                s3 = table[s3 + cmap[b3]];
+            }
+            else {
+                LANE_STEP(s0, b0, q0 + i);
+                LANE_STEP(s1, b1, q1 + i);
+                LANE_STEP(s2, b2, q2 + i);
+                LANE_STEP(s3, b3, q3 + i);
+            }
+            if (s0 == 0 || s1 == 0 || s2 == 0 || s3 == 0) {
+                r = SCAN_FOUND;
+                goto done;
+            }
+        }
+        lanes[0] = s0;
+        lanes[1] = s1;
+        lanes[2] = s2;
+        lanes[3] = s3;
+    }
+    /* the last lane to the end; then the others on past their segments */
+    r = scan_run(self, &lanes[SCAN_LANES - 1], buf + SCAN_LANES * seg, end, end, 0);
+    for (k = 0; k < SCAN_LANES - 1 && r == SCAN_NONE; k++) {
+        r = scan_run(self, &lanes[k], buf + (k + 1) * seg, end, end, 1);
+    }
+done:
+    if (r == SCAN_FOLD) {
+        Py_RETURN_NONE;
+    }
+    if (r == SCAN_NONE) {
         Py_RETURN_FALSE;
     }
-    for (p++; p < end; p++) { /* a match: still decline if a fold letter follows */
+    for (p = buf; p < end; p++) { /* a match: still decline if a fold letter is anywhere */
         if ((*p & 0x80) && fold_at(p, end)) {
             Py_RETURN_NONE;
         }
     }
     Py_RETURN_TRUE;
 }
+
+#undef LANE_STEP
 
 static PyMethodDef scanner_methods[] = {
     {"may_match", (PyCFunction)scanner_may_match, METH_O, may_match_doc},

@@ -184,12 +184,14 @@ def _json_may_match(raw: bytes) -> bool:
     return "end" in low and _END_OF_JSON.search(low) is not None
 
 
-def _scan_tables() -> tuple[bytes, bytes, int, int]:
+def _scan_tables(
+    words: Sequence[str] = _WORDS_MIN, gap_chars: str = _GAP_CHARS, gap_tokens: Sequence[str] = _GAP_TOKENS
+) -> tuple[bytes, bytes, int, int]:
     """The DFA of :func:`_json_may_match` on ASCII text, for ``_canon.Scanner``.
 
-    An NFA of the search: every word of :data:`_WORDS_MIN` (``in low``), and ``end``, then any
-    number of :data:`_GAP_CHARS` or :data:`_GAP_TOKENS`, then ``of`` (:data:`_END_OF_JSON`:
-    whether a match exists does not depend on ``*?`` being lazy), made deterministic by subset
+    An NFA of the search: every word of ``words`` (``in low``), and ``end``, then any number of
+    ``gap_chars`` or ``gap_tokens``, then ``of`` (:data:`_END_OF_JSON`: whether a match exists
+    does not depend on ``*?`` being lazy), made deterministic by subset
     construction over classes of lower-cased ASCII bytes. Returns ``(cmap, table, nclasses,
     start)``: ``cmap[b]`` is the class of ASCII byte ``b`` (upper case as lower case); ``table``
     is uint16 in native order, ``[state][class]`` -> the next state's row offset (state ×
@@ -206,14 +208,14 @@ def _scan_tables() -> tuple[bytes, bytes, int, int]:
             start = len(edges) - 1
         edges[start].setdefault(word[-1], set()).add(end)
 
-    for word in _WORDS_MIN:
+    for word in words:
         chain(0, word, found)
     edges.append({})
     gap = len(edges) - 1
     chain(0, "end", gap)
-    for ch in _GAP_CHARS:
+    for ch in gap_chars:
         edges[gap].setdefault(ch, set()).add(gap)
-    for token in _GAP_TOKENS:
+    for token in gap_tokens:
         chain(gap, token, gap)
     chain(gap, "of", found)
 
