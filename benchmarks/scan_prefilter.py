@@ -8,7 +8,8 @@ measure), side by side in one process, interleaved, median of repeats:
 * per step: the pre-filter of a live guard (``_step_may_match``: serialise, then scan), pure
   and native;
 * per run: ``check_trajectory`` with ``Policy(scan_text=True)``, with the pure and the native
-  pre-filter, and with ``Policy()`` (no scan).
+  pre-filter, and with ``Policy()`` (no scan); the same per step for a live Monitor fed one
+  step at a time.
 
 Usage: ``python benchmarks/scan_prefilter.py [--runs 2000] [--repeats 5]``. Short on purpose.
 """
@@ -25,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from liveguard import Policy, Trajectory
+from liveguard import Monitor, Policy, Trajectory
 from liveguard.monitor import check_trajectory
 from liveguard.rules import injection
 from scale_corpus import SEED, iter_runs
@@ -52,14 +53,36 @@ def _pure_step(step: Any) -> bool:
     return injection._json_may_match(orjson.dumps(injection._fields(step)))
 
 
-def _check_with(scanner: Any, runs: list[Trajectory], policy: Policy) -> None:
-    saved = injection._SCANNER
-    injection._SCANNER = scanner  # type: ignore[misc]  # the benchmark switches the fast path
-    try:
-        for run in runs:
-            check_trajectory(run.steps, policy)
-    finally:
-        injection._SCANNER = saved  # type: ignore[misc]
+def _with(scanner: Any, fn: Callable[[], Any]) -> Callable[[], None]:
+    """``fn`` with the rule's native scanner switched to ``scanner`` (None: the pure path)."""
+
+    def run() -> None:
+        saved = injection._SCANNER
+        injection._SCANNER = scanner
+        try:
+            fn()
+        finally:
+            injection._SCANNER = saved
+
+    return run
+
+
+def _check(runs: list[Trajectory], policy: Policy) -> Callable[[], None]:
+    def run() -> None:
+        for r in runs:
+            check_trajectory(r.steps, policy)
+
+    return run
+
+
+def _live(runs: list[Trajectory], policy: Policy) -> Callable[[], None]:
+    def run() -> None:
+        for r in runs:
+            monitor = Monitor(policy)
+            for step in r.steps:
+                monitor.observe(step)
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,13 +115,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{per_step['pure'] / per_step['native']:.1f}x  (serialising the step included)")
 
     scan, plain = Policy(scan_text=True), Policy()
-    t = _bench({"scan, pure": lambda: _check_with(None, runs, scan),
-                "scan, native": lambda: _check_with(scanner, runs, scan),
-                "no scan": lambda: _check_with(scanner, runs, plain)}, args.repeats)
-    per = {k: v / len(runs) * 1e6 for k, v in t.items()}
-    print("check_trajectory per run: " + ", ".join(f"{k} {v:.0f} µs" for k, v in per.items()))
-    print(f"  the rule's cost per run: pure {per['scan, pure'] - per['no scan']:.0f} µs, "
-          f"native {per['scan, native'] - per['no scan']:.0f} µs")
+    for label, make, unit, count in (("check_trajectory per run", _check, "run", len(runs)),
+                                     ("live Monitor per step", _live, "step", len(steps))):
+        t = _bench({"scan, pure": _with(None, make(runs, scan)),
+                    "scan, native": _with(scanner, make(runs, scan)),
+                    "no scan": _with(scanner, make(runs, plain))}, args.repeats)
+        per = {k: v / count * 1e6 for k, v in t.items()}
+        print(f"{label}: " + ", ".join(f"{k} {v:.1f} µs" for k, v in per.items()))
+        print(f"  the rule's cost per {unit}: pure {per['scan, pure'] - per['no scan']:.1f} µs, "
+              f"native {per['scan, native'] - per['no scan']:.1f} µs")
     return 0 if same == len(raws) else 1
 
 

@@ -30,13 +30,22 @@ It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.
 so offline scoring and live guards run it on every step: the observation carries the
 step, and the rule reads its text only here, once. A step first goes through one
 combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
-orjson, lower-cased, and searched for the trigger words; only a step that passes it is
-gathered field by field and matched (the same per-field path as before, so the verdicts
-are the same). The serialised text holds every string of the step unchanged apart from
-JSON escapes (``"``, ``\\`` and control characters, none of which a trigger word
-contains), so the pre-filter never skips a step the per-field path would flag; a step
-orjson cannot serialise (a LangChain message, non-string keys) takes the per-field path
-directly. About 3 µs a step on the scale corpus's tool-agent steps.
+orjson, lower-cased, and searched for the trigger words (:func:`_json_may_match`); only a
+step that passes it is gathered field by field and matched (the same per-field path as
+before, so the verdicts are the same). The serialised text holds every string of the step
+unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
+trigger word contains), so the pre-filter never skips a step the per-field path would flag;
+a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
+path directly. A recorded run is pre-filtered whole, once (:meth:`EvaluatorInjection.prefetch`).
+
+:func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
+(and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
+native pass over the bytes (``_canon.Scanner``: a DFA that :func:`_scan_tables` builds from
+the same words and ``end ... of`` tokens), with the same answer; for the rare text holding
+one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python decides. On
+the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
+natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
+(``benchmarks/scan_prefilter.py``).
 """
 
 from __future__ import annotations
