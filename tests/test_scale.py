@@ -54,6 +54,43 @@ def test_floor_follows_the_compiled_graph() -> None:
     assert scorer.floor.nodes == eval_graph.NODES
 
 
+@pytest.mark.parametrize("judges", [False, True])
+def test_floor_from_the_chain_equals_the_floor_of_the_compiled_graph(judges: bool) -> None:
+    """The scorer's floor (no LangGraph) has the compiled graph's nodes, order, functions,
+    async-ness, reducers, initial values and channels."""
+    from liveguard.judges import JudgeClient
+
+    client = JudgeClient(Scorer(ScoreOptions(judges=judges)).settings.judge_config())
+    chain = eval_graph.eval_chain(client=client, structural_only=not judges)
+    ours = Floor.from_chain(chain, eval_graph.EvalState)
+    theirs = Floor.from_graph(eval_graph.build_eval_graph(client=client, structural_only=not judges))
+    assert theirs is not None
+
+    def shape(floor: Floor) -> list[tuple[str, str, bool]]:
+        return [(name, getattr(fn, "__qualname__", ""), is_async) for name, fn, is_async in floor._steps]
+
+    assert shape(ours) == shape(theirs)
+    assert [fn for _, fn, _ in ours._steps] == [fn for _, fn in chain]
+    assert ours._reducers == theirs._reducers == {"graph_meta": eval_graph.merge_meta,
+                                                  "scores": eval_graph.merge_meta}
+    assert ours._initial == theirs._initial
+    assert ours._channels == theirs._channels
+
+
+def test_scoring_without_judges_never_imports_langgraph() -> None:
+    """The floor needs no LangGraph: a fresh interpreter scores a run and never imports it."""
+    code = (
+        "import sys\n"
+        "from liveguard.engine.scorer import ScoreOptions, Scorer\n"
+        f"line = open({str(GOLDEN / 'campaign.jsonl')!r}, 'rb').readline()\n"
+        "row = Scorer(ScoreOptions(judges=False)).score_chunk([('x:1', line)])[0]\n"
+        "assert row.verdict is not None, row.error\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_floor_declines_a_graph_with_a_branch() -> None:
     """A conditional edge cannot be followed by a plain loop: the floor declines, the graph is used."""
     from langgraph.graph import END, START, StateGraph

@@ -27,6 +27,21 @@ from liveguard.threads import clear
 
 __version__ = "0.1.0"
 
+
+def _warn_stale() -> None:
+    from liveguard._compiled import stale_modules
+
+    stale = stale_modules()
+    if stale:
+        import warnings
+
+        warnings.warn(f"liveguard: compiled module(s) older than their source: {', '.join(stale)}; "
+                      "run `make install` to rebuild (or delete the .so files)", RuntimeWarning,
+                      stacklevel=2)
+
+
+_warn_stale()
+
 __all__ = [
     "CELL_PASS",
     "PROMPT_VERSION",

@@ -17,10 +17,13 @@
  * Declined: sets, dict/list/tuple subclasses and other Mappings, non-str
  * keys, lone surrogates, keys that collide after NFC, nesting at or beyond
  * max_depth (also catches cycles).
+ *
+ * Also Scanner: the step-text rule's pre-filter (rules/injection.py), below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1077,6 +1080,266 @@ canon_dumps(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     return res;
 }
 
+/* ------------------------------------------------------------------ */
+/* Scanner: the step-text rule's pre-filter (rules/injection.py)       */
+/*
+ * Scanner(cmap, table, nclasses, start) runs a DFA that Python builds
+ * (injection._scan_tables) from the trigger words and the `end ... of`
+ * tokens of _END_OF_JSON; may_match(raw) is _json_may_match(raw) in one
+ * pass over the bytes: ASCII bytes go through the DFA (cmap lower-cases
+ * them), other bytes are skipped (dropped: the letters either side join),
+ * and one of the four fold letters (UTF-8 of U+0130, U+0131, U+017F,
+ * U+212A) anywhere makes it decline (None): Python then decides.
+ *
+ * table: uint16 entries, row-major [state][class], each the next state's
+ * row offset (state * nclasses); state 0 is the match state (absorbing).
+ */
+
+typedef struct {
+    PyObject_HEAD
+    uint16_t *table;
+    Py_ssize_t nentries;
+    uint16_t start;
+    uint8_t cmap[128];
+} Scanner;
+
+static void
+scanner_dealloc(Scanner *self)
+{
+    PyMem_Free(self->table);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_buffer cmap, table;
+    Py_ssize_t nclasses, start, nentries, i;
+    Scanner *self = NULL;
+    const uint16_t *src;
+
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Scanner() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*nn:Scanner", &cmap, &table, &nclasses, &start)) {
+        return NULL;
+    }
+    nentries = table.len / (Py_ssize_t)sizeof(uint16_t);
+    if (cmap.len != 128 || nclasses < 1 || nclasses > 256 ||
+        table.len % (Py_ssize_t)(sizeof(uint16_t) * (size_t)nclasses) != 0 ||
+        nentries < 2 * nclasses || nentries > 65536 ||
+        start <= 0 || start >= nentries || start % nclasses != 0) {
+        PyErr_SetString(PyExc_ValueError, "Scanner: inconsistent tables");
+        goto done;
+    }
+    for (i = 0; i < 128; i++) {
+        if (((const uint8_t *)cmap.buf)[i] >= nclasses) {
+            PyErr_SetString(PyExc_ValueError, "Scanner: class out of range");
+            goto done;
+        }
+    }
+    src = (const uint16_t *)table.buf;
+    for (i = 0; i < nentries; i++) {
+        if (src[i] >= nentries || src[i] % nclasses != 0 || (i < nclasses && src[i] != 0)) {
+            PyErr_SetString(PyExc_ValueError, "Scanner: state out of range");
+            goto done;
+        }
+    }
+    self = (Scanner *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        goto done;
+    }
+    self->table = PyMem_Malloc((size_t)table.len);
+    if (self->table == NULL) {
+        Py_CLEAR(self);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->table, table.buf, (size_t)table.len);
+    memcpy(self->cmap, cmap.buf, 128);
+    self->nentries = nentries;
+    self->start = (uint16_t)start;
+done:
+    PyBuffer_Release(&cmap);
+    PyBuffer_Release(&table);
+    return (PyObject *)self;
+}
+
+/* 1 when one of the four fold letters' UTF-8 starts at p (p[0] >= 0x80). */
+static inline int
+fold_at(const uint8_t *p, const uint8_t *end)
+{
+    if (p[0] == 0xC4) {
+        return p + 1 < end && (p[1] == 0xB0 || p[1] == 0xB1);
+    }
+    if (p[0] == 0xC5) {
+        return p + 1 < end && p[1] == 0xBF;
+    }
+    if (p[0] == 0xE2) {
+        return p + 2 < end && p[1] == 0x84 && p[2] == 0xAA;
+    }
+    return 0;
+}
+
+enum { SCAN_NONE, SCAN_FOUND, SCAN_FOLD };
+
+/* The DFA from state *s over [p, stop) (stop <= end: fold letters are looked for up to end).
+ * Returns SCAN_FOUND at a match, SCAN_FOLD at a fold letter, else SCAN_NONE with *s the state
+ * at stop; with until_start, also returns (SCAN_NONE) as soon as *s is the start state. */
+static inline int
+scan_run(const Scanner *self, unsigned *s, const uint8_t *p, const uint8_t *stop,
+         const uint8_t *end, int until_start)
+{
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned st = *s;
+    for (; p < stop; p++) {
+        uint8_t b = *p;
+        if (until_start && st == self->start) {
+            break;
+        }
+        if (b & 0x80) {
+            if (fold_at(p, end)) {
+                return SCAN_FOLD;
+            }
+            continue;
+        }
+        st = table[st + cmap[b]];
+        if (st == 0) {
+            return SCAN_FOUND;
+        }
+    }
+    *s = st;
+    return SCAN_NONE;
+}
+
+/* One lane's step over byte b at p (see scanner_may_match). */
+#define LANE_STEP(st, b, p)                   \
+    do {                                      \
+        if ((b) & 0x80) {                     \
+            if (fold_at((p), end)) {          \
+                Py_RETURN_NONE;               \
+            }                                 \
+        }                                     \
+        else {                                \
+            (st) = table[(st) + cmap[(b)]];   \
+        }                                     \
+    } while (0)
+
+#define SCAN_LANES 4
+#define SCAN_LANED_MIN 256 /* shorter texts: one lane */
+
+PyDoc_STRVAR(may_match_doc,
+"may_match(raw, /) -> bool | None\n"
+"\n"
+"injection._json_may_match(raw) in one pass: True or False, or None when raw holds one\n"
+"of the four letters re.IGNORECASE folds to ASCII (the caller then decides in Python).");
+
+/*
+ * One pass, in SCAN_LANES interleaved lanes (independent table look-ups overlap; one lane is
+ * bound by the latency of its look-up chain). Lane k starts in the start state at its
+ * segment's first byte and so finds every match whose first byte is in its segment or later;
+ * past its segment it goes on until it is back in the start state (then every thread it
+ * carried is dead, and the next lane's state is the same as its own from there on) or at the
+ * end. So the lanes together find a match exactly when one lane over the whole text does.
+ * Every byte is looked at for a fold letter by the lane of its segment.
+ */
+static PyObject *
+scanner_may_match(Scanner *self, PyObject *raw)
+{
+    const uint8_t *buf, *end, *p;
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned lanes[SCAN_LANES];
+    Py_ssize_t n, seg, i;
+    int k, r;
+
+    if (!PyBytes_Check(raw)) {
+        PyErr_Format(PyExc_TypeError, "may_match() needs bytes, not %.100s", Py_TYPE(raw)->tp_name);
+        return NULL;
+    }
+    buf = (const uint8_t *)PyBytes_AS_STRING(raw);
+    n = PyBytes_GET_SIZE(raw);
+    end = buf + n;
+    for (k = 0; k < SCAN_LANES; k++) {
+        lanes[k] = self->start;
+    }
+    if (n < SCAN_LANED_MIN) {
+        r = scan_run(self, &lanes[0], buf, end, end, 0);
+        goto done;
+    }
+    seg = n / SCAN_LANES;
+    {
+        unsigned s0 = self->start, s1 = s0, s2 = s0, s3 = s0;
+        const uint8_t *q0 = buf, *q1 = buf + seg, *q2 = buf + 2 * seg, *q3 = buf + 3 * seg;
+        for (i = 0; i < seg; i++) {
+            uint8_t b0 = q0[i], b1 = q1[i], b2 = q2[i], b3 = q3[i];
+            if (((b0 | b1 | b2 | b3) & 0x80) == 0) {
+                s0 = table[s0 + cmap[b0]];
+                s1 = table[s1 + cmap[b1]];
+                s2 = table[s2 + cmap[b2]];
+                s3 = table[s3 + cmap[b3]];
+            }
+            else {
+                LANE_STEP(s0, b0, q0 + i);
+                LANE_STEP(s1, b1, q1 + i);
+                LANE_STEP(s2, b2, q2 + i);
+                LANE_STEP(s3, b3, q3 + i);
+            }
+            if (s0 == 0 || s1 == 0 || s2 == 0 || s3 == 0) {
+                r = SCAN_FOUND;
+                goto done;
+            }
+        }
+        lanes[0] = s0;
+        lanes[1] = s1;
+        lanes[2] = s2;
+        lanes[3] = s3;
+    }
+    /* the last lane to the end; then the others on past their segments */
+    r = scan_run(self, &lanes[SCAN_LANES - 1], buf + SCAN_LANES * seg, end, end, 0);
+    for (k = 0; k < SCAN_LANES - 1 && r == SCAN_NONE; k++) {
+        r = scan_run(self, &lanes[k], buf + (k + 1) * seg, end, end, 1);
+    }
+done:
+    if (r == SCAN_FOLD) {
+        Py_RETURN_NONE;
+    }
+    if (r == SCAN_NONE) {
+        Py_RETURN_FALSE;
+    }
+    for (p = buf; p < end; p++) { /* a match: still decline if a fold letter is anywhere */
+        if ((*p & 0x80) && fold_at(p, end)) {
+            Py_RETURN_NONE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+#undef LANE_STEP
+
+static PyMethodDef scanner_methods[] = {
+    {"may_match", (PyCFunction)scanner_may_match, METH_O, may_match_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(scanner_doc,
+"Scanner(cmap, table, nclasses, start, /)\n"
+"\n"
+"The step-text pre-filter's DFA, built by liveguard.rules.injection (see may_match).");
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "liveguard._canon.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_dealloc = (destructor)scanner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = scanner_doc,
+    .tp_methods = scanner_methods,
+    .tp_new = scanner_new,
+};
+
 static PyMethodDef canon_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
     {NULL, NULL, 0, NULL},
@@ -1142,7 +1405,8 @@ PyInit__canon(void)
     if (m == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Decline", Decline) < 0) {
+    if (PyModule_AddObjectRef(m, "Decline", Decline) < 0 || PyType_Ready(&ScannerType) < 0 ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

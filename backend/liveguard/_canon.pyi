@@ -12,3 +12,12 @@ def dumps(
     max_depth: int,
     /,
 ) -> bytes: ...
+
+class Decline(ValueError): ...
+
+class Scanner:
+    """The step-text pre-filter's DFA (built by liveguard.rules.injection._scan_tables)."""
+
+    def __new__(cls, cmap: bytes, table: bytes, nclasses: int, start: int, /) -> Scanner: ...
+    def may_match(self, raw: bytes, /) -> bool | None:
+        """injection._json_may_match(raw), or None (declined: a fold letter is in raw)."""

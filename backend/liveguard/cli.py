@@ -329,7 +329,7 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
         out.write("[")
     for r in rows:
         if fmt == "jsonl":
-            out.write(orjson.dumps(r.as_json()).decode() + "\n")
+            out.write(r.json_bytes().decode() + "\n")
         elif fmt == "json":
             text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
             out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))

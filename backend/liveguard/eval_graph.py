@@ -30,9 +30,11 @@ verdict says why. Evidence is codes, counts and step indices only.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from liveguard.allowset import AllowSet
@@ -58,6 +60,7 @@ __all__ = [
     "aevaluate_trajectory",
     "apply_escalation",
     "build_eval_graph",
+    "eval_chain",
     "evaluate_trajectory",
     "merge_meta",
 ]
@@ -93,7 +96,7 @@ def merge_meta(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) 
     """
     out = dict(left or {})
     for key, value in (right or {}).items():
-        if key == "telemetry" and isinstance(value, Mapping):
+        if key == "telemetry" and (type(value) is dict or isinstance(value, Mapping)):
             out[key] = {**out.get(key, {}), **value}
         else:
             out[key] = value
@@ -117,8 +120,12 @@ class EvalState(TypedDict, total=False):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _telemetry(state: EvalState) -> dict[str, Any]:
-    return dict((state.get("graph_meta") or {}).get("telemetry") or {})
+def _telemetry(state: EvalState) -> Mapping[str, Any]:
+    """The guards' telemetry, read-only (nodes return new dicts; they never mutate state)."""
+    return (state.get("graph_meta") or _EMPTY).get("telemetry") or _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _found(state: EvalState, guard: str) -> list[Violation]:
@@ -172,8 +179,31 @@ def _level_score(level: Level, result: JudgeResult) -> LevelScore:
                       reason="judged", source=f"judge:{result.model}", evidence=evidence)
 
 
+@functools.lru_cache(maxsize=64)
 def _skipped(level: Level, why: str) -> LevelScore:
+    """A skipped level's score; the same frozen object for the same arguments (built once)."""
     return LevelScore(level=level, reason=f"skipped:{why}", source="none")
+
+
+_DEFAULT_POLICY = Policy()
+_SCANNING: dict[int, tuple[Policy, Policy]] = {}
+
+
+def _scanning(policy: Policy) -> Policy:
+    """``policy`` with ``scan_text`` on (the judges' guard: every evaluation scans step text).
+
+    One copy per policy object (a batch uses a handful), kept with its original so the id
+    is never reused while cached."""
+    if policy.scan_text:
+        return policy
+    hit = _SCANNING.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    copy = policy.model_copy(update={"scan_text": True})
+    if len(_SCANNING) >= 64:
+        _SCANNING.clear()
+    _SCANNING[id(policy)] = (policy, copy)
+    return copy
 
 
 # -- the graph -------------------------------------------------------------------------------
@@ -196,32 +226,53 @@ def build_eval_graph(
     """
     from langgraph.graph import END, START, StateGraph
 
-    from liveguard.judges import JudgeClient
-
-    if panel_size < 1 or not 0.0 <= margin <= 1.0:
-        raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
-    judge_client = client if client is not None else gateway
-    if judge_client is None or anomaly is None:
-        settings = settings if settings is not None else Settings.from_env()
-    if judge_client is None:
-        assert settings is not None
-        judge_client = JudgeClient(settings.judge_config())
-    use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
-    nodes = _Nodes(judge_client, panel_size, margin, use_anomaly, structural_only)
+    chain = eval_chain(client=client if client is not None else gateway, panel_size=panel_size,
+                       margin=margin, anomaly=anomaly, structural_only=structural_only,
+                       settings=settings)
     builder: Any = StateGraph(EvalState)
-    builder.add_node("plan_levels", nodes.plan_levels)
-    builder.add_node("loop_guard", nodes.loop_guard)
-    for node, level in JUDGE_NODES.items():
-        builder.add_node(node, nodes.judge_node(node, level))
-    builder.add_node("trajectory_anomaly", nodes.trajectory_anomaly)
-    builder.add_node("detect_defects", nodes.detect_defects)
-    builder.add_node("aggregate", nodes.aggregate)
-    builder.add_node("escalate_borderline", nodes.escalate_borderline)
+    for name, fn in chain:
+        builder.add_node(name, fn)
     builder.add_edge(START, NODES[0])
     for a, b in itertools.pairwise(NODES):
         builder.add_edge(a, b)
     builder.add_edge(NODES[-1], END)
     return builder.compile(name="agent_eval", checkpointer=False)
+
+
+def eval_chain(
+    *,
+    client: JudgeClient | None = None,
+    panel_size: int = 3,
+    margin: float = BORDERLINE_MARGIN,
+    anomaly: bool | None = None,
+    structural_only: bool = False,
+    settings: Settings | None = None,
+) -> list[tuple[str, Callable[..., Any]]]:
+    """The eval graph's nodes, in :data:`NODES` order, as ``(name, function)``: what
+    :func:`build_eval_graph` compiles, and what the scoring floor
+    (:class:`~liveguard.engine.floor.Floor`) runs without importing LangGraph at all."""
+    from liveguard.judges import JudgeClient
+
+    if panel_size < 1 or not 0.0 <= margin <= 1.0:
+        raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
+    if client is None or anomaly is None:
+        settings = settings if settings is not None else Settings.from_env()
+    if client is None:
+        assert settings is not None
+        client = JudgeClient(settings.judge_config())
+    use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
+    nodes = _Nodes(client, panel_size, margin, use_anomaly, structural_only)
+    chain: list[tuple[str, Callable[..., Any]]] = [
+        ("plan_levels", nodes.plan_levels),
+        ("loop_guard", nodes.loop_guard),
+        *((node, nodes.judge_node(node, level)) for node, level in JUDGE_NODES.items()),
+        ("trajectory_anomaly", nodes.trajectory_anomaly),
+        ("detect_defects", nodes.detect_defects),
+        ("aggregate", nodes.aggregate),
+        ("escalate_borderline", nodes.escalate_borderline),
+    ]
+    assert tuple(name for name, _ in chain) == NODES
+    return chain
 
 
 class _Nodes:
@@ -254,9 +305,7 @@ class _Nodes:
     def loop_guard(self, state: EvalState) -> dict[str, Any]:
         """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
         allow = state.get("allow_set")
-        policy = state.get("policy") or Policy()
-        if not policy.scan_text:  # the judges' guard: every evaluation scans step text
-            policy = policy.model_copy(update={"scan_text": True})
+        policy = _scanning(state.get("policy") or _DEFAULT_POLICY)
         steps = state["trajectory"].steps
         found = check_trajectory(steps, policy, allow)
         report = {

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
 import xxhash
 
 from liveguard.allowset import AllowSet
@@ -70,8 +71,8 @@ class RunRow:
     :class:`~liveguard.model.Verdict` object is rebuilt only when ``verdict`` is read.
     """
 
-    __slots__ = ("_json", "_summary", "_verdict", "_verdict_json", "error", "expected", "graph",
-                 "path", "run_id", "source")
+    __slots__ = ("_json", "_line", "_summary", "_verdict", "_verdict_json", "error", "expected",
+                 "graph", "path", "run_id", "source")
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class RunRow:
         self._verdict = verdict
         self._verdict_json: bytes | None = None
         self._json: dict[str, Any] | None = None
+        self._line: bytes | None = None
         self._summary: _Summary | None = None if verdict is None else _summarise(verdict)
 
     @property
@@ -154,14 +156,24 @@ class RunRow:
             verdict_json = self._verdict.__pydantic_serializer__.to_json(self._verdict)
         expected = None if self.expected is None else self.expected.model_dump()
         return _restore_row, ((self.source, self.run_id, self.graph, self.path, self.error, expected,
-                               verdict_json, self._render(), self._summary),)
+                               verdict_json, self.json_bytes(), self._summary),)
 
     def as_json(self) -> dict[str, Any]:
         """The row as written by ``score --format json|jsonl`` (a fresh top-level dict)."""
         return dict(self._render())
 
+    def json_bytes(self) -> bytes:
+        """The row as one line of ``score --format jsonl``, without the newline (``orjson.dumps``
+        of :meth:`as_json`; a row that crossed from a worker carries it ready-made)."""
+        if self._line is None:
+            self._line = orjson.dumps(self._render())
+        return self._line
+
     def _render(self) -> dict[str, Any]:
         if self._json is not None:
+            return self._json
+        if self._line is not None:  # a row from a worker: its JSON text came along
+            self._json = orjson.loads(self._line)
             return self._json
         row: dict[str, Any] = {"run_id": self.run_id, "graph": self.graph, "source": self.source}
         v = self.verdict
@@ -201,11 +213,11 @@ class RunRow:
 
 def _restore_row(state: tuple[Any, ...]) -> RunRow:
     """Unpickle a row: the verdict stays JSON text until it is read."""
-    source, run_id, graph, path, error, expected, verdict_json, rendered, summary = state
+    source, run_id, graph, path, error, expected, verdict_json, line, summary = state
     row = RunRow(source=source, run_id=run_id, graph=graph, path=path, error=error,
                  expected=None if expected is None else Expected.model_validate(expected))
     row._verdict_json = verdict_json
-    row._json = rendered
+    row._line = line
     row._summary = summary
     return row
 

@@ -20,7 +20,9 @@ and the caller uses the graph.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Coroutine, Mapping
+import inspect
+import typing
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 __all__ = ["Floor", "FloorNeedsLoop"]
@@ -108,15 +110,42 @@ class Floor:
                     initial[key] = value
         return cls(steps, reducers, initial, frozenset(builder.channels))
 
+    @classmethod
+    def from_chain(cls, chain: Sequence[tuple[str, Callable[..., Any]]], schema: type) -> Floor:
+        """The floor of a chain of ``(name, function)`` over the ``TypedDict`` ``schema``,
+        read as LangGraph reads a ``StateGraph``'s state: an ``Annotated[T, reducer]`` key
+        is a channel with that reducer, starting from ``T()`` for a dict, list or set.
+
+        This is how the scorer builds its floor without importing LangGraph; a test checks
+        it equals :meth:`from_graph` of the compiled eval graph."""
+        reducers: dict[str, Callable[[Any, Any], Any]] = {}
+        initial: dict[str, Any] = {}
+        hints = typing.get_type_hints(schema, include_extras=True)
+        for key, hint in hints.items():
+            if typing.get_origin(hint) is not typing.Annotated:
+                continue
+            args: tuple[Any, ...] = typing.get_args(hint)
+            base, meta = args[0], args[1:]
+            reducer = next((m for m in reversed(meta) if callable(m)), None)
+            if reducer is None:
+                continue
+            reducers[key] = reducer
+            origin = typing.get_origin(base) or base
+            if origin in (dict, list, set):
+                initial[key] = origin()
+        steps = [(name, fn, inspect.iscoroutinefunction(fn)) for name, fn in chain]
+        return cls(steps, reducers, initial, frozenset(hints))
+
     def _apply(self, state: dict[str, Any], update: Any) -> None:
-        if not isinstance(update, Mapping):
+        if type(update) is not dict and not isinstance(update, Mapping):  # dict: skip the ABC check
             if update is None:
                 return
             raise TypeError(f"a node returned {type(update).__name__}, expected a dict")
+        channels, reducers = self._channels, self._reducers
         for key, value in update.items():
-            if key not in self._channels:
+            if key not in channels:
                 continue  # LangGraph drops undeclared keys too
-            reducer = self._reducers.get(key)
+            reducer = reducers.get(key)
             if reducer is not None and key in state:
                 state[key] = reducer(state[key], value)
             else:

@@ -25,10 +25,14 @@ from liveguard.engine.scorer import Record, ScoreOptions, Scorer, chunked
 if TYPE_CHECKING:
     from liveguard.scoring import RunRow
 
-__all__ = ["CHUNK", "iter_rows_local"]
+__all__ = ["CHUNK", "CHUNK_JUDGED", "iter_rows_local"]
 
-CHUNK = 32
-"""Records per chunk sent to a worker."""
+CHUNK = 128
+"""Records per chunk sent to a worker when no judge is called (the CPU-bound floor: big
+chunks amortise the inter-process traffic)."""
+CHUNK_JUDGED = 32
+"""Records per chunk when judges are called (they wait on the network: smaller chunks keep
+every worker busy on a small batch)."""
 
 _SCORER: Scorer | None = None
 
@@ -65,9 +69,12 @@ def _inherit(scorer: Scorer) -> None:
 
 
 def iter_rows_local(
-    records: Iterable[Record], options: ScoreOptions, *, jobs: int, chunk: int = CHUNK
+    records: Iterable[Record], options: ScoreOptions, *, jobs: int, chunk: int | None = None
 ) -> Iterator[RunRow]:
     """One row per record, in input order, scored by ``jobs`` processes."""
+    if chunk is None:
+        judging = options.judges and options.judge_config().skip_reason() is None
+        chunk = CHUNK_JUDGED if judging else CHUNK
     if jobs <= 1:
         scorer = Scorer(options)
         for part in chunked(records, chunk):

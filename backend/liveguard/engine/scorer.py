@@ -124,7 +124,7 @@ class Scorer:
 
     def __init__(self, options: ScoreOptions) -> None:
         from liveguard.engine.floor import Floor
-        from liveguard.eval_graph import build_eval_graph
+        from liveguard.eval_graph import EvalState, eval_chain
 
         self.options = options
         self.settings = settings = options.settings()
@@ -134,12 +134,25 @@ class Scorer:
         self.gateway: JudgeClient = self._gateway(config)
         self.judging = options.judges and self.gateway.skip_reason is None
         """A judge may be called (else every run takes the synchronous floor)."""
-        self.graph: Any = build_eval_graph(client=self.gateway, structural_only=not options.judges,
-                                           settings=settings)
-        self.floor: Floor | None = Floor.from_graph(self.graph)
+        # The floor runs the eval graph's own node functions without LangGraph (not even
+        # imported); the compiled graph is built only if a run needs it (see ``graph``).
+        self.floor: Floor | None = Floor.from_chain(
+            eval_chain(client=self.gateway, structural_only=not options.judges, settings=settings),
+            EvalState)
+        self._graph: Any = None
         self.default = options.default_policy if options.default_policy is not None else settings.policy()
         self.allowsets_in_use = bool(options.allow_sets)
         self._presets: dict[str, Policy] = {}
+
+    @property
+    def graph(self) -> Any:
+        """The compiled eval graph around this scorer's judge client (built on first use)."""
+        if self._graph is None:
+            from liveguard.eval_graph import build_eval_graph
+
+            self._graph = build_eval_graph(client=self.gateway, structural_only=not self.options.judges,
+                                           settings=self.settings)
+        return self._graph
 
     def _gateway(self, config: JudgeConfig) -> JudgeClient:
         """The client judges go through (the Ray engine wraps it in a global bound)."""

@@ -30,26 +30,38 @@ It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.
 so offline scoring and live guards run it on every step: the observation carries the
 step, and the rule reads its text only here, once. A step first goes through one
 combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
-orjson, lower-cased, and searched for the trigger words; only a step that passes it is
-gathered field by field and matched (the same per-field path as before, so the verdicts
-are the same). The serialised text holds every string of the step unchanged apart from
-JSON escapes (``"``, ``\\`` and control characters, none of which a trigger word
-contains), so the pre-filter never skips a step the per-field path would flag; a step
-orjson cannot serialise (a LangChain message, non-string keys) takes the per-field path
-directly. About 3 µs a step on the scale corpus's tool-agent steps.
+orjson, lower-cased, and searched for the trigger words (:func:`_json_may_match`); only a
+step that passes it is gathered field by field and matched (the same per-field path as
+before, so the verdicts are the same). The serialised text holds every string of the step
+unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
+trigger word contains), so the pre-filter never skips a step the per-field path would flag;
+a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
+path directly. A recorded run is pre-filtered whole, once (:meth:`EvaluatorInjection.prefetch`).
+
+:func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
+(and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
+native pass over the bytes (``_canon.Scanner``: a DFA that :func:`_scan_tables` builds from
+the same words and ``end ... of`` tokens), with the same answer; for the rare text holding
+one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python decides. On
+the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
+natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
+(``benchmarks/scan_prefilter.py``).
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from liveguard.fingerprint import _native
 from liveguard.model import Step, Violation
 
 if TYPE_CHECKING:
+    from liveguard._canon import Scanner
     from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection"]
@@ -128,13 +140,22 @@ _WORDS_MIN: Final = tuple(
 """:data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
 _WORDS_ANGLE: Final = tuple(word for word in _WORDS_MIN if word.startswith("<"))
 _WORDS_PLAIN: Final = tuple(word for word in _WORDS_MIN if not word.startswith("<"))
-_END_OF_JSON_TEXT: Final = (
-    r'end(?:[\s",:\[\]{}0-9.e+\-]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)*?of'
-)
+_GAP_JSON_TEXT: Final = r'(?:[\s",:\[\]{}0-9.e+\-]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)'
+"""One token that may stand between ``end`` and ``of`` in a step's JSON (see :data:`_END_OF_JSON`)."""
+_END_OF_JSON_TEXT: Final = rf"end{_GAP_JSON_TEXT}*?of"
 _END_OF_JSON: Final = re.compile(_END_OF_JSON_TEXT)  # Unicode \s: orjson leaves it unescaped
 """``end\\s+of`` as it can look in a step's JSON: the whitespace escaped, or the two words in
 different strings (which the per-field text joins with a newline), with only JSON
 punctuation, numbers and literals between them. Broader than needed, never narrower."""
+_GAP_CHARS: Final = ' \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",:[]{}0123456789.e+-'
+""":data:`_GAP_JSON_TEXT`'s one-character tokens in ASCII text: its ``\\s`` is Unicode, but the
+text searched is ASCII whenever the native scanner decides (see :func:`_json_may_match`)."""
+_GAP_TOKENS: Final = (
+    "\\n", "\\r", "\\t", "\\f",
+    *(f"\\u00{code}" for code in ("09", "0a", "0b", "0c", "0d", "1c", "1d", "1e", "1f")),
+    "true", "false", "null",
+)
+""":data:`_GAP_JSON_TEXT`'s longer tokens, spelled out (as lower-cased text has them)."""
 
 
 def _fields(step: Step) -> tuple[Any, ...]:
@@ -147,7 +168,7 @@ def _step_may_match(step: Step) -> bool:
         raw = orjson.dumps(_fields(step))
     except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
         return True
-    return _json_may_match(raw)
+    return _json_scan(raw)
 
 
 def _json_may_match(raw: bytes) -> bool:
@@ -170,6 +191,83 @@ def _json_may_match(raw: bytes) -> bool:
             if word in low:
                 return True
     return "end" in low and _END_OF_JSON.search(low) is not None
+
+
+def _scan_tables(
+    words: Sequence[str] = _WORDS_MIN, gap_chars: str = _GAP_CHARS, gap_tokens: Sequence[str] = _GAP_TOKENS
+) -> tuple[bytes, bytes, int, int]:
+    """The DFA of :func:`_json_may_match` on ASCII text, for ``_canon.Scanner``.
+
+    An NFA of the search: every word of ``words`` (``in low``), and ``end``, then any number of
+    ``gap_chars`` or ``gap_tokens``, then ``of`` (:data:`_END_OF_JSON`: whether a match exists
+    does not depend on ``*?`` being lazy), made deterministic by subset
+    construction over classes of lower-cased ASCII bytes. Returns ``(cmap, table, nclasses,
+    start)``: ``cmap[b]`` is the class of ASCII byte ``b`` (upper case as lower case); ``table``
+    is uint16 in native order, ``[state][class]`` -> the next state's row offset (state ×
+    nclasses); state 0 is "found" (absorbing), ``start`` the start state's offset.
+    About 140 states of 33 classes, built in about 5 ms.
+    """
+    found = -1
+    edges: list[dict[str, set[int]]] = [{}]  # NFA state 0: the start, searched from every position
+
+    def chain(start: int, word: str, end: int) -> None:
+        for ch in word[:-1]:
+            edges.append({})
+            edges[start].setdefault(ch, set()).add(len(edges) - 1)
+            start = len(edges) - 1
+        edges[start].setdefault(word[-1], set()).add(end)
+
+    for word in words:
+        chain(0, word, found)
+    edges.append({})
+    gap = len(edges) - 1
+    chain(0, "end", gap)
+    for ch in gap_chars:
+        edges[gap].setdefault(ch, set()).add(gap)
+    for token in gap_tokens:
+        chain(gap, token, gap)
+    chain(gap, "of", found)
+
+    by_effect: dict[tuple[frozenset[int], ...], list[str]] = {}
+    for ch in (chr(b) for b in range(128) if not "A" <= chr(b) <= "Z"):
+        by_effect.setdefault(tuple(frozenset(e.get(ch, ())) for e in edges), []).append(ch)
+    classes = list(by_effect.values())
+    class_of = {ch: n for n, chars in enumerate(classes) for ch in chars}
+
+    start = frozenset({0})
+    ids: dict[frozenset[int] | None, int] = {None: 0, start: 1}
+    todo: list[frozenset[int] | None] = [None, start]
+    table = array("H")
+    for subset in todo:  # grows while it is walked
+        for chars in classes:
+            nxt: set[int] = {0}
+            for state in subset or ():
+                nxt |= edges[state].get(chars[0], set())
+            key = None if subset is None or found in nxt else frozenset(nxt)
+            if key not in ids:
+                ids[key] = len(todo)
+                todo.append(key)
+            table.append(ids[key] * len(classes))
+    cmap = bytes(class_of[chr(b).lower()] for b in range(128))
+    return cmap, table.tobytes(), len(classes), len(classes)
+
+
+_SCANNER: Final[Scanner | None] = (
+    _native.Scanner(*_scan_tables()) if getattr(_native, "Scanner", None) is not None else None
+)
+"""``_canon.Scanner``: :func:`_json_may_match` in one native pass; None when the C accelerator
+is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
+
+
+def _json_scan(raw: bytes) -> bool:
+    """:func:`_json_may_match` of ``raw``: natively when built, otherwise (and for text with one
+    of the four letters ``re.IGNORECASE`` folds to ASCII, which the native scanner declines)
+    in Python."""
+    if _SCANNER is not None:
+        found = _SCANNER.may_match(raw)
+        if found is not None:
+            return found
+    return _json_may_match(raw)
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
@@ -226,7 +324,7 @@ class EvaluatorInjection:
             raw = orjson.dumps([_fields(step) for step in steps if step is not None])
         except TypeError:
             return
-        if not _json_may_match(raw):
+        if not _json_scan(raw):
             self._cleared = (observations[0].index, observations[-1].index + 1)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
