@@ -35,8 +35,8 @@ from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_jso
 from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
-from liveguard.rules import build
 from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation, Rule
+from liveguard.rules.build import build
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -295,14 +295,15 @@ _LAYOUTS: dict[tuple[type, ...], _Layout] = {}
 def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tuple[Any, ...]]:
     """``(rules per kind, prefetch methods)`` for a Monitor's rules.
 
-    The layout depends only on the rules' classes (``kinds`` and ``prefetch`` are class
-    attributes), so it is computed once per sequence of classes. Kinds read by the same
-    rules share one tuple (less memory per Monitor).
+    The layout depends only on the rules' classes (``kinds`` is declared per class, and
+    ``prefetch`` is a method), so it is computed once per sequence of classes, read from the
+    first Monitor's rules (compiled by mypyc, a class-level ``kinds`` is an instance default).
+    Kinds read by the same rules share one tuple (less memory per Monitor).
     """
     classes = tuple(map(type, rules))
     layout = _LAYOUTS.get(classes)
     if layout is None:
-        layout = _layout(classes)
+        layout = _layout(rules)
         if len(_LAYOUTS) < 256:  # a handful in practice (one per policy/allow-set shape)
             _LAYOUTS[classes] = layout
     picks, (message, tool, request, contentless), prefetch = layout
@@ -312,16 +313,16 @@ def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tu
     return by_kind, tuple(found)
 
 
-def _layout(classes: tuple[type, ...]) -> _Layout:
+def _layout(rules: tuple[Rule, ...]) -> _Layout:
     distinct: list[list[int]] = []
     order: list[int] = []
     for kind in KINDS:  # KINDS is (0, 1, 2, 3): a kind is its own position
-        indices = [i for i, cls in enumerate(classes) if kind in getattr(cls, "kinds", KINDS)]
+        indices = [i for i, rule in enumerate(rules) if kind in getattr(rule, "kinds", KINDS)]
         if indices not in distinct:
             distinct.append(indices)
         order.append(distinct.index(indices))
     message, tool, request, contentless = order
-    prefetch = tuple(i for i, cls in enumerate(classes) if hasattr(cls, "prefetch"))
+    prefetch = tuple(i for i, rule in enumerate(rules) if hasattr(rule, "prefetch"))
     return tuple(map(_picker, distinct)), (message, tool, request, contentless), prefetch
 
 
