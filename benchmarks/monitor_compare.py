@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 t = _cpu(contenders[name][measure])
                 key = (name, measure)
                 best[key] = min(best.get(key, t), t)
-    for measure, label in (("offline", "check_trajectory, no scan"), ("live", "Monitor.observe step by step")):
+    labels = {"offline": "check_trajectory, no scan", "live": "Monitor.observe step by step"}
+    for measure, label in labels.items():
         old, new = best[("old", measure)], best[("new", measure)]
         print(f"{label}: old {old / args.runs * 1e6:.1f} µs/run, new {new / args.runs * 1e6:.1f} µs/run "
               f"({new / old:.2f}x)")
