@@ -2,7 +2,7 @@
 PY ?= python3
 # The tests of the fingerprint path, re-run with the C accelerator off by `make test-pure`.
 PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
-  tests/test_messages.py tests/test_monitor.py tests/test_stream_reader.py tests/test_golden_datasets.py \
+  tests/test_messages.py tests/test_monitor.py tests/test_monitor_state.py tests/test_stream_reader.py tests/test_golden_datasets.py \
   tests/test_scan_native.py
 VENV := .venv
 BIN := $(VENV)/bin
