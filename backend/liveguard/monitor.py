@@ -34,8 +34,8 @@ from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_jso
 from liveguard.messages import tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
-from liveguard.rules import build
 from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation
+from liveguard.rules.build import build
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from liveguard.model import Step, Violation
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+@mypyc_attr(native_class=False)  # mypyc: a list subclass stays a Python class
 class Window(list[_T]):
     """A bounded FIFO window: a list that drops its oldest item when full.
 

@@ -25,18 +25,18 @@ class StepLimits:
         self._run_limit = policy.run_steps
         self._thread_limit = policy.thread_steps
         self._run = 0
-        self._thread = 0
+        self._thread_steps = 0
 
     def new_run(self) -> None:
         self._run = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         self._run += 1
-        self._thread += 1
+        self._thread_steps += 1
         found: list[Violation] | None = None
         for scope, count, limit in (
             ("run", self._run, self._run_limit),
-            ("thread", self._thread, self._thread_limit),
+            ("thread", self._thread_steps, self._thread_limit),
         ):
             if limit is not None and count == limit + 1:
                 hit = Violation(
@@ -50,7 +50,7 @@ class StepLimits:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
-        return [self._run, self._thread]
+        return [self._run, self._thread_steps]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._run, self._thread = data
+        self._run, self._thread_steps = data
