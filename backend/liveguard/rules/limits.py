@@ -21,21 +21,21 @@ class StepLimits:
 
     code = "step_limit"
 
-    __slots__ = ("_run", "_run_limit", "_thread_count", "_thread_limit")
+    __slots__ = ("_run", "_run_limit", "_thread_limit", "_thread_steps")
 
     def __init__(self, policy: Policy) -> None:
         # A missing limit is -1: a count (>= 1 once a step is seen) never equals it + 1.
         self._run_limit = -1 if policy.run_steps is None else policy.run_steps
         self._thread_limit = -1 if policy.thread_steps is None else policy.thread_steps
         self._run = 0
-        self._thread_count = 0
+        self._thread_steps = 0
 
     def new_run(self) -> None:
         self._run = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         run = self._run = self._run + 1
-        thread = self._thread_count = self._thread_count + 1
+        thread = self._thread_steps = self._thread_steps + 1
         if run != self._run_limit + 1 and thread != self._thread_limit + 1:
             return None
         found: list[Violation] = []
@@ -54,7 +54,7 @@ class StepLimits:
         return None
 
     def snapshot(self, pack: Pack) -> Any:
-        return [self._run, self._thread_count]
+        return [self._run, self._thread_steps]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._run, self._thread_count = data
+        self._run, self._thread_steps = data

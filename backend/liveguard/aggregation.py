@@ -1,0 +1,156 @@
+"""The ``aggregate`` node's pure core: every guard's telemetry and every judge's score into one
+:class:`~liveguard.model.Verdict`, through :func:`liveguard.verdict.decide_run`.
+
+The eval graph's nodes read and write a plain state dict (see :mod:`liveguard.eval_graph`:
+guards write under ``graph_meta["telemetry"][<guard>]``, judges under ``scores[<level>]``);
+these functions only read it. They live apart from the graph so that mypyc compiles them
+with the Monitor (``liveguard._compiled``): they run once per scored run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from liveguard.judges import PROMPT_VERSION
+from liveguard.model import LevelScore, Trajectory, Verdict, Violation
+from liveguard.verdict import decide_run
+
+__all__ = ["GUARDS", "build_verdict", "dump_violations", "findings", "hard_so_far",
+           "missing_evidence", "telemetry_of"]
+
+GUARDS = ("loop_guard", "trajectory_anomaly", "detect_defects")
+"""The structural guards, in the graph's order; each writes its own telemetry key."""
+
+State = Mapping[str, Any]
+"""The eval graph's state (``liveguard.eval_graph.EvalState``), read-only here."""
+
+
+def telemetry_of(state: State) -> Mapping[str, Any]:
+    """The guards' telemetry, read-only (nodes return new dicts; they never mutate state)."""
+    return (state.get("graph_meta") or _EMPTY).get("telemetry") or _EMPTY
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def findings(state: State, guard: str) -> list[Violation]:
+    return [Violation.model_validate(v) for v in telemetry_of(state).get(guard, {}).get("violations", [])]
+
+
+def hard_so_far(state: State) -> list[str]:
+    return sorted({v.code for g in GUARDS for v in findings(state, g) if v.severity == "hard"})
+
+
+def dump_violations(violations: Iterable[Violation]) -> list[dict[str, Any]]:
+    return [v.model_dump() for v in violations]
+
+
+def missing_evidence(state: State, scores: Mapping[str, LevelScore], structural_only: bool,
+             use_anomaly: bool) -> list[str]:
+    """Every piece of missing evidence for this run, as ``prefix:detail`` codes."""
+    run = state["trajectory"]
+    telemetry = telemetry_of(state)
+    missing: list[str] = []
+    if not run.steps:
+        missing.append("no_steps")
+    planned = set(state.get("levels") or [])
+    for level, s in sorted(scores.items()):
+        if level not in planned:
+            continue
+        if s.reason.startswith("judge_error:"):
+            missing.append(f"judge_error:{level}:{s.evidence.get('error')}")
+        elif s.reason.startswith("skipped:") and s.reason != "skipped:hard_violation":
+            code = f"judges_skipped:{s.reason.split(':', 1)[1]}"
+            if code not in missing:
+                missing.append(code)
+    anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
+    if anomaly_judge and str(anomaly_judge.get("reason", "")).startswith("judge_error:"):
+        missing.append(f"judge_error:anomaly:{(anomaly_judge.get('evidence') or {}).get('error')}")
+    for spin in telemetry.get("detect_defects", {}).get("spin_checks", []):
+        if str(spin.get("reason", "")).startswith("judge_error:"):
+            missing.append(f"judge_error:spin_check:{(spin.get('evidence') or {}).get('error')}")
+    for v in telemetry.get("loop_guard", {}).get("violations", []):
+        if v.get("code") == "semantic_unavailable":
+            missing.append(f"semantic_unavailable:{(v.get('detail') or {}).get('reason')}")
+    if state.get("allowsets_in_use") and state.get("allow_set") is None:
+        missing.append(f"no_allowset:{run.graph or '-'}")
+    if not telemetry.get("loop_guard", {}).get("enabled", True):
+        missing.append("rule_family_off:loop_guard")
+    if not use_anomaly and not structural_only:
+        missing.append("rule_family_off:trajectory_anomaly")
+    return missing
+
+
+def _start_time(run: Trajectory) -> str | None:
+    value = (run.metadata or {}).get("start_time")
+    return value if isinstance(value, str) and value else None
+
+
+def build_verdict(
+    state: State, gate_model: str | None = None, *, structural_only: bool = False
+) -> Verdict:
+    """aggregate's pure core: re-collect every guard's telemetry and the judges' scores."""
+    run = state["trajectory"]
+    telemetry = telemetry_of(state)
+    found = {g: findings(state, g) for g in GUARDS}  # once: each re-validates its violations
+    violations = [v for g in GUARDS for v in found[g]]
+    scores = dict(state.get("scores") or {})
+    anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
+    extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
+    spins = [LevelScore.model_validate(s) for s in telemetry.get("detect_defects", {}).get("spin_checks", [])]
+    extra += spins
+    for level_score in [*scores.values(), *extra]:
+        if level_score.reason.startswith("judge_error:"):
+            violations.append(Violation(
+                code="judge_error", severity="soft", step=0, node=level_score.level, count=1,
+                detail={"level": level_score.level, "error": level_score.evidence.get("error")},
+            ))
+    violations.sort(key=lambda v: (v.step, v.code))
+    use_anomaly = bool(telemetry.get("plan_levels", {}).get("anomaly", True))
+    missing = missing_evidence(state, scores, structural_only, use_anomaly)
+    judged_scores = [s.score for s in scores.values() if s.score is not None]
+    complete = bool(judged_scores) and not any(m.startswith("judge_error:") for m in missing)
+    composite = sum(judged_scores) / len(judged_scores) if complete else None
+    partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
+    skipped = sorted({s.reason.split(":", 1)[1] for s in scores.values()
+                      if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned"})
+    hard = sorted({v.code for v in violations if v.severity == "hard"})
+    judge_error = any(v.code == "judge_error" for v in violations)
+    passed, reason = decide_run(hard, composite, missing, structural_only=structural_only)
+    confidences = [s.confidence for s in scores.values() if s.confidence is not None]
+    evidence: dict[str, Any] = {
+        "hard_codes": hard,
+        "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
+        "steps": sorted({v.step for v in violations}),
+        "counts": {g: len(found[g]) for g in GUARDS},
+        "levels": sorted(scores),
+        "steps_total": len(run.steps),
+    }
+    if partial is not None:
+        evidence["partial_composite"] = partial
+    if spins:
+        evidence["spin_checks"] = [
+            {"score": s.score, "reason": s.reason, "source": s.source, **s.evidence} for s in spins
+        ]
+    return Verdict(
+        run_id=run.run_id,
+        graph=run.graph,
+        passed=passed,
+        composite=composite,
+        violations=violations,
+        levels=scores,
+        judged=complete,
+        judges_skipped=(skipped[0] if skipped and not judged_scores
+                        else "structural_only" if structural_only else None),
+        judge_error=judge_error,
+        structural_only=structural_only,
+        missing=missing,
+        start_time=_start_time(run),
+        prompt_version=PROMPT_VERSION,
+        confidence=min(confidences) if confidences else (1.0 if hard else None),
+        reason=reason,
+        source="eval_graph" + (f":{gate_model}" if gate_model else ""),
+        evidence=evidence,
+    )
