@@ -14,9 +14,12 @@ Usage::
     git worktree add /tmp/liveguard-old <commit>   # or: git archive <commit> backend | tar -x -C DIR
     python benchmarks/monitor_compare.py --old /tmp/liveguard-old/backend
 
-Each package is imported in turn under the name ``liveguard`` (``sys.modules`` is cleared in
-between), so each runs with its own pydantic models on runs parsed by them. The C accelerator
-is the same source in both (an old checkout without a built ``_canon`` gets this one's).
+Contenders: the other checkout, this checkout's sources as pure Python (a temporary copy
+without the mypyc extensions), and this checkout as built (``make install`` compiles the
+Monitor's modules with mypyc; skipped when nothing is compiled). Each package is imported in
+turn under the name ``liveguard`` (``sys.modules`` is cleared in between), so each runs with
+its own pydantic models on runs parsed by them. The C accelerator is the same source in all
+(an old checkout without a built ``_canon`` gets this one's).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import gc
 import importlib
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -90,11 +94,24 @@ def main(argv: list[str] | None = None) -> int:
     if not list((args.old / "liveguard").glob("_canon*.so")):
         for built in (new_backend / "liveguard").glob("_canon*.so"):
             shutil.copy(built, args.old / "liveguard")
-    contenders = {"old": _load(args.old.resolve(), args.runs), "new": _load(new_backend, args.runs)}
+    compiled = [so for so in (new_backend / "liveguard").rglob("*.so") if not so.name.startswith("_canon.")]
+    with tempfile.TemporaryDirectory(prefix="liveguard-pure-") as pure:
+        shutil.copytree(new_backend / "liveguard", Path(pure) / "liveguard",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for so in (Path(pure) / "liveguard").rglob("*.so"):
+            if not so.name.startswith("_canon."):
+                so.unlink()
+        contenders = {"old": _load(args.old.resolve(), args.runs), "new, pure": _load(Path(pure), args.runs)}
+        if compiled:
+            contenders["new, mypyc"] = _load(new_backend, args.runs)
+        return _compare(contenders, args.runs, args.repeats)
+
+
+def _compare(contenders: dict[str, dict[str, Any]], runs: int, repeats: int) -> int:
     for name, c in contenders.items():
         print(f"{name}: {c['file']}")
     best: dict[tuple[str, str], float] = {}
-    for i in range(args.repeats):
+    for i in range(repeats):
         for name in list(contenders)[:: 1 if i % 2 == 0 else -1]:
             for measure in ("offline", "live"):
                 t = _cpu(contenders[name][measure])
@@ -102,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
                 best[key] = min(best.get(key, t), t)
     labels = {"offline": "check_trajectory, no scan", "live": "Monitor.observe step by step"}
     for measure, label in labels.items():
-        old, new = best[("old", measure)], best[("new", measure)]
-        print(f"{label}: old {old / args.runs * 1e6:.1f} µs/run, new {new / args.runs * 1e6:.1f} µs/run "
-              f"({new / old:.2f}x)")
+        old = best[("old", measure)]
+        figures = ", ".join(f"{name} {best[(name, measure)] / runs * 1e6:.1f} µs/run "
+                            f"({best[(name, measure)] / old:.2f}x)" for name in contenders)
+        print(f"{label}: {figures}")
     for name, c in contenders.items():
         mem = c["memory"]()
         print(f"memory per guarded thread, {name}: {mem['bytes_per_monitor'] / 1024:.2f} KiB")
