@@ -53,6 +53,7 @@ $(NATIVE): $(BIN)/liveguard $(NATIVE_SRC) setup.py pyproject.toml
 	@find backend -name '*.cpython-*.so' ! -name '_canon.*' -delete
 	@echo "liveguard: compiling the Monitor's modules with mypyc (a minute or two; log: $(VENV)/native.log)"
 	@if LIVEGUARD_MYPYC=1 $(BIN)/python setup.py -q build_ext --inplace > $(VENV)/native.log 2>&1; then \
+	  find backend -name '*.cpython-*.so' ! -name '_canon.*' -exec touch {} +; \
 	  $(BIN)/python -c 'import importlib, liveguard._compiled as c; [importlib.import_module(m) for m in c.COMPILED]; \
 	    n = c.compiled_modules(); print(f"liveguard: mypyc: {sum(n.values())} of {len(n)} modules compiled")'; \
 	else \

@@ -309,15 +309,20 @@ class _Tally:
 
     def add(self, r: RunRow) -> None:
         self.total += 1
-        self.passed += r.passed is True
-        self.failed += r.passed is False
-        self.errors += r.error is not None
-        self.mismatched += r.matches_expected is False
-        self.unjudged += r.reason is not None and r.reason.endswith("unjudged")
-        self.structural += r.error is not None or r.structural_only
-        if r.judges_skipped:
-            self.skipped.add(r.judges_skipped)
-        self.families.update(m.split(":", 1)[1] for m in r.missing if m.startswith("rule_family_off:"))
+        passed, error, reason = r.passed, r.error, r.reason
+        self.passed += passed is True
+        self.failed += passed is False
+        self.errors += error is not None
+        if r.expected is not None:
+            self.mismatched += r.matches_expected is False
+        self.unjudged += reason is not None and reason.endswith("unjudged")
+        self.structural += error is not None or r.structural_only
+        skipped = r.judges_skipped
+        if skipped:
+            self.skipped.add(skipped)
+        missing = r.missing
+        if missing:
+            self.families.update(m.split(":", 1)[1] for m in missing if m.startswith("rule_family_off:"))
         if r.source.startswith("langsmith:"):
             self.langsmith.append(r)
 

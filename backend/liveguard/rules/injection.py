@@ -252,7 +252,7 @@ def _scan_tables(
     return cmap, table.tobytes(), len(classes), len(classes)
 
 
-_SCANNER: Final[Scanner | None] = (
+_SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc compiles this module
     _native.Scanner(*_scan_tables()) if getattr(_native, "Scanner", None) is not None else None
 )
 """``_canon.Scanner``: :func:`_json_may_match` in one native pass; None when the C accelerator
