@@ -9,7 +9,8 @@ PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/tes
 VENV := .venv
 # The Monitor's hot modules, compiled by mypyc from these very sources (the list is in
 # backend/liveguard/_compiled.py); rebuilt whenever one of these files changes.
-NATIVE_SRC := $(wildcard backend/liveguard/*.py backend/liveguard/rules/*.py backend/liveguard/engine/*.py)
+NATIVE_SRC := backend/liveguard/_compiled.py $(shell $(PY) -c 'import runpy; \
+  print(*("backend/" + m.replace(".", "/") + ".py" for m in runpy.run_path("backend/liveguard/_compiled.py")["COMPILED"]))')
 NATIVE := $(VENV)/.native
 # `make test-pure` runs on a copy of the sources without any compiled module.
 PURE := build/pure

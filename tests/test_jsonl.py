@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from liveguard import Trajectory, TrajectoryReadError, read_jsonl
 from liveguard.readers.jsonl import write_jsonl
 from liveguard.testing import ping_pong, trajectory
@@ -43,3 +45,27 @@ def test_missing_file_is_an_error_item(tmp_path: Path) -> None:
     [item] = list(read_jsonl(tmp_path / "nope.jsonl"))
     assert isinstance(item, TrajectoryReadError)
     assert "cannot open" in item.reason
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 7, 64, 1 << 20])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"a": 1}\n{"b": 2}\n',
+        b'{"a": 1}\n\n  \n\t\r\n{"b": 2}',  # blank and whitespace-only lines, no final newline
+        b"\n\n\n",
+        b"",
+        b"x" * 300 + b"\r\ny\rz\x0b\x0cw\n" + b"q" * 5000,  # only \n ends a line
+        b"\xff\xfe\n\x00\n \n" + "Zürich 東京\n".encode(),
+    ],
+)
+def test_lines_are_cut_as_the_file_object_cuts_them(tmp_path: Path, content: bytes, block_size: int) -> None:
+    """The block reader yields exactly the non-blank lines (and line numbers) of iterating the
+    file in binary mode, whatever the block size (lines across blocks, longer than a block)."""
+    from liveguard.scoring import _jsonl_lines
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(content)
+    with path.open("rb") as f:
+        expected = [(f"{path}:{n}", raw) for n, raw in enumerate(f, start=1) if raw.strip()]
+    assert list(_jsonl_lines(path, block_size)) == expected

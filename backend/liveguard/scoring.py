@@ -255,20 +255,44 @@ def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
             yield from _jsonl_lines(f)
 
 
-def _jsonl_lines(path: Path) -> Iterator[Record]:
+_BLOCK = 1 << 20
+"""Bytes read at a time from a JSONL file: lines are cut out of each block, about twice as
+cheap as iterating the file object (the parent process does this for every run)."""
+
+
+def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
+    """``(file:line, line)`` for every non-blank line, each line exactly as iterating the file
+    in binary mode yields it (only ``\n`` ends a line, and it stays on the line)."""
     try:
-        handle = path.open("rb")
+        handle = path.open("rb", buffering=0)
     except OSError as exc:
         yield str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
         return
+    name = str(path)
     with handle:
         number = 0
+        pending: list[bytes] = []  # the start of a line that continues in the next block
         try:
-            for number, raw in enumerate(handle, start=1):
-                if raw.strip():
-                    yield f"{path}:{number}", raw
+            while block := handle.read(block_size):
+                if b"\n" not in block:  # a long line: no quadratic re-joining
+                    pending.append(block)
+                    continue
+                data = b"".join((*pending, block)) if pending else block
+                find, pos = data.find, 0
+                while (nl := find(b"\n", pos)) >= 0:
+                    number += 1
+                    raw = data[pos : nl + 1]
+                    pos = nl + 1
+                    if raw.strip():
+                        yield f"{name}:{number}", raw
+                pending = [data[pos:]] if pos < len(data) else []
+            rest = b"".join(pending)
+            if rest:
+                number += 1
+                if rest.strip():
+                    yield f"{name}:{number}", rest
         except OSError as exc:
-            where = f"{path}:{number + 1}"
+            where = f"{name}:{number + 1}"
             yield where, TrajectoryReadError(where, f"reading stopped: {exc.strerror or exc}")
 
 
