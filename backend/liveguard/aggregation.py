@@ -17,7 +17,7 @@ from liveguard.judges import PROMPT_VERSION
 from liveguard.model import LevelScore, Trajectory, Verdict, Violation
 from liveguard.verdict import decide_run
 
-__all__ = ["GUARDS", "build_verdict", "dump_violations", "findings", "hard_so_far",
+__all__ = ["GUARDS", "build_verdict", "dump_violations", "findings", "hard_so_far", "merge_meta",
            "missing_evidence", "telemetry_of"]
 
 GUARDS = ("loop_guard", "trajectory_anomaly", "detect_defects")
@@ -25,6 +25,21 @@ GUARDS = ("loop_guard", "trajectory_anomaly", "detect_defects")
 
 State = Mapping[str, Any]
 """The eval graph's state (``liveguard.eval_graph.EvalState``), read-only here."""
+
+
+def merge_meta(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Reducer for ``graph_meta`` and ``scores``: merge key-wise, ``telemetry`` one level deeper.
+
+    Two guards writing ``{"telemetry": {"loop_guard": ...}}`` and
+    ``{"telemetry": {"detect_defects": ...}}`` both survive.
+    """
+    out = dict(left or {})
+    for key, value in (right or {}).items():
+        if key == "telemetry" and (type(value) is dict or isinstance(value, Mapping)):
+            out[key] = {**out.get(key, {}), **value}
+        else:
+            out[key] = value
+    return out
 
 
 def telemetry_of(state: State) -> Mapping[str, Any]:
@@ -83,6 +98,10 @@ def missing_evidence(state: State, scores: Mapping[str, LevelScore], structural_
     return missing
 
 
+def _order(v: Violation) -> tuple[int, str]:
+    return (v.step, v.code)
+
+
 def _start_time(run: Trajectory) -> str | None:
     value = (run.metadata or {}).get("start_time")
     return value if isinstance(value, str) and value else None
@@ -107,23 +126,38 @@ def build_verdict(
                 code="judge_error", severity="soft", step=0, node=level_score.level, count=1,
                 detail={"level": level_score.level, "error": level_score.evidence.get("error")},
             ))
-    violations.sort(key=lambda v: (v.step, v.code))
+    if len(violations) > 1:
+        violations.sort(key=_order)
     use_anomaly = bool(telemetry.get("plan_levels", {}).get("anomaly", True))
     missing = missing_evidence(state, scores, structural_only, use_anomaly)
-    judged_scores = [s.score for s in scores.values() if s.score is not None]
+    judged_scores: list[float] = []
+    confidences: list[float] = []
+    skipped_reasons: set[str] = set()
+    for s in scores.values():  # one pass over the levels
+        if s.score is not None:
+            judged_scores.append(s.score)
+        if s.confidence is not None:
+            confidences.append(s.confidence)
+        if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned":
+            skipped_reasons.add(s.reason.split(":", 1)[1])
     complete = bool(judged_scores) and not any(m.startswith("judge_error:") for m in missing)
     composite = sum(judged_scores) / len(judged_scores) if complete else None
     partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
-    skipped = sorted({s.reason.split(":", 1)[1] for s in scores.values()
-                      if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned"})
-    hard = sorted({v.code for v in violations if v.severity == "hard"})
-    judge_error = any(v.code == "judge_error" for v in violations)
+    skipped = sorted(skipped_reasons)
+    hard_set: set[str] = set()
+    soft_set: set[str] = set()
+    step_set: set[int] = set()
+    judge_error = False
+    for v in violations:  # one pass over the findings
+        (hard_set if v.severity == "hard" else soft_set).add(v.code)  # Severity: hard | soft
+        step_set.add(v.step)
+        judge_error = judge_error or v.code == "judge_error"
+    hard = sorted(hard_set)
     passed, reason = decide_run(hard, composite, missing, structural_only=structural_only)
-    confidences = [s.confidence for s in scores.values() if s.confidence is not None]
     evidence: dict[str, Any] = {
         "hard_codes": hard,
-        "soft_codes": sorted({v.code for v in violations if v.severity == "soft"}),
-        "steps": sorted({v.step for v in violations}),
+        "soft_codes": sorted(soft_set),
+        "steps": sorted(step_set),
         "counts": {g: len(found[g]) for g in GUARDS},
         "levels": sorted(scores),
         "steps_total": len(run.steps),
@@ -134,23 +168,25 @@ def build_verdict(
         evidence["spin_checks"] = [
             {"score": s.score, "reason": s.reason, "source": s.source, **s.evidence} for s in spins
         ]
-    return Verdict(
-        run_id=run.run_id,
-        graph=run.graph,
-        passed=passed,
-        composite=composite,
-        violations=violations,
-        levels=scores,
-        judged=complete,
-        judges_skipped=(skipped[0] if skipped and not judged_scores
+    # Verdict(...) without BaseModel.__init__'s own overhead: the same validation, the same model
+    verdict: Verdict = Verdict.__pydantic_validator__.validate_python({
+        "run_id": run.run_id,
+        "graph": run.graph,
+        "passed": passed,
+        "composite": composite,
+        "violations": violations,
+        "levels": scores,
+        "judged": complete,
+        "judges_skipped": (skipped[0] if skipped and not judged_scores
                         else "structural_only" if structural_only else None),
-        judge_error=judge_error,
-        structural_only=structural_only,
-        missing=missing,
-        start_time=_start_time(run),
-        prompt_version=PROMPT_VERSION,
-        confidence=min(confidences) if confidences else (1.0 if hard else None),
-        reason=reason,
-        source="eval_graph" + (f":{gate_model}" if gate_model else ""),
-        evidence=evidence,
-    )
+        "judge_error": judge_error,
+        "structural_only": structural_only,
+        "missing": missing,
+        "start_time": _start_time(run),
+        "prompt_version": PROMPT_VERSION,
+        "confidence": min(confidences) if confidences else (1.0 if hard else None),
+        "reason": reason,
+        "source": "eval_graph" + (f":{gate_model}" if gate_model else ""),
+        "evidence": evidence,
+    })
+    return verdict

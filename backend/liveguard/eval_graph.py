@@ -41,6 +41,7 @@ from liveguard.aggregation import (
     dump_violations,
     findings,
     hard_so_far,
+    merge_meta,
 )
 from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
@@ -89,21 +90,6 @@ JUDGE_NODES: Mapping[str, Level] = {
 }
 MAX_STEPS_TO_JUDGE = 200
 MAX_FIELD_CHARS = 2_000
-
-
-def merge_meta(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Reducer for ``graph_meta`` and ``scores``: merge key-wise, ``telemetry`` one level deeper.
-
-    Two guards writing ``{"telemetry": {"loop_guard": ...}}`` and
-    ``{"telemetry": {"detect_defects": ...}}`` both survive.
-    """
-    out = dict(left or {})
-    for key, value in (right or {}).items():
-        if key == "telemetry" and (type(value) is dict or isinstance(value, Mapping)):
-            out[key] = {**out.get(key, {}), **value}
-        else:
-            out[key] = value
-    return out
 
 
 class EvalState(TypedDict, total=False):
@@ -249,10 +235,11 @@ def eval_chain(
         ("plan_levels", nodes.plan_levels),
         ("loop_guard", nodes.loop_guard),
         *((node, nodes.judge_node(node, level)) for node, level in JUDGE_NODES.items()),
-        ("trajectory_anomaly", nodes.trajectory_anomaly),
-        ("detect_defects", nodes.detect_defects),
+        # Structural only, these three never call a judge: their plain-function forms.
+        ("trajectory_anomaly", nodes.anomaly_off if structural_only else nodes.trajectory_anomaly),
+        ("detect_defects", nodes.defects_found if structural_only else nodes.detect_defects),
         ("aggregate", nodes.aggregate),
-        ("escalate_borderline", nodes.escalate_borderline),
+        ("escalate_borderline", nodes.no_escalation if structural_only else nodes.escalate_borderline),
     ]
     assert tuple(name for name, _ in chain) == NODES
     return chain
@@ -300,7 +287,19 @@ class _Nodes:
         return {"graph_meta": {"telemetry": {"loop_guard": report}}}
 
     def judge_node(self, node: str, level: Level) -> Any:
+        """The node of one judge level. A structural-only graph plans no level (see
+        ``plan_levels``), so its judge nodes are plain functions that record the level as
+        not planned: nothing to await, and the floor runs them without a coroutine."""
+        if self.structural_only:
+            def unplanned(state: EvalState) -> dict[str, Any]:
+                return {"scores": {level: _skipped(level, "not_planned")}}
+
+            unplanned.__name__ = node
+            return unplanned
+
         async def judge(state: EvalState) -> dict[str, Any]:
+            if level not in state.get("levels", ()):  # _judge's first check, without its coroutine
+                return {"scores": {level: _skipped(level, "not_planned")}}
             return {"scores": {level: await self._judge(level, state)}}
 
         judge.__name__ = node
@@ -331,9 +330,7 @@ class _Nodes:
         """
         allow = state.get("allow_set")
         if not self.use_anomaly or allow is None or self.structural_only:
-            why = ("structural_only" if self.structural_only
-                   else "disabled" if not self.use_anomaly else "no_allow_set")
-            return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
+            return self.anomaly_off(state)
         found = [v for v in findings(state, "loop_guard") if v.code in TRANSITION_CODES]
         report: dict[str, Any] = {"enabled": True}
         unusual = [v for v in found if v.severity == "soft"]
@@ -343,6 +340,29 @@ class _Nodes:
             report["judge"] = _level_score("trajectory", result).model_dump()
         return {"graph_meta": {"telemetry": {"trajectory_anomaly": report}}}
 
+    def anomaly_off(self, state: EvalState) -> dict[str, Any]:
+        """``trajectory_anomaly`` when its judge cannot run (always so structural only)."""
+        why = ("structural_only" if self.structural_only
+               else "disabled" if not self.use_anomaly else "no_allow_set")
+        return {"graph_meta": {"telemetry": {"trajectory_anomaly": {"enabled": False, "why": why}}}}
+
+    def defects_found(self, state: EvalState) -> dict[str, Any]:
+        """``detect_defects`` without spin checks (structural only there are none)."""
+        return {"graph_meta": {"telemetry": {"detect_defects": self._defects(state)}}}
+
+    def no_escalation(self, state: EvalState) -> dict[str, Any]:
+        """``escalate_borderline`` structural only: an unjudged verdict is never borderline."""
+        return {"escalation": {"called": False}}
+
+    def _defects(self, state: EvalState) -> dict[str, Any]:
+        run = state["trajectory"]
+        found: list[Violation] = []
+        if state.get("allowsets_in_use") and state.get("allow_set") is None:
+            found.append(Violation(code="no_allowset", severity="soft", step=0,
+                                   node=run.graph or "-", count=1,
+                                   detail={"graph": run.graph or "-"}))
+        return {"violations": dump_violations(found)}
+
     async def detect_defects(self, state: EvalState) -> dict[str, Any]:
         """``no_allowset`` and, with the semantic layer on, the spin checks (the periodic judge).
 
@@ -350,13 +370,7 @@ class _Nodes:
         ``tool_entropy_collapse`` and the step-text rule ``evaluator_injection_suspected``
         among them).
         """
-        run = state["trajectory"]
-        found: list[Violation] = []
-        if state.get("allowsets_in_use") and state.get("allow_set") is None:
-            found.append(Violation(code="no_allowset", severity="soft", step=0,
-                                   node=run.graph or "-", count=1,
-                                   detail={"graph": run.graph or "-"}))
-        report: dict[str, Any] = {"violations": dump_violations(found)}
+        report = self._defects(state)
         spins = await self._spin_checks(state)
         if spins:
             report["spin_checks"] = [spin.model_dump() for spin in spins]

@@ -142,6 +142,11 @@ class Floor:
         steps = [(name, fn, inspect.iscoroutinefunction(fn)) for name, fn in chain]
         return cls(steps, reducers, initial, frozenset(hints))
 
+    def _fresh(self) -> dict[str, Any]:
+        """The channels' initial values, copied (as LangGraph starts each invocation afresh)."""
+        return {key: value.copy() if type(value) is dict else copy.copy(value)
+                for key, value in self._initial.items()}
+
     def _apply(self, state: dict[str, Any], update: Any) -> None:
         if type(update) is not dict and not isinstance(update, Mapping):  # dict: skip the ABC check
             if update is None:
@@ -159,7 +164,7 @@ class Floor:
 
     async def ainvoke(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The final state, as ``await compiled.ainvoke(inputs)`` returns it (judges may be awaited)."""
-        state: dict[str, Any] = {key: copy.copy(value) for key, value in self._initial.items()}
+        state = self._fresh()
         self._apply(state, inputs)
         for _name, fn, is_async in self._steps:
             update = (await fn(state)) if is_async else fn(state)
@@ -168,7 +173,7 @@ class Floor:
 
     def invoke(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The final state, as ``compiled.invoke(inputs)`` returns it."""
-        state: dict[str, Any] = {key: copy.copy(value) for key, value in self._initial.items()}
+        state = self._fresh()
         self._apply(state, inputs)
         for _name, fn, is_async in self._steps:
             update = _drive(fn(state)) if is_async else fn(state)

@@ -140,6 +140,9 @@ class Scorer:
             eval_chain(client=self.gateway, structural_only=not options.judges, settings=settings),
             EvalState)
         self._graph: Any = None
+        from liveguard.eval_graph import _inputs
+
+        self._graph_inputs = _inputs
         self.default = options.default_policy if options.default_policy is not None else settings.policy()
         self.allowsets_in_use = bool(options.allow_sets)
         self._presets: dict[str, Policy] = {}
@@ -207,10 +210,8 @@ class Scorer:
 
     def _state(self, run: Trajectory) -> dict[str, Any]:
         """The graph's input state for ``run`` (as :func:`aevaluate_trajectory` builds it)."""
-        from liveguard.eval_graph import _inputs
-
         allow, policy = self._inputs(run)
-        return _inputs(run, allow, policy, None, self.allowsets_in_use)
+        return self._graph_inputs(run, allow, policy, None, self.allowsets_in_use)
 
     @staticmethod
     def _final(state: Mapping[str, Any]) -> Verdict:
