@@ -212,8 +212,9 @@ def native_state() -> dict[str, Any]:
     """Which native parts this process runs: the C accelerator and the mypyc-compiled modules."""
     import importlib
 
-    from liveguard import _compiled, fingerprint
+    from liveguard import _compiled
 
+    fingerprint = importlib.import_module("liveguard.fingerprint")  # the module, not the function
     for name in _compiled.COMPILED:
         importlib.import_module(name)
     compiled = _compiled.compiled_modules()
