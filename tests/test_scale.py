@@ -287,3 +287,38 @@ def test_scorer_turns_any_exception_into_an_error_row() -> None:
     assert row.error is not None
     assert row.error.startswith("KeyError: ")
     assert SECRET not in row.error
+
+
+def test_rows_without_verdicts_write_the_same_json(corpus: Path) -> None:
+    """``verdicts=False`` (score --format json|jsonl) leaves the verdict in the worker: the
+    rows' JSON and summaries are the same, and reading a verdict says why it is missing."""
+    from liveguard.scoring import score_paths
+
+    kept = list(score_paths([corpus], judges=False, jobs=2))
+    light = list(score_paths([corpus], judges=False, jobs=2, verdicts=False))
+    assert [r.as_json() for r in light] == [r.as_json() for r in kept]
+    assert [(r.passed, r.hard_codes, r.reason) for r in light] == [(r.passed, r.hard_codes, r.reason)
+                                                                   for r in kept]
+    assert sum(not r.passed for r in light) >= 10
+    with pytest.raises(RuntimeError, match="verdicts=False"):
+        _ = light[0].verdict
+    assert kept[0].verdict is not None
+
+
+def test_a_row_crosses_processes_whole() -> None:
+    """Pickled rows (the workers' answer) keep path, verdict and JSON; a node name holding the
+    path separator still round-trips."""
+    import pickle
+
+    from liveguard.scoring import RunRow
+
+    scorer = Scorer(ScoreOptions(judges=False))
+    run_ = golden_runs()[0]
+    for nodes in (("a", "b\x1fc", "d"), ("only",), ()):
+        row = scorer._row("src:1", run_, scorer.floor_verdict(run_))
+        row.path = nodes
+        back = pickle.loads(pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL))
+        assert isinstance(back, RunRow)
+        assert back.path == nodes
+        assert back == row
+        assert back.as_json() == row.as_json()

@@ -99,7 +99,10 @@ def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
                               "settings": settings, "explicit_policy": explicit,
                               # score marks a repeated run id as an error row; gate and report
                               # see every row and refuse duplicates as a whole
-                              "mark_duplicate_ids": args.command == "score"}
+                              "mark_duplicate_ids": args.command == "score",
+                              # score's JSON output is each row's JSON form: no verdict needed
+                              "verdicts": not (args.command == "score" and args.format != "table"
+                                               and not getattr(args, "push_feedback", False))}
     project = getattr(args, "langsmith_project", None)
     engine = getattr(args, "engine", "local")
     if engine == "ray":

@@ -54,6 +54,9 @@ PRESETS: Mapping[str, Callable[..., Policy]] = {
 }
 
 
+_PATH_SEP = "\x1f"
+"""Joins a row's node path when it is pickled (unless a node name contains it)."""
+
 _Summary = tuple[bool, tuple[str, ...], str | None, bool, str, tuple[str, ...]]
 """passed, hard codes, judges skipped, structural only, reason, missing: what ``score``'s
 tally reads without rebuilding the verdict."""
@@ -68,11 +71,13 @@ class RunRow:
 
     Rows cross process boundaries compactly: pickled, a row carries its rendered JSON
     form, a summary (passed, hard codes, judges skipped) and its verdict as JSON text; the
-    :class:`~liveguard.model.Verdict` object is rebuilt only when ``verdict`` is read.
+    :class:`~liveguard.model.Verdict` object is rebuilt only when ``verdict`` is read. A row
+    scored with ``verdicts=False`` (``score --format json|jsonl``, which writes only the JSON
+    form) crosses without its verdict, and reading ``verdict`` then raises.
     """
 
     __slots__ = ("_json", "_line", "_summary", "_verdict", "_verdict_json", "error", "expected",
-                 "graph", "path", "run_id", "source")
+                 "graph", "keep_verdict", "path", "run_id", "source")
 
     def __init__(
         self,
@@ -96,11 +101,18 @@ class RunRow:
         self._json: dict[str, Any] | None = None
         self._line: bytes | None = None
         self._summary: _Summary | None = None if verdict is None else _summarise(verdict)
+        self.keep_verdict = True
+        """False: the verdict does not cross to another process (only the JSON form and the
+        summary do)."""
 
     @property
     def verdict(self) -> Verdict | None:
-        if self._verdict is None and self._verdict_json is not None:
-            self._verdict = Verdict.model_validate_json(self._verdict_json)
+        if self._verdict is None:
+            if self._verdict_json is not None:
+                self._verdict = Verdict.model_validate_json(self._verdict_json)
+            elif self._summary is not None:  # a scored row that left its verdict behind
+                raise RuntimeError("this row was scored with verdicts=False: it carries its JSON "
+                                   "form (as_json) and its summary, not its Verdict")
         return self._verdict
 
     @property
@@ -152,10 +164,14 @@ class RunRow:
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         verdict_json = self._verdict_json
-        if verdict_json is None and self._verdict is not None:
+        if verdict_json is None and self._verdict is not None and self.keep_verdict:
             verdict_json = self._verdict.__pydantic_serializer__.to_json(self._verdict)
         expected = None if self.expected is None else self.expected.model_dump()
-        return _restore_row, ((self.source, self.run_id, self.graph, self.path, self.error, expected,
+        path: tuple[str, ...] | str = self.path
+        joined = _PATH_SEP.join(self.path)
+        if joined and joined.count(_PATH_SEP) == len(self.path) - 1:  # one string crosses cheaper
+            path = joined
+        return _restore_row, ((self.source, self.run_id, self.graph, path, self.error, expected,
                                verdict_json, self.json_bytes(), self._summary),)
 
     def as_json(self) -> dict[str, Any]:
@@ -214,6 +230,8 @@ class RunRow:
 def _restore_row(state: tuple[Any, ...]) -> RunRow:
     """Unpickle a row: the verdict stays JSON text until it is read."""
     source, run_id, graph, path, error, expected, verdict_json, line, summary = state
+    if isinstance(path, str):
+        path = tuple(path.split(_PATH_SEP)) if path else ()
     row = RunRow(source=source, run_id=run_id, graph=graph, path=path, error=error,
                  expected=None if expected is None else Expected.model_validate(expected))
     row._verdict_json = verdict_json
@@ -347,7 +365,7 @@ def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
 
 def _options(
     allow_sets: Mapping[str, AllowSet] | None, default_policy: Policy | None, judges: bool,
-    settings: Settings | None, explicit_policy: Policy | None,
+    settings: Settings | None, explicit_policy: Policy | None, *, verdicts: bool = True,
 ) -> ScoreOptions:
     settings = settings if settings is not None else Settings.from_env()
     return ScoreOptions(
@@ -356,6 +374,7 @@ def _options(
         explicit_policy=explicit_policy,
         judges=judges,
         env=dict(settings.env),  # read once here: workers may not share this environment
+        verdicts=verdicts,
     )
 
 
@@ -379,6 +398,7 @@ def iter_scored(
     settings: Settings | None = None,
     explicit_policy: Policy | None = None,
     mark_duplicate_ids: bool = True,
+    verdicts: bool = True,
 ) -> Iterator[RunRow]:
     """Score records as a stream on this machine: one row per record, in input order.
 
@@ -388,14 +408,15 @@ def iter_scored(
     environment, read once; ``explicit_policy`` applies to every run (``--policy``).
     ``mark_duplicate_ids``: a run whose id came earlier is an error row
     (:func:`mark_duplicates`); ``False`` leaves duplicates to the caller (the gate refuses
-    them as a whole).
+    them as a whole). ``verdicts=False``: rows keep only their JSON form and summary
+    (reading ``row.verdict`` raises); cheaper when only ``as_json`` is written.
     """
     from liveguard.engine.local import iter_rows_local
 
     n = default_jobs() if jobs is None else jobs
     if n < 1:
         raise ValueError(f"jobs must be at least 1, got {n}")
-    options = _options(allow_sets, default_policy, judges, settings, explicit_policy)
+    options = _options(allow_sets, default_policy, judges, settings, explicit_policy, verdicts=verdicts)
     config = options.judge_config()
     if judges and config.skip_reason() is None:
         # One bound for the whole machine: never more workers than judge slots, and the
@@ -418,6 +439,7 @@ def score_paths(
     settings: Settings | None = None,
     explicit_policy: Policy | None = None,
     mark_duplicate_ids: bool = True,
+    verdicts: bool = True,
 ) -> Iterator[RunRow]:
     """Score the runs in ``paths`` (files, directories; with Ray also object-store URIs).
 
@@ -428,13 +450,14 @@ def score_paths(
     if engine == "local":
         yield from iter_scored(iter_records(paths), allow_sets=allow_sets, default_policy=default_policy,
                                judges=judges, jobs=jobs, progress=progress, settings=settings,
-                               explicit_policy=explicit_policy, mark_duplicate_ids=mark_duplicate_ids)
+                               explicit_policy=explicit_policy, mark_duplicate_ids=mark_duplicate_ids,
+                               verdicts=verdicts)
         return
     if engine != "ray":
         raise ValueError(f"unknown engine {engine!r}: expected 'local' or 'ray'")
     from liveguard.integrations.ray import iter_rows_ray
 
-    options = _options(allow_sets, default_policy, judges, settings, explicit_policy)
+    options = _options(allow_sets, default_policy, judges, settings, explicit_policy, verdicts=verdicts)
     yield from _counted(iter_rows_ray(paths, options, address=ray_address), progress, mark_duplicate_ids)
 
 

@@ -70,6 +70,9 @@ class ScoreOptions:
     Ray workers on other machines, may not share that environment); None: this process's."""
     judge_concurrency: int | None = None
     """Judge calls in flight in this process (default: the config's ``concurrency``)."""
+    verdicts: bool = True
+    """False: rows cross from the scoring processes without their verdict, only their JSON
+    form and summary (for output that writes just that: ``score --format json|jsonl``)."""
 
     def settings(self) -> Settings:
         from liveguard.settings import Settings
@@ -249,12 +252,13 @@ class Scorer:
             return RunRow(source=item.source, error=redact(redact_location(item.reason), payload))
         return item
 
-    @staticmethod
-    def _row(source: str, run: Trajectory, verdict: Verdict) -> RunRow:
+    def _row(self, source: str, run: Trajectory, verdict: Verdict) -> RunRow:
         from liveguard.scoring import RunRow
 
-        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
-                      path=tuple(s.node for s in run.steps), verdict=verdict, expected=run.expected)
+        row = RunRow(source=source, run_id=run.run_id, graph=run.graph,
+                     path=tuple([s.node for s in run.steps]), verdict=verdict, expected=run.expected)
+        row.keep_verdict = self.options.verdicts
+        return row
 
     def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
         """One row per record, in order."""
