@@ -12,6 +12,7 @@ per record; the batch goes on.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import sys
 import threading
@@ -37,9 +38,25 @@ every worker busy on a small batch)."""
 _SCORER: Scorer | None = None
 
 
-def _init_worker(options: ScoreOptions) -> None:
+WORKER_GC_THRESHOLD = 10_000
+"""A worker's first-generation GC threshold (Python's default is 700): scoring allocates
+thousands of short-lived objects a run, and young collections that often cost about 3% of
+the scoring time (``benchmarks/RESULTS.md``). Workers only; the caller's process keeps its own."""
+
+
+def _tune_gc() -> None:
+    """In a worker: freeze what it inherited (never scanned again, its pages stay shared with
+    the parent) and collect young objects less often."""
+    gc.freeze()
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(WORKER_GC_THRESHOLD, second, third)
+
+
+def _init_worker(options: ScoreOptions | None = None) -> None:
     global _SCORER  # noqa: PLW0603 - one scorer per worker process, built once
-    _SCORER = Scorer(options)
+    if options is not None:
+        _SCORER = Scorer(options)
+    _tune_gc()
 
 
 def _score_in_worker(chunk: list[Record]) -> list[RunRow]:
@@ -83,7 +100,7 @@ def iter_rows_local(
     context = _context()
     if context.get_start_method() == "fork":
         _inherit(Scorer(options))  # built once, before the fork; every worker inherits it
-        init: dict[str, Any] = {}
+        init: dict[str, Any] = {"initializer": _init_worker}
     else:
         init = {"initializer": _init_worker, "initargs": (options,)}
     window: deque[tuple[list[Record], Future[list[RunRow]]]] = deque()
