@@ -15,6 +15,8 @@ from typing import Any
 
 from liveguard.judges import PROMPT_VERSION
 from liveguard.model import LevelScore, Trajectory, Verdict, Violation
+from liveguard.monitor import check_trajectory
+from liveguard.policy import Policy
 from liveguard.verdict import decide_run
 
 __all__ = ["GUARDS", "build_verdict", "dump_violations", "findings", "hard_so_far", "merge_meta",
@@ -96,6 +98,49 @@ def missing_evidence(state: State, scores: Mapping[str, LevelScore], structural_
     if not use_anomaly and not structural_only:
         missing.append("rule_family_off:trajectory_anomaly")
     return missing
+
+
+def loop_guard_update(state: State) -> dict[str, Any]:
+    """``loop_guard``'s update: one Monitor over the run, every rule family, the step text
+    scanned; its findings as plain data under ``telemetry["loop_guard"]``."""
+    allow = state.get("allow_set")
+    policy = _scanning(state.get("policy") or _DEFAULT_POLICY)
+    steps = state["trajectory"].steps
+    found = check_trajectory(steps, policy, allow)
+    report = {
+        "violations": dump_violations(found),
+        "steps": len(steps),
+        "enabled": policy.enabled,
+        "allow_set": allow is not None,
+    }
+    return {"graph_meta": {"telemetry": {"loop_guard": report}}}
+
+
+def aggregate_update(state: State, gate_model: str | None, structural_only: bool) -> dict[str, Any]:
+    """``aggregate``'s update: the verdict, and its violations (the only writer of both)."""
+    verdict = build_verdict(state, gate_model=gate_model, structural_only=structural_only)
+    return {"violations": list(verdict.violations), "verdict": verdict}
+
+
+_DEFAULT_POLICY = Policy()
+_SCANNING: dict[int, tuple[Policy, Policy]] = {}
+
+
+def _scanning(policy: Policy) -> Policy:
+    """``policy`` with ``scan_text`` on (the judges' guard: every evaluation scans step text).
+
+    One copy per policy object (a batch uses a handful), kept with its original so the id
+    is never reused while cached."""
+    if policy.scan_text:
+        return policy
+    hit = _SCANNING.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    copy = policy.model_copy(update={"scan_text": True})
+    if len(_SCANNING) >= 64:
+        _SCANNING.clear()
+    _SCANNING[id(policy)] = (policy, copy)
+    return copy
 
 
 def _order(v: Violation) -> tuple[int, str]:

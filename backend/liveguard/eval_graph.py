@@ -37,15 +37,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from liveguard.aggregation import (
+    aggregate_update,
     build_verdict,
     dump_violations,
     findings,
     hard_so_far,
+    loop_guard_update,
     merge_meta,
 )
 from liveguard.allowset import AllowSet
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
-from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
 from liveguard.rules.build import TRANSITION_CODES
 from liveguard.settings import Settings
@@ -65,6 +66,7 @@ __all__ = [
     "aevaluate_trajectory",
     "apply_escalation",
     "build_eval_graph",
+    "build_verdict",
     "eval_chain",
     "evaluate_trajectory",
     "merge_meta",
@@ -154,25 +156,6 @@ def _skipped(level: Level, why: str) -> LevelScore:
     return LevelScore(level=level, reason=f"skipped:{why}", source="none")
 
 
-_DEFAULT_POLICY = Policy()
-_SCANNING: dict[int, tuple[Policy, Policy]] = {}
-
-
-def _scanning(policy: Policy) -> Policy:
-    """``policy`` with ``scan_text`` on (the judges' guard: every evaluation scans step text).
-
-    One copy per policy object (a batch uses a handful), kept with its original so the id
-    is never reused while cached."""
-    if policy.scan_text:
-        return policy
-    hit = _SCANNING.get(id(policy))
-    if hit is not None and hit[0] is policy:
-        return hit[1]
-    copy = policy.model_copy(update={"scan_text": True})
-    if len(_SCANNING) >= 64:
-        _SCANNING.clear()
-    _SCANNING[id(policy)] = (policy, copy)
-    return copy
 
 
 # -- the graph -------------------------------------------------------------------------------
@@ -274,17 +257,7 @@ class _Nodes:
 
     def loop_guard(self, state: EvalState) -> dict[str, Any]:
         """One Monitor over the run, every rule family (core, allow-set, defects): one digest per step."""
-        allow = state.get("allow_set")
-        policy = _scanning(state.get("policy") or _DEFAULT_POLICY)
-        steps = state["trajectory"].steps
-        found = check_trajectory(steps, policy, allow)
-        report = {
-            "violations": dump_violations(found),
-            "steps": len(steps),
-            "enabled": policy.enabled,
-            "allow_set": allow is not None,
-        }
-        return {"graph_meta": {"telemetry": {"loop_guard": report}}}
+        return loop_guard_update(state)
 
     def judge_node(self, node: str, level: Level) -> Any:
         """The node of one judge level. A structural-only graph plans no level (see
@@ -390,9 +363,7 @@ class _Nodes:
         return await spin_checks(state["trajectory"].steps, found, policy, self.client)
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
-        verdict = build_verdict(state, gate_model=self.client.config.model,
-                                structural_only=self.structural_only)
-        return {"violations": list(verdict.violations), "verdict": verdict}
+        return aggregate_update(state, self.client.config.model, self.structural_only)
 
     async def escalate_borderline(self, state: EvalState) -> dict[str, Any]:
         """Ask the panel on a borderline composite and apply it (through the verdict module)."""
