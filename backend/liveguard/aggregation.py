@@ -35,10 +35,15 @@ def merge_meta(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) 
     Two guards writing ``{"telemetry": {"loop_guard": ...}}`` and
     ``{"telemetry": {"detect_defects": ...}}`` both survive.
     """
-    out = dict(left or {})
-    for key, value in (right or {}).items():
+    out = dict(left) if left else {}
+    if not right:
+        return out
+    for key, value in right.items():
         if key == "telemetry" and (type(value) is dict or isinstance(value, Mapping)):
-            out[key] = {**out.get(key, {}), **value}
+            inner = out.get(key)
+            merged = dict(inner) if inner else {}
+            merged.update(value)
+            out[key] = merged
         else:
             out[key] = value
     return out

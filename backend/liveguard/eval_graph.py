@@ -390,8 +390,8 @@ def _inputs(
         "allowsets_in_use": allowsets_in_use,
         "policy": policy,
         "outcome": trajectory.outcome if outcome is None else outcome,
-        "graph_meta": {"telemetry": {}},
-        "scores": {},
+        # graph_meta and scores start empty (their reducers' initial value); every guard and
+        # judge node writes its own key into them
     }
 
 

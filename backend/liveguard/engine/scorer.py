@@ -169,15 +169,19 @@ class Scorer:
     # -- one run ------------------------------------------------------------------------------
     def policy_for(self, run: Trajectory) -> Policy:
         """:func:`liveguard.scoring.policy_for`, with each preset's policy built once per process."""
-        from liveguard.scoring import PRESETS
-
         if self.options.explicit_policy is not None:
             return self.options.explicit_policy
-        preset = (run.metadata or {}).get("policy")
+        metadata = run.metadata
+        preset = metadata.get("policy") if metadata else None
+        if preset is None:
+            return self.default
+        policy = self._presets.get(preset) if isinstance(preset, str) else None
+        if policy is not None:
+            return policy
+        from liveguard.scoring import PRESETS
+
         if isinstance(preset, str) and preset in PRESETS:
-            policy = self._presets.get(preset)
-            if policy is None:
-                policy = self._presets[preset] = self.settings.policy(PRESETS[preset]())
+            policy = self._presets[preset] = self.settings.policy(PRESETS[preset]())
             return policy
         return self.default
 
