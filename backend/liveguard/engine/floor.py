@@ -1,11 +1,13 @@
 """The deterministic floor without the per-run LangGraph overhead.
 
 When no judge can run, the eval graph is a straight chain of plain functions over a
-dict. :class:`Floor` reads that chain from the *compiled* eval graph once (its nodes'
-own functions, its edges, its channels' reducers) and then runs it per run as a loop
-over the same functions: no Pregel loop, no checkpoint tasks, no event loop. The
-functions are the graph's, so there is one rule path; a test compares both paths'
-verdicts run by run.
+dict. :class:`Floor` takes that chain once, either from the node list the graph is built
+from (:meth:`Floor.from_chain` over ``eval_graph.eval_chain``: what the scorer uses, with
+no LangGraph import) or from a *compiled* graph (:meth:`Floor.from_graph`: its nodes' own
+functions, its edges, its channels' reducers; a test checks both give the same floor), and
+then runs it per run as a loop over the same functions: no Pregel loop, no checkpoint
+tasks, no event loop. The functions are the graph's, so there is one rule path; a test
+compares both paths' verdicts run by run.
 
 With judges, :meth:`Floor.ainvoke` runs the same chain and awaits the judge nodes, so the
 deterministic part costs the same with judges as without them.
