@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import orjson
 from liveguard import Monitor, Policy, Step, Trajectory
 from liveguard.monitor import check_trajectory
 from scale_corpus import SEED, iter_runs, write_corpus
+from timing import interleaved_medians
 
 EXE = Path(sys.executable).with_name("liveguard")
 
@@ -132,18 +132,7 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
         "floor_kept": lambda: [scorer.floor_verdict(r) for r in runs],
         "check_trajectory_kept": lambda: [check_trajectory(r.steps, policy) for r in runs],
     }
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    for fn in contenders.values():  # warm-up
-        fn()
-    for i in range(repeats):
-        for name in list(contenders)[:: 1 if i % 2 == 0 else -1]:
-            gc.collect()
-            gc.disable()
-            start = time.perf_counter()
-            contenders[name]()
-            times[name].append(time.perf_counter() - start)
-            gc.enable()
-    out = {f"{k}_us": statistics.median(v) / n * 1e6 for k, v in times.items()}
+    out = {f"{k}_us": seconds / n * 1e6 for k, seconds in interleaved_medians(contenders, repeats).items()}
     out["ratio"] = out["floor_us"] / out["check_trajectory_us"]
     out["ratio_kept"] = out["floor_kept_us"] / out["check_trajectory_kept_us"]
     return out

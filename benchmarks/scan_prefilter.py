@@ -17,10 +17,7 @@ Usage: ``python benchmarks/scan_prefilter.py [--runs 2000] [--repeats 5]``. Shor
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,22 +27,7 @@ from liveguard import Monitor, Policy, Trajectory
 from liveguard.monitor import check_trajectory
 from liveguard.rules import injection
 from scale_corpus import SEED, iter_runs
-
-
-def _bench(contenders: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    """Median seconds of each contender, interleaved (order alternates), after one warm-up."""
-    times: dict[str, list[float]] = {k: [] for k in contenders}
-    for fn in contenders.values():
-        fn()
-    for i in range(repeats):
-        for name in list(contenders)[:: 1 if i % 2 == 0 else -1]:
-            gc.collect()
-            gc.disable()
-            start = time.perf_counter()
-            contenders[name]()
-            times[name].append(time.perf_counter() - start)
-            gc.enable()
-    return {k: statistics.median(v) for k, v in times.items()}
+from timing import interleaved_medians
 
 
 def _pure_step(step: Any) -> bool:
@@ -103,14 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(runs):,} runs x 24 steps, {sum(map(len, raws)) / len(raws) / 1024:.1f} KiB of step JSON "
           f"a run; verdicts equal on {same:,} of {len(raws):,} runs")
 
-    t = _bench({"pure": lambda: [pure(r) for r in raws], "native": lambda: [native(r) for r in raws]},
-               args.repeats)
+    t = interleaved_medians({"pure": lambda: [pure(r) for r in raws],
+                             "native": lambda: [native(r) for r in raws]}, args.repeats)
     per_run = {k: v / len(raws) * 1e6 for k, v in t.items()}
     print(f"pre-filter per run:   pure {per_run['pure']:6.1f} µs   native {per_run['native']:6.2f} µs   "
           f"{per_run['pure'] / per_run['native']:.0f}x")
 
-    t = _bench({"pure": lambda: [_pure_step(s) for s in steps],
-                "native": lambda: [injection._step_may_match(s) for s in steps]}, args.repeats)
+    t = interleaved_medians({"pure": lambda: [_pure_step(s) for s in steps],
+                             "native": lambda: [injection._step_may_match(s) for s in steps]},
+                            args.repeats)
     per_step = {k: v / len(steps) * 1e6 for k, v in t.items()}
     print(f"live, per step:       pure {per_step['pure']:6.2f} µs   native {per_step['native']:6.2f} µs   "
           f"{per_step['pure'] / per_step['native']:.1f}x  (serialising the step included)")
@@ -118,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     scan, plain = Policy(scan_text=True), Policy()
     for label, make, unit, count in (("check_trajectory per run", _check, "run", len(runs)),
                                      ("live Monitor per step", _live, "step", len(steps))):
-        t = _bench({"scan, pure": _with(None, make(runs, scan)),
-                    "scan, native": _with(scanner, make(runs, scan)),
-                    "no scan": _with(scanner, make(runs, plain))}, args.repeats)
+        t = interleaved_medians({"scan, pure": _with(None, make(runs, scan)),
+                                 "scan, native": _with(scanner, make(runs, scan)),
+                                 "no scan": _with(scanner, make(runs, plain))}, args.repeats)
         per = {k: v / count * 1e6 for k, v in t.items()}
         print(f"{label}: " + ", ".join(f"{k} {v:.1f} µs" for k, v in per.items()))
         print(f"  the rule's cost per {unit}: pure {per['scan, pure'] - per['no scan']:.1f} µs, "

@@ -348,29 +348,18 @@ def _canonical(obs: Observation) -> tuple[str, bytes]:
 
 def _nonretryable(value: Any) -> bool:
     """True when a result or error says ``"retryable": false`` (dict, JSON text, or message)."""
-    kind = type(value)
-    if kind is str:  # the frequent cases first: exactly str, exactly dict
-        if "retryable" not in value:
-            return False
-        parsed = _maybe_json(value)
-        return isinstance(parsed, Mapping) and parsed.get("retryable") is False
-    if kind is dict:
-        if "retryable" in value:
-            return value["retryable"] is False
-        content = value.get("content")  # an OpenAI-format tool message
-        return content is not None and content is not value and _nonretryable(content)
     if value is None:
         return False
-    if isinstance(value, Mapping):
-        if "retryable" in value:
-            return value["retryable"] is False
-        content = value.get("content")
-        return content is not None and content is not value and _nonretryable(content)
     if isinstance(value, str):
         if "retryable" not in value:
             return False
         parsed = _maybe_json(value)
         return isinstance(parsed, Mapping) and parsed.get("retryable") is False
+    if type(value) is dict or isinstance(value, Mapping):  # a plain dict skips the ABC check
+        if "retryable" in value:
+            return value["retryable"] is False
+        content = value.get("content")  # an OpenAI-format tool message
+        return content is not None and content is not value and _nonretryable(content)
     content = getattr(value, "content", None)
     return content is not None and content is not value and _nonretryable(content)
 
