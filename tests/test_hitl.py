@@ -396,3 +396,15 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
 def _with_by(decision: Any, by: str) -> Any:
     fields = {k: v for k, v in vars(decision).items() if k != "type"}
     return type(decision)(**{**fields, "by": by})
+
+
+def test_the_new_modules_import_no_framework() -> None:
+    """hitl, notify and results load without LangGraph, LangChain, httpx or LangSmith."""
+    import subprocess
+    import sys
+
+    code = ("import sys, liveguard.hitl, liveguard.notify, liveguard.results; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('langgraph', 'langchain', 'langchain_core', 'httpx', 'langsmith')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

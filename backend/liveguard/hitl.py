@@ -31,17 +31,17 @@ Privacy: a request carries codes, reasons, counts, node names and step indices; 
 text is the draft itself, in the approval request's ``args``.
 """
 
-from __future__ import annotations
-
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired, cast
+
+from typing_extensions import TypedDict  # pydantic validates it on Python < 3.12
 
 from liveguard.errors import SCHEMA_KEYS, safe_key
 
 if TYPE_CHECKING:
-    from liveguard.notify import Coords, Notifier
+    from liveguard.notify import Notifier
 
 __all__ = [
     "APPROVAL_ACTION",
@@ -568,7 +568,7 @@ def to_hitl_decision(decision: ReviewDecision) -> dict[str, Any]:
 def ask(
     request: HoldRequest,
     *,
-    notifiers: Sequence[Notifier] = (),
+    notifiers: Sequence["Notifier"] = (),
     config: Mapping[str, Any] | None = None,
     require_by: bool = False,
     on_error: Callable[[DecisionError], None] | None = None,
@@ -594,7 +594,7 @@ def ask(
             answer = interrupt(shown)
         except GraphInterrupt as held:
             if notifiers:
-                coords: Coords = coords_of(config, held)
+                coords = coords_of(config, held)
                 notify_all(notifiers, shown, coords)
             raise
         parsed = parse_resume(answer, shown, require_by=require_by)

@@ -15,10 +15,10 @@ these results as they are.
   where it is wrong with a :class:`ResultError`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Final, NotRequired
+
+from typing_extensions import TypedDict  # pydantic validates it on Python < 3.12
 
 from liveguard.errors import LiveguardError
 
@@ -68,7 +68,7 @@ def liveness_result(hard_codes: Iterable[str]) -> EvaluatorResult:
             "metadata": {"hard_codes": hard}}
 
 
-def verdict_result(verdict: Verdict) -> EvaluatorResult:
+def verdict_result(verdict: "Verdict") -> EvaluatorResult:
     """The full verdict: the composite (1.0 / 0.0 by ``passed`` when unjudged), the codes."""
     score = verdict.composite if verdict.composite is not None else float(verdict.passed)
     codes = ",".join(verdict.hard_codes) or "none"
@@ -82,14 +82,16 @@ def verdict_result(verdict: Verdict) -> EvaluatorResult:
     }
 
 
-def gate_result(decision: GateDecision) -> GateResult:
+def gate_result(decision: "GateDecision") -> GateResult:
     """The release gate: categorical ``value`` and its number; the reasons in metadata."""
     return {
         "key": "release_gate",
         "value": decision.decision,
         "score": GATE_SCORES[decision.decision],
         "comment": f"{decision.decision}: " + "; ".join(decision.reasons),
-        "metadata": {"decision": decision.decision, "reasons": list(decision.reasons)},
+        "metadata": {"decision": decision.decision, "reasons": list(decision.reasons),
+                     "runs": decision.runs, "passed": decision.passed, "pass_rate": decision.pass_rate,
+                     "rollback_codes": list(decision.rollback_codes)},
     }
 
 
