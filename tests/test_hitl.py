@@ -186,6 +186,23 @@ def test_edit_of_a_stop_may_echo_the_evidence_args() -> None:
                           edit_key="message")
 
 
+def test_a_guard_edit_from_a_form_field_may_send_the_update_as_json_text() -> None:
+    parsed = parse_resume({"decisions": [{"type": "edit", "edited_action": {
+        "name": LIVENESS_ACTION, "args": {"code": "tool_no_progress", "update": '{"limit": 5}'}}}]},
+        stop("update"))
+    assert parsed == Edit(name=LIVENESS_ACTION, args={"update": {"limit": 5}}, edit_key="update")
+
+
+def test_an_edit_of_a_foreign_request_keeps_every_arg() -> None:
+    """A request liveguard did not build (no edit_key): the action's args pass through whole."""
+    request = {"action_requests": [{"name": "run_sql", "args": {"code": "SELECT 1", "step": 2}}],
+               "review_configs": [{"action_name": "run_sql", "allowed_decisions": ["edit"]}]}
+    parsed = parse_resume({"decisions": [{"type": "edit", "edited_action": {
+        "name": "run_sql", "args": {"code": "SELECT 2", "step": 2}}}]}, request)
+    assert parsed == Edit(name="run_sql", args={"code": "SELECT 2", "step": 2}, edit_key="")
+    assert parsed.value == {"code": "SELECT 2", "step": 2}
+
+
 # ------------------------------------------------------------------------- what review UIs send
 def test_langchain_per_call_and_agent_inbox_answers_parse() -> None:
     """A bare decision (LangChain's per_call mode) and Agent Inbox's older HumanResponse list."""
@@ -293,6 +310,8 @@ def test_a_malformed_answer_is_a_typed_error_value_never_an_exception(answer: An
         ("message", {"message": 3}, "decisions[0].edited_action.args.message"),
         ("update", {"update": {}}, "decisions[0].edited_action.args.update"),
         ("update", {"update": "x"}, "decisions[0].edited_action.args.update"),
+        ("update", {"update": "[1]"}, "decisions[0].edited_action.args.update"),
+        ("update", {"update": "{}"}, "decisions[0].edited_action.args.update"),
     ],
 )
 def test_a_stop_edit_needs_its_value(edit: str, args: dict[str, Any], location: str) -> None:

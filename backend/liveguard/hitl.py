@@ -31,6 +31,7 @@ Privacy: a request carries codes, reasons, counts, node names and step indices; 
 text is the draft itself, in the approval request's ``args``.
 """
 
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -162,8 +163,8 @@ class Edit:
 
     @property
     def value(self) -> Any:
-        """The edited value: the new draft, the message or the state update."""
-        return self.args[self.edit_key]
+        """The edited value: the new draft, the message or the state update (else all args)."""
+        return self.args[self.edit_key] if self.edit_key else dict(self.args)
 
 
 @dataclass(frozen=True)
@@ -483,21 +484,27 @@ def _edit_args(action: Any, where: str, name: str, edit_key: str) -> tuple[str, 
     args = action.get("args")
     if not isinstance(args, Mapping):
         raise _Bad(f"{where}.edited_action.args", f"expected an object, got {_type_name(args)}")
-    if edit_key:
-        loc = f"{where}.edited_action.args.{edit_key}"
-        unknown = [k for k in args if k != edit_key and k not in _EVIDENCE_ARGS]
-        if unknown:
-            raise _Bad(f"{where}.edited_action.args", f"unknown key(s) {_keys(unknown)}; "
-                       f"an edit here carries {edit_key}")
-        value = args.get(edit_key)
-        if edit_key == "update":
-            if not isinstance(value, Mapping) or not value:
-                raise _Bad(loc, f"expected a non-empty state update object, got {_type_name(value)}")
-        elif value is None or (isinstance(value, str) and not value.strip()):
-            raise _Bad(loc, "required: the edit's new value, non-empty")
-        elif edit_key == "message" and not isinstance(value, str):
-            raise _Bad(loc, f"expected a string, got {_type_name(value)}")
-    return str(got), {str(k): v for k, v in args.items() if k not in _EVIDENCE_ARGS}
+    if not edit_key:  # a request liveguard did not build: its args are the action's own
+        return str(got), {str(k): v for k, v in args.items()}
+    loc = f"{where}.edited_action.args.{edit_key}"
+    unknown = [k for k in args if k != edit_key and k not in _EVIDENCE_ARGS]
+    if unknown:
+        raise _Bad(f"{where}.edited_action.args", f"unknown key(s) {_keys(unknown)}; "
+                   f"an edit here carries {edit_key}")
+    value = args.get(edit_key)
+    if edit_key == "update":
+        if isinstance(value, str):  # a form field sends the object as JSON text
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise _Bad(loc, "expected a state update object, got text that is not JSON") from None
+        if not isinstance(value, Mapping) or not value:
+            raise _Bad(loc, f"expected a non-empty state update object, got {_type_name(value)}")
+    elif value is None or (isinstance(value, str) and not value.strip()):
+        raise _Bad(loc, "required: the edit's new value, non-empty")
+    elif edit_key == "message" and not isinstance(value, str):
+        raise _Bad(loc, f"expected a string, got {_type_name(value)}")
+    return str(got), {edit_key: value}
 
 
 def _parse(answer: Any, request: Mapping[str, Any]) -> ReviewDecision:
