@@ -92,6 +92,8 @@ def test_approval_description_says_why_in_words_and_never_the_draft() -> None:
     text = approval()["action_requests"][0]["description"]
     assert "auto-approval is off" in text
     assert "content_cycle (the messages went round a cycle" in text
+    assert "Also found: repeated_content (the same message was produced" in text
+    assert text.count("content_cycle") == 1
     assert "Missing evidence: judges_skipped:hard_violation" in text
     assert "ACME-SECRET" not in text
     assert "Rivera" not in text

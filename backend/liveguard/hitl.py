@@ -284,8 +284,10 @@ def approval_request(
         "liveguard holds this draft for a person before it is sent.",
         "Why: " + "; ".join(why) + ".",
     ]
-    if found:
-        lines.append("Violations: " + "; ".join(describe_code(c) for c in found) + ".")
+    named = {r.partition(":")[2] for r in reasons if r.startswith(("hard:", "soft:"))}
+    others = [c for c in found if c not in named]
+    if others:
+        lines.append("Also found: " + "; ".join(describe_code(c) for c in others) + ".")
     missing = [str(m) for m in (verdict or {}).get("missing") or []]
     if missing:
         lines.append("Missing evidence: " + ", ".join(missing) + ".")
