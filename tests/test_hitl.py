@@ -29,11 +29,13 @@ from liveguard.hitl import (
     HoldRequest,
     Reject,
     Respond,
+    aask,
     approval_request,
     ask,
     liveness_request,
     parse_resume,
     to_hitl_decision,
+    to_hitl_response,
     with_error,
 )
 from liveguard.notify import Coords, NotifyOutcome
@@ -168,6 +170,16 @@ def test_by_and_note_go_to_the_audit_fields_at_either_level() -> None:
     assert to_hitl_decision(inner) == {"type": "approve", "by": "ana", "note": "ok"}
     clash = parse_resume({"decisions": [{"type": "approve", "by": "bo"}], "by": "ana"}, request)
     assert clash == DecisionError("decisions[0].by", "differs from the top-level by")
+
+
+def test_to_hitl_response_round_trips_with_the_audit_keys_beside_the_decisions() -> None:
+    request = approval()
+    for decision in [Approve(by="ana", note="ok"), Reject("no", by="bo"),
+                     Edit(name=APPROVAL_ACTION, args={"draft": "v2"}, edit_key="draft", note="typo")]:
+        response = to_hitl_response(decision)
+        RESPONSE.validate_python(response)
+        assert set(response) - {"decisions"} == {k for k in ("by", "note") if getattr(decision, k)}
+        assert parse_resume(response, request) == decision
 
 
 def test_require_by_refuses_an_anonymous_decision() -> None:
@@ -429,3 +441,44 @@ def test_the_new_modules_import_no_framework() -> None:
             "('langgraph', 'langchain', 'langchain_core', 'httpx', 'langsmith')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_aask_notifies_off_the_event_loop_and_holds() -> None:
+    """The async twin: the same hold and re-ask; the notifier runs in a worker thread."""
+    import asyncio
+    import threading
+
+    threads: list[int] = []
+    notifier = Recorder()
+
+    def recording(payload: Mapping[str, Any], coords: Coords, /) -> NotifyOutcome:
+        threads.append(threading.get_ident())
+        return notifier(payload, coords)
+
+    async def review(state: State) -> dict[str, Any]:
+        loop_threads.append(threading.get_ident())
+        request = approval_request(state["draft"], reasons=["autoapprove_off"])
+        return {"decisions": [to_hitl_decision(await aask(request, notifiers=[recording]))]}
+
+    loop_threads: list[int] = []
+    builder = StateGraph(State)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "aask-1"}}
+
+    async def run() -> Any:
+        await graph.ainvoke({"draft": DRAFT}, config)
+        await graph.ainvoke(Command(resume={"decisions": []}), config)
+        held = await graph.aget_state(config)
+        await graph.ainvoke(Command(resume={"decisions": [{"type": "reject"}]}), config)
+        return held, await graph.aget_state(config)
+
+    held, final = asyncio.run(run())
+    (pending,) = held.interrupts
+    assert pending.value["error"].startswith("decisions: expected exactly one decision")
+    assert [c.interrupt_id for _, c in notifier.calls] == [notifier.calls[0][1].interrupt_id, pending.id]
+    assert notifier.calls[1][0] == pending.value
+    assert not set(threads) & set(loop_threads)
+    assert final.values["decisions"] == [{"type": "reject"}]

@@ -27,6 +27,7 @@ from liveguard.notify import (
     NotifierError,
     NotifyOutcome,
     WebhookNotifier,
+    coords_of,
     notify_all,
     verify,
 )
@@ -305,3 +306,9 @@ def test_a_dead_webhook_never_releases_the_hold(hook_factory: Any) -> None:
     body = json.loads(hook.requests[0][1])
     assert body["interrupt_id"] == state.interrupts[0].id
     assert body["thread_id"] == "dead-hook"
+
+
+def test_coords_outside_a_graph_are_unknown_not_an_error() -> None:
+    assert coords_of(None) == Coords(thread_id=None, checkpoint_ns="", interrupt_id=None)
+    assert coords_of({"configurable": {"thread_id": 7, "checkpoint_ns": "a:1"}}) == \
+        Coords(thread_id="7", checkpoint_ns="a:1", interrupt_id=None)

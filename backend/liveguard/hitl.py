@@ -60,6 +60,7 @@ __all__ = [
     "Respond",
     "ReviewConfig",
     "ReviewDecision",
+    "aask",
     "approval_request",
     "ask",
     "describe_code",
@@ -67,6 +68,7 @@ __all__ = [
     "liveness_request",
     "parse_resume",
     "to_hitl_decision",
+    "to_hitl_response",
     "with_error",
 ]
 
@@ -574,6 +576,30 @@ def to_hitl_decision(decision: ReviewDecision) -> dict[str, Any]:
 
 
 # -- inside a node -----------------------------------------------------------------------------
+def _ask(
+    request: HoldRequest, require_by: bool, on_error: Callable[[DecisionError], None] | None
+) -> ReviewDecision:
+    from langgraph.types import interrupt
+
+    shown: HoldRequest = request
+    while True:
+        answer = interrupt(shown)
+        parsed = parse_resume(answer, shown, require_by=require_by)
+        if not isinstance(parsed, DecisionError):
+            return parsed
+        log.warning("hitl kind=%s bad_resume=%s", shown.get("kind"), parsed.location)
+        if on_error is not None:
+            on_error(parsed)
+        shown = with_error(shown, parsed)
+
+
+def _raised(held: BaseException) -> Any:
+    """The value of the interrupt a ``GraphInterrupt`` carries."""
+    for item in (getattr(held, "args", None) or ((),))[0] or ():
+        return getattr(item, "value", None)
+    return None
+
+
 def ask(
     request: HoldRequest,
     *,
@@ -586,30 +612,54 @@ def ask(
 
     Runs inside a LangGraph node (it calls ``langgraph.types.interrupt``). Each time the
     interrupt is actually raised (not when a resume replays it), ``notifiers`` are called
-    with the request and the thread coordinates (thread id and checkpoint namespace from
-    ``config``, default the node's config; the interrupt id LangGraph gave it), through
+    with the value raised (the request, with ``error`` on a re-ask) and the thread
+    coordinates (thread id and checkpoint namespace from ``config``, default the node's
+    config; the interrupt id LangGraph gave it), through
     :func:`liveguard.notify.notify_all`: a failing notifier is logged and never stops the
     hold. A malformed answer is logged (location only) and re-asked with
     :func:`with_error`; ``on_error`` sees each such error.
     """
     from langgraph.errors import GraphInterrupt
-    from langgraph.types import interrupt
 
     from liveguard.notify import coords_of, notify_all
 
-    shown: HoldRequest = request
-    while True:
-        try:
-            answer = interrupt(shown)
-        except GraphInterrupt as held:
-            if notifiers:
-                coords = coords_of(config, held)
-                notify_all(notifiers, shown, coords)
-            raise
-        parsed = parse_resume(answer, shown, require_by=require_by)
-        if not isinstance(parsed, DecisionError):
-            return parsed
-        log.warning("hitl kind=%s bad_resume=%s", shown.get("kind"), parsed.location)
-        if on_error is not None:
-            on_error(parsed)
-        shown = with_error(shown, parsed)
+    try:
+        return _ask(request, require_by, on_error)
+    except GraphInterrupt as held:
+        if notifiers:
+            notify_all(notifiers, _raised(held), coords_of(config, held))
+        raise
+
+
+async def aask(
+    request: HoldRequest,
+    *,
+    notifiers: Sequence["Notifier"] = (),
+    config: Mapping[str, Any] | None = None,
+    require_by: bool = False,
+    on_error: Callable[[DecisionError], None] | None = None,
+) -> ReviewDecision:
+    """:func:`ask` for async nodes: the notifiers run in a worker thread, off the event loop."""
+    import asyncio
+
+    from langgraph.errors import GraphInterrupt
+
+    from liveguard.notify import coords_of, notify_all
+
+    try:
+        return _ask(request, require_by, on_error)
+    except GraphInterrupt as held:
+        if notifiers:
+            coords = coords_of(config, held)  # in the node's context, before leaving it
+            await asyncio.to_thread(notify_all, notifiers, _raised(held), coords)
+        raise
+
+
+def to_hitl_response(decision: ReviewDecision) -> dict[str, Any]:
+    """The resume value for a decision: ``{"decisions": [...]}``, ``by``/``note`` beside it."""
+    one = to_hitl_decision(decision)
+    response: dict[str, Any] = {"decisions": [one]}
+    for key in ("by", "note"):
+        if key in one:
+            response[key] = one.pop(key)
+    return response
