@@ -271,6 +271,12 @@ def test_langchain_middlewares_own_request_parses_every_decision_and_accepts_our
                                   edit_key="")
     assert parsed["reject"] == Reject("wrong person")
     assert parsed["respond"] == Respond("already sent by hand")
+    for decision in parsed.values():
+        assert not isinstance(decision, DecisionError)
+        back = to_hitl_decision(decision)
+        assert back == answers[decision.type]
+        assert DECISION.validate_python(back, strict=True) == back
+        assert parse_resume({"decisions": [back]}, request) == decision
     respond = parsed["respond"]
     assert not isinstance(respond, DecisionError)
     result = agent.invoke(Command(resume={"decisions": [to_hitl_decision(respond)]}), config)
