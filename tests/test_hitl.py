@@ -109,7 +109,9 @@ def test_approval_without_reasons_or_verdict_still_says_why() -> None:
 
 def test_liveness_request_names_the_next_step_code_and_index() -> None:
     request = liveness_request(code="tool_no_progress", step=7, node="tools", count=3, edit="update",
-                               interrupt_id="liveguard")
+                               interrupt_id="liveguard", detail={"digest": "ab12", "window": 6})
+    REQUEST.validate_python(request, strict=True)
+    assert request["detail"] == {"digest": "ab12", "window": 6}
     action = request["action_requests"][0]
     assert action["name"] == LIVENESS_ACTION
     assert action["args"] == {"code": "tool_no_progress", "step": 7, "node": "tools", "count": 3,

@@ -118,7 +118,8 @@ class HoldRequest(TypedDict):
     must carry; ``interrupt_id`` the hold's interrupt id where it is known when the request
     is built (``guard()``'s fixed one), else None: the ``Interrupt`` itself carries it.
     ``verdict`` (approval) is the verdict row; ``step``/``node``/``count`` (liveness) say
-    where the run stopped; ``error`` is set on a re-ask after a malformed answer.
+    where the run stopped and ``detail`` the violation's detail; ``error`` is set on a re-ask
+    after a malformed answer.
     """
 
     action_requests: list[ActionRequest]
@@ -132,6 +133,7 @@ class HoldRequest(TypedDict):
     step: NotRequired[int]
     node: NotRequired[str | None]
     count: NotRequired[int]
+    detail: NotRequired[dict[str, Any]]
     error: NotRequired[str]
 
 
@@ -317,6 +319,7 @@ def liveness_request(
     count: int,
     edit: Literal["message", "update"] = "message",
     reasons: Sequence[str] = (),
+    detail: Mapping[str, Any] | None = None,
     interrupt_id: str | None = None,
 ) -> HoldRequest:
     """A liveness stop's interrupt value: one ``continue_run`` action for the next step.
@@ -324,7 +327,8 @@ def liveness_request(
     ``edit="message"`` (the middleware): an edit continues with ``edited_action.args.message``
     added as a human message. ``edit="update"`` (``guard()``): an edit continues with
     ``edited_action.args.update`` applied as a state update. ``args`` shows where the run
-    stopped (code, step index, node, count) and the editable key, empty.
+    stopped (code, step index, node, count) and the editable key, empty. ``detail`` is the
+    violation's detail (counts, digests, step indices), kept in the extra key ``detail``.
     """
     effect = ("the message in args.message added for the model" if edit == "message"
               else "args.update applied to the thread state")
@@ -351,6 +355,8 @@ def liveness_request(
         "node": node,
         "count": count,
     }
+    if detail is not None:
+        request["detail"] = dict(detail)
     return request
 
 
