@@ -381,10 +381,15 @@ class Recorder:
         return NotifyOutcome(ok=True, attempts=1)
 
 
-def review_graph(notifier: Recorder) -> Any:
+def review_graph(notifier: Recorder, errors: list[DecisionError] | None = None) -> Any:
+    def on_error(error: DecisionError) -> None:
+        if errors is None:
+            raise RuntimeError("a failing hook")
+        errors.append(error)
+
     def review(state: State) -> dict[str, Any]:
         request = approval_request(state["draft"], reasons=["autoapprove_off"])
-        return {"decisions": [to_hitl_decision(ask(request, notifiers=[notifier]))]}
+        return {"decisions": [to_hitl_decision(ask(request, notifiers=[notifier], on_error=on_error))]}
 
     builder = StateGraph(State)
     builder.add_node("review", review)
@@ -416,13 +421,15 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         ({"type": "reject", "message": "later"}, Reject("later")),
     ]:
         notifier = Recorder()
-        graph = review_graph(notifier)
+        errors: list[DecisionError] | None = [] if answer["type"] != "reject" else None
+        graph = review_graph(notifier, errors)  # reject's run: on_error itself fails
         config: Any = {"configurable": {"thread_id": f"ask-{answer['type']}"}}
         graph.invoke({"draft": DRAFT}, config)
         graph.invoke(Command(resume={"action": "approve"}), config)  # the old dialect: re-asked
         state = graph.get_state(config)
         (pending,) = state.interrupts
         assert pending.value["error"].startswith("resume: ")
+        assert errors is None or [str(e) for e in errors] == [pending.value["error"]]
         REQUEST.validate_python(pending.value, strict=True)
         assert len(notifier.calls) == 2
         assert notifier.calls[1][1].interrupt_id == pending.id

@@ -595,7 +595,10 @@ def _ask(
             return parsed
         log.warning("hitl kind=%s bad_resume=%s", shown.get("kind"), parsed.location)
         if on_error is not None:
-            on_error(parsed)
+            try:
+                on_error(parsed)
+            except Exception as exc:  # the caller's hook must not end the hold
+                log.warning("hitl on_error_failed=%s", type(exc).__name__)
         shown = with_error(shown, parsed)
 
 
@@ -623,7 +626,8 @@ def ask(
     config; the interrupt id LangGraph gave it), through
     :func:`liveguard.notify.notify_all`: a failing notifier is logged and never stops the
     hold. A malformed answer is logged (location only) and re-asked with
-    :func:`with_error`; ``on_error`` sees each such error.
+    :func:`with_error`; ``on_error`` sees each such error (again each time a resume replays
+    the node, as LangGraph re-runs it from the start), and its own failure is only logged.
     """
     from langgraph.errors import GraphInterrupt
 
