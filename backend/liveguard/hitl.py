@@ -334,7 +334,7 @@ def liveness_request(
               else "args.update applied to the thread state")
     where = f"step {step}" + (f" (node {node!r})" if node else "")
     lines = [
-        f"liveguard stopped this run at {where}: {describe_code(code)}; it fired {count} times.",
+        f"liveguard stopped this run at {where}: {describe_code(code)}; seen {count} times.",
         "A person decides whether the run goes on.",
     ]
     if reasons:
