@@ -17,6 +17,9 @@ Mapping (SOURCES.md has the repositories, commits and licences):
   history entry is a message step whose node is the speaking agent; the
   ``Computer_terminal``'s turns are tool steps (``tool="execute_code"``, ``args`` = the code
   blocks of the message it executed, ``result`` = its output).
+* **Who&When Hand-Crafted** (``Who&When/Hand-Crafted/*.json``, Magentic-One runs): every
+  history entry is a message step whose node is its role (``Orchestrator (thought)``,
+  ``WebSurfer``, ...).
 * **mini-swe-agent** (``*.traj.json``): the task prompt is a ``user`` message step; each
   assistant turn is an ``agent`` message step (its THOUGHT text, when it has any) followed
   by a ``tools`` step per bash action (``tool="bash"``, ``args={"command": ...}``,
@@ -44,7 +47,7 @@ WW_REPO = "ag2ai+Agents_Failure_Attribution"
 LIVESWE_REPO = "RussellRyanH+CSCI-635-LiveSWE-Agent"
 GRUCKION_REPO = "gruckion+mini-swe-agent"
 
-GEMINI_RUNS = 155  # Gemini 3 Pro runs added to miniswe.jsonl for the throughput benchmark
+GEMINI_RUNS = 145  # Gemini 3 Pro runs added to miniswe.jsonl for the throughput benchmark
 
 _BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
 _CODE_BLOCK = re.compile(r"```(?:python|py|sh|bash|shell)?[^\n]*\n(.*?)```", re.S)
@@ -138,17 +141,16 @@ def whowhen_runs(mirror: Mirror) -> Iterator[dict[str, Any]]:
     for path in paths:
         record = mirror.json(path)
         steps: list[dict[str, Any]] = []
-        last_code = ""
+        last_code = ""  # the code blocks of the message just before (what the terminal ran)
         for entry in record["history"]:
             name = entry.get("name") or entry.get("role") or "unknown"
             content = entry.get("content") or ""
             if name == "Computer_terminal":
                 steps.append({"node": name, "tool": "execute_code", "args": {"code": last_code}, "result": content})
+                last_code = ""
             else:
                 steps.append({"node": name, "summary": content})
-                code = _code_of(content)
-                if code:
-                    last_code = code
+                last_code = _code_of(content)
         yield {
             "run_id": f"whowhen-ag-{Path(path).stem}",
             "graph": "whowhen_ag2",
@@ -156,6 +158,27 @@ def whowhen_runs(mirror: Mirror) -> Iterator[dict[str, Any]]:
             "outcome": {"is_correct": record.get("is_correct")},
             "metadata": {"source": "whowhen", "question_id": record.get("question_ID"),
                          "level": record.get("level"), "mistake_agent": record.get("mistake_agent"),
+                         "mistake_step": record.get("mistake_step")},
+            "steps": steps,
+        }
+
+
+def whowhen_hc_runs(mirror: Mirror) -> Iterator[dict[str, Any]]:
+    """The Hand-Crafted set (Magentic-One runs): every history entry a message step of its role."""
+    prefix = "Who&When/Hand-Crafted/"
+    paths = sorted(mirror.files(prefix), key=lambda p: int(Path(p).stem))
+    for path in paths:
+        record = mirror.json(path)
+        steps = [{"node": entry.get("name") or entry.get("role") or "unknown", "summary": entry.get("content") or ""}
+                 for entry in record["history"]]
+        correct = record.get("is_corrected", record.get("is_correct"))
+        yield {
+            "run_id": f"whowhen-hc-{Path(path).stem}",
+            "graph": "whowhen_magentic_one",
+            "status": "success" if correct else "failed",
+            "outcome": {"is_correct": correct},
+            "metadata": {"source": "whowhen_hc", "question_id": record.get("question_ID"),
+                         "mistake_agent": record.get("mistake_agent"),
                          "mistake_step": record.get("mistake_step")},
             "steps": steps,
         }
@@ -255,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     tau = Mirror(args.mirror, TAU_REPO)
     write("taubench_airline", tau_runs(tau, "historical_trajectories/gpt-4o-airline.json", "gpt-4o", "airline"))
     write("whowhen", whowhen_runs(Mirror(args.mirror, WW_REPO)))
+    write("whowhen_hc", whowhen_hc_runs(Mirror(args.mirror, WW_REPO)))
     write("miniswe", miniswe_runs(Mirror(args.mirror, LIVESWE_REPO), Mirror(args.mirror, GRUCKION_REPO)))
     for name in (TAU_REPO, WW_REPO, LIVESWE_REPO, GRUCKION_REPO):
         print(f"{name}: {Mirror(args.mirror, name).head()}")
