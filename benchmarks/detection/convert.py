@@ -59,7 +59,8 @@ class Mirror:
     def __init__(self, root: Path, name: str) -> None:
         self.git_dir = root / name / "repo"
         if not self.git_dir.is_dir():
-            raise SystemExit(f"convert: no snapshot at {self.git_dir} (fetch github:{name.replace('+', '/')})")
+            repo = name.replace("+", "/")
+            raise SystemExit(f"convert: no snapshot at {self.git_dir} (fetch github:{repo})")
 
     def _git(self, *args: str) -> bytes:
         return subprocess.run(["git", "--git-dir", str(self.git_dir), *args],
@@ -105,14 +106,17 @@ def tau_runs(mirror: Mirror, path: str, model: str, domain: str) -> Iterator[dic
                     steps.append({"node": "agent", "summary": msg["content"]})
                 for call in msg.get("tool_calls") or []:
                     fn = call.get("function", {})
-                    step = {"node": "tools", "tool": fn.get("name") or "unknown", "args": _args(fn.get("arguments"))}
+                    step = {"node": "tools", "tool": fn.get("name") or "unknown",
+                            "args": _args(fn.get("arguments"))}
                     steps.append(step)
                     pending.append(step)
             elif role == "tool":
                 # tool_call ids repeat inside some runs: answer the oldest call still open
-                match = next((s for s in pending if s["tool"] == msg.get("name")), pending[0] if pending else None)
+                fallback = pending[0] if pending else None
+                match = next((s for s in pending if s["tool"] == msg.get("name")), fallback)
                 if match is None:
-                    steps.append({"node": "tools", "tool": msg.get("name") or "unknown", "result": msg.get("content")})
+                    steps.append({"node": "tools", "tool": msg.get("name") or "unknown",
+                                  "result": msg.get("content")})
                 else:
                     pending.remove(match)
                     match["result"] = msg.get("content")
@@ -146,7 +150,8 @@ def whowhen_runs(mirror: Mirror) -> Iterator[dict[str, Any]]:
             name = entry.get("name") or entry.get("role") or "unknown"
             content = entry.get("content") or ""
             if name == "Computer_terminal":
-                steps.append({"node": name, "tool": "execute_code", "args": {"code": last_code}, "result": content})
+                steps.append({"node": name, "tool": "execute_code", "args": {"code": last_code},
+                              "result": content})
                 last_code = ""
             else:
                 steps.append({"node": name, "summary": content})
@@ -169,8 +174,8 @@ def whowhen_hc_runs(mirror: Mirror) -> Iterator[dict[str, Any]]:
     paths = sorted(mirror.files(prefix), key=lambda p: int(Path(p).stem))
     for path in paths:
         record = mirror.json(path)
-        steps = [{"node": entry.get("name") or entry.get("role") or "unknown", "summary": entry.get("content") or ""}
-                 for entry in record["history"]]
+        steps = [{"node": entry.get("name") or entry.get("role") or "unknown",
+                  "summary": entry.get("content") or ""} for entry in record["history"]]
         correct = record.get("is_corrected", record.get("is_correct"))
         yield {
             "run_id": f"whowhen-hc-{Path(path).stem}",
@@ -207,7 +212,8 @@ def miniswe_run(data: dict[str, Any], run_id: str, model: str, origin: str) -> d
                     steps.append({"node": "agent", "summary": content})
                 for call in calls:
                     fn = call.get("function", {})
-                    step = {"node": "tools", "tool": fn.get("name") or "bash", "args": _args(fn.get("arguments"))}
+                    step = {"node": "tools", "tool": fn.get("name") or "bash",
+                            "args": _args(fn.get("arguments"))}
                     steps.append(step)
                     open_calls.append(step)
                 continue
@@ -248,7 +254,8 @@ def miniswe_run(data: dict[str, Any], run_id: str, model: str, origin: str) -> d
 
 
 def miniswe_runs(liveswe: Mirror, gruckion: Mirror) -> Iterator[dict[str, Any]]:
-    for path in sorted(p for p in liveswe.files("results/llm-ablation/gpt-5-mini") if p.endswith(".traj.json")):
+    mini = liveswe.files("results/llm-ablation/gpt-5-mini")
+    for path in sorted(p for p in mini if p.endswith(".traj.json")):
         instance = Path(path).name.removesuffix(".traj.json")
         yield miniswe_run(liveswe.json(path), f"miniswe-gpt5mini-{instance}", "gpt-5-mini", LIVESWE_REPO)
     gem = sorted(p for p in gruckion.files("swebench_results/20251118_gemini-3-pro-74pct/trajs")
@@ -276,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     args = parser.parse_args(argv)
     tau = Mirror(args.mirror, TAU_REPO)
-    write("taubench_airline", tau_runs(tau, "historical_trajectories/gpt-4o-airline.json", "gpt-4o", "airline"))
+    airline = "historical_trajectories/gpt-4o-airline.json"
+    write("taubench_airline", tau_runs(tau, airline, "gpt-4o", "airline"))
     write("whowhen", whowhen_runs(Mirror(args.mirror, WW_REPO)))
     write("whowhen_hc", whowhen_hc_runs(Mirror(args.mirror, WW_REPO)))
     write("miniswe", miniswe_runs(Mirror(args.mirror, LIVESWE_REPO), Mirror(args.mirror, GRUCKION_REPO)))
