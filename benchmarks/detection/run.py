@@ -1,0 +1,287 @@
+"""Detection on real recorded runs: liveguard against labelled public agent runs.
+
+    PYTHONPATH=backend .venv/bin/python benchmarks/detection/run.py [--configs ...] [--json FILE]
+
+Scores every run of ``labels.jsonl`` (the runs are in ``data/*.jsonl``) in five
+configurations, through liveguard's public API only:
+
+* ``structural``: ``liveguard.check_trajectory`` with the default ``Policy()``.
+* ``semantic``: the same with ``Policy(semantic=True)`` (``liveguard score --semantic
+  --no-judges``): the semantic layer without judges.
+* ``semantic+judge``: ``liveguard.evaluate_trajectory`` with ``Policy(semantic=True)`` and
+  a ``JudgeClient`` pointed at the local scripted OpenAI-compatible server of
+  ``tests/fake_openai.py`` (``liveguard score --semantic`` with a judge). The script's rule:
+  a spin check (a request whose prompt carries ``spin_check:``) is answered "spins"
+  (score 0); every other judge question is answered "fine" (score 1). The answers never
+  depend on the labels.
+* ``identical3``: naive baseline (a): some step (same node and same content digest) occurs
+  three times in the run.
+* ``reference``: naive baseline (b): the reference no-progress guard of
+  ``benchmarks/run.py`` (``reference_guard``: a digest per step, three equal digests in a
+  window of 6).
+
+A run is *flagged* when the configuration raises any hard finding (any code: the rules
+are changing, so no code list is assumed). Reported per source and split: recall on runs
+labelled ``loop`` or ``stall``, the rate of flagged runs among runs labelled
+``progress``, and, on caught loops, the first flagged step against the labelled loop
+start. A benchmark, never a test: it exits 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DATA = HERE / "data"
+LABELS = HERE / "labels.jsonl"
+CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference")
+LOOPING = frozenset({"loop", "stall"})
+
+
+def _load_module(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"run.py: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_labels(path: Path = LABELS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_runs(wanted: set[str]) -> dict[str, Any]:
+    """The labelled runs, parsed into ``liveguard.Trajectory`` by the project's reader."""
+    from liveguard import Trajectory, read_jsonl
+
+    runs: dict[str, Any] = {}
+    for path in sorted(DATA.glob("*.jsonl")):
+        for item in read_jsonl(path):
+            if isinstance(item, Trajectory) and item.run_id in wanted:
+                runs[item.run_id] = item
+    return runs
+
+
+# -- the detectors: each returns the first step index of a hard finding, or None ---------
+
+def _first_hard(violations: Iterable[Any]) -> int | None:
+    steps = [v.step for v in violations if getattr(v, "severity", None) == "hard"]
+    return min(steps) if steps else None
+
+
+def structural(run: Any) -> int | None:
+    from liveguard import Policy, check_trajectory
+
+    return _first_hard(check_trajectory(run.steps, Policy()))
+
+
+def semantic(run: Any) -> int | None:
+    from liveguard import Policy, check_trajectory
+
+    return _first_hard(check_trajectory(run.steps, Policy(semantic=True)))
+
+
+def _content_digest(step: Any) -> str:
+    content = {"summary": step.summary, "output": step.output, "tool": step.tool,
+               "args": step.args, "result": step.result, "error": step.error}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def identical3(run: Any) -> int | None:
+    """Baseline (a): the third occurrence of a (node, content digest) pair anywhere in the run."""
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for index, step in enumerate(run.steps):
+        key = (step.node, _content_digest(step))
+        seen[key] += 1
+        if seen[key] == 3:
+            return index
+    return None
+
+
+class Reference:
+    """Baseline (b): ``reference_guard`` of ``benchmarks/run.py``, imported, not copied.
+
+    It returns a hit count; the first flagged step is the shortest prefix with a hit
+    (hits only grow with the prefix, so a binary search finds it)."""
+
+    def __init__(self) -> None:
+        bench = str(ROOT / "benchmarks")
+        if bench not in sys.path:  # benchmarks/run.py imports its sibling modules
+            sys.path.insert(0, bench)
+        self.guard: Callable[[Iterable[Any]], int] = _load_module(
+            "liveguard_bench_run", ROOT / "benchmarks" / "run.py").reference_guard
+
+    def __call__(self, run: Any) -> int | None:
+        steps = list(run.steps)
+        if not self.guard(steps):
+            return None
+        lo, hi = 1, len(steps)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.guard(steps[:mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo - 1
+
+
+class ScriptedJudge:
+    """``semantic+judge``: the eval graph with a judge served by the local fake server."""
+
+    SPINS: ClassVar[dict[str, Any]] = {"score": 0.0, "confidence": 0.9, "reason": "the rounds spin in place"}
+    FINE: ClassVar[dict[str, Any]] = {"score": 1.0, "confidence": 0.9, "reason": "fine"}
+
+    def __init__(self) -> None:
+        fake = _load_module("liveguard_fake_openai", ROOT / "tests" / "fake_openai.py")
+        self._reply = fake.Reply
+        self.server = fake.FakeOpenAI(responder=self._respond, keep_alive=True).start()
+        self.asked: dict[str, int] = defaultdict(int)
+
+    def _respond(self, request: Any) -> Any:
+        text = json.dumps(request.messages)
+        kind = "spin_check" if "spin_check:" in text else "other"
+        self.asked[kind] += 1
+        return self._reply.json(self.SPINS if kind == "spin_check" else self.FINE)
+
+    def __call__(self, run: Any) -> int | None:
+        from liveguard import JudgeClient, JudgeConfig, Policy, evaluate_trajectory
+
+        config = JudgeConfig(base_url=self.server.base_url, api_key="scripted", model="scripted-judge",
+                             max_retries=0, timeout=30.0)
+        verdict = evaluate_trajectory(run, policy=Policy(semantic=True), client=JudgeClient(config))
+        return _first_hard(verdict.violations)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+# -- scoring and the table --------------------------------------------------------------
+
+def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Sequence[str]) -> dict[str, Any]:
+    results: dict[str, dict[str, int | None]] = {}
+    timings: dict[str, float] = {}
+    judge: ScriptedJudge | None = None
+    detectors: dict[str, Callable[[Any], int | None]] = {}
+    for name in configs:
+        if name == "structural":
+            detectors[name] = structural
+        elif name == "semantic":
+            detectors[name] = semantic
+        elif name == "semantic+judge":
+            judge = ScriptedJudge()
+            detectors[name] = judge
+        elif name == "identical3":
+            detectors[name] = identical3
+        elif name == "reference":
+            detectors[name] = Reference()
+        else:
+            raise SystemExit(f"run.py: unknown configuration {name!r}; known: {', '.join(CONFIGS)}")
+    try:
+        for name, detect in detectors.items():
+            started = time.perf_counter()
+            results[name] = {row["run_id"]: detect(runs[row["run_id"]]) for row in labels}
+            timings[name] = time.perf_counter() - started
+    finally:
+        if judge is not None:
+            judge.close()
+    return {"results": results, "timings": timings,
+            "judge_requests": dict(judge.asked) if judge is not None else {}}
+
+
+def _pct(hit: int, total: int) -> str:
+    return f"{100.0 * hit / total:.0f}% ({hit}/{total})" if total else "-"
+
+
+def summarise(labels: Sequence[dict[str, Any]], scored: dict[str, Any]) -> dict[str, Any]:
+    """Per configuration, source and split: recall, progress hard rate, first-step lag."""
+    out: dict[str, Any] = {}
+    for name, flags in scored["results"].items():
+        cells: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+            lambda: {"loops": 0, "caught": 0, "progress": 0, "flagged": 0, "lags": []})
+        for row in labels:
+            first = flags[row["run_id"]]
+            source, split = row["source"], row["split"]
+            for key in ((source, split), ("all", split), (source, "all"), ("all", "all")):
+                cell = cells[key]
+                if row["label"] in LOOPING:
+                    cell["loops"] += 1
+                    if first is not None:
+                        cell["caught"] += 1
+                        if "loop_start" in row:
+                            cell["lags"].append(first - int(row["loop_start"]))
+                else:
+                    cell["progress"] += 1
+                    cell["flagged"] += first is not None
+        out[name] = {f"{s}/{sp}": c for (s, sp), c in sorted(cells.items())}
+    return out
+
+
+def table(labels: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
+    """One row per configuration and source: recall and progress hard-finding rate, dev | test."""
+    sources = [*sorted({row["source"] for row in labels}), "all"]
+    lines = ["| configuration | source | recall loop/stall, dev | recall loop/stall, test "
+             "| hard on progress, dev | hard on progress, test | first flag - labelled start |",
+             "|---|---|---|---|---|---|---|"]
+    for name, cells in summary.items():
+        for source in sources:
+            dev, test, both = (cells.get(f"{source}/{split}") for split in ("dev", "test", "all"))
+            if both is None:
+                continue
+            lag = (f"{statistics.median(both['lags']):+.0f} (n={len(both['lags'])})"
+                   if both["lags"] else "-")
+            lines.append(
+                f"| {name} | {source} "
+                f"| {_pct(dev['caught'], dev['loops']) if dev else '-'} "
+                f"| {_pct(test['caught'], test['loops']) if test else '-'} "
+                f"| {_pct(dev['flagged'], dev['progress']) if dev else '-'} "
+                f"| {_pct(test['flagged'], test['progress']) if test else '-'} | {lag} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
+    parser.add_argument("--json", type=Path, help="also write per-run first-flag steps and the summary")
+    args = parser.parse_args(argv)
+    labels = load_labels()
+    runs = load_runs({row["run_id"] for row in labels})
+    missing = sorted({row["run_id"] for row in labels} - set(runs))
+    if missing:
+        raise SystemExit(f"run.py: {len(missing)} labelled run(s) not in data/: {missing[:5]}")
+    started = time.perf_counter()
+    scored = score(labels, runs, args.configs)
+    summary = summarise(labels, scored)
+    counts: dict[str, int] = defaultdict(int)
+    for row in labels:
+        counts[row["label"]] += 1
+    print(f"{len(labels)} labelled runs ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}), "
+          f"{sum(len(r.steps) for r in runs.values())} steps; "
+          f"{time.perf_counter() - started:.1f} s in all "
+          f"({', '.join(f'{k} {v:.1f} s' for k, v in scored['timings'].items())})")
+    if scored["judge_requests"]:
+        print(f"scripted judge requests: {dict(scored['judge_requests'])}")
+    print()
+    print(table(labels, summary))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"summary": summary, "first_flag": scored["results"],
+                                         "timings": scored["timings"]}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    sys.exit(main())
