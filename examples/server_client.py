@@ -40,10 +40,9 @@ def langgraph_dev(bound: float = 180.0) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "LANGGRAPH_DISABLE_FILE_PERSISTENCE": "true"}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "langgraph"), "dev", "--host", "127.0.0.1",
                              "--port", str(port), "--no-browser", "--no-reload"],
-                            cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

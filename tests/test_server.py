@@ -1,14 +1,16 @@
 """liveguard under the LangGraph server: ``langgraph dev`` serving ``examples/langgraph.json``.
 
-One server per module (started from ``examples/``, in-memory runtime, no browser, no reload,
-127.0.0.1 and a free port), driven with ``langgraph_sdk``. Under ``CI=true`` a missing
-``langgraph-cli[inmem]`` fails the module; elsewhere it is skipped, saying so.
+One server per module (examples/langgraph.json with absolute paths, started from a temp
+directory; in-memory runtime, no browser, no reload, 127.0.0.1 and a free port), driven with
+``langgraph_sdk``. Under ``CI=true`` a missing ``langgraph-cli[inmem]`` fails the module;
+elsewhere it is skipped, saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -75,16 +77,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not _LANGGRAPH.is_file():
         missing(f"the langgraph console script ({_LANGGRAPH})", "`make install` installs the dev extra")
     port = _free_port()
-    log_path = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
-    env = {**os.environ, "LANGGRAPH_DISABLE_FILE_PERSISTENCE": "true", "LANGSMITH_TRACING": "false",
-           "AGENT_EVAL_AUTOAPPROVE": "0"}
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    log_path = workdir / "server.log"
+    # examples/langgraph.json with its paths made absolute, so the server runs from a temp
+    # directory: `langgraph dev` resolves paths against its cwd and keeps its in-memory
+    # threads in <cwd>/.langgraph_api (it offers no switch to turn that off)
+    config = json.loads((EXAMPLES / "langgraph.json").read_text())
+    config["dependencies"] = [str((EXAMPLES / dep).resolve()) for dep in config["dependencies"]]
+    config["graphs"] = {name: str(EXAMPLES / spec) for name, spec in config["graphs"].items()}
+    config["http"]["app"] = str(EXAMPLES / config["http"]["app"])
+    (workdir / "langgraph.json").write_text(json.dumps(config))
+    env = {**os.environ, "LANGSMITH_TRACING": "false", "AGENT_EVAL_AUTOAPPROVE": "0"}
     for key in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY", "AGENT_EVAL_API_KEY", "LANGSMITH_API_KEY"):
         env.pop(key, None)  # no judge: the campaign's drafts are held for a person
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [str(_LANGGRAPH), "dev", "--config", "langgraph.json", "--host", "127.0.0.1",
              "--port", str(port), "--no-browser", "--no-reload"],
-            cwd=EXAMPLES, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     try:
