@@ -178,12 +178,6 @@ def test_stop_reaches_client_with_code_and_step(client: SyncLangGraphClient, gra
         assert (last["type"], saved["code"], saved["step"]) == ("ai", want.code, want.step)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "newer langgraph-api (0.16.7, the newest on the index; the pinned 0.4.28 relays it) replaces "
-    "the message of an exception that is "
-    "not a ValueError/TypeError/KeyError/AttributeError/RuntimeError/... by 'An internal error "
-    "occurred' (langgraph_api/serde.py default()); NoProgressError derives from Exception only. "
-    "Flips when liveguard.errors.NoProgressError also derives from RuntimeError"))
 def test_stop_survives_newer_servers_error_filter() -> None:
     """The stop's type is one whose message newer LangGraph servers relay (their serde's list)."""
     relayed = (ValueError, TypeError, KeyError, AttributeError, RuntimeError, RecursionError, TimeoutError)

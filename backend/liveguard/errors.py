@@ -8,7 +8,7 @@
     ├── TrajectoryReadError (also ValueError) a recorded run cannot be read; names file:line
     ├── SnapshotError (also ValueError)       a saved Monitor state cannot be restored
     └── LivenessError                         a run stopped making progress
-        └── NoProgressError                   carries the Violation that fired
+        └── NoProgressError (also RuntimeError) carries the Violation that fired
 
 Live guards raise ``NoProgressError``; catching ``LivenessError`` catches every
 liveness stop, present and future.
@@ -106,8 +106,11 @@ class LivenessError(LiveguardError):
     """Base class for a run that stopped making progress."""
 
 
-class NoProgressError(LivenessError):
-    """Raised by the live guards; ``violation`` says which rule fired, where, and how often."""
+class NoProgressError(LivenessError, RuntimeError):
+    """Raised by the live guards; ``violation`` says which rule fired, where, and how often.
+
+    Also a ``RuntimeError``: LangGraph's default ``RetryPolicy`` never retries it, and the
+    LangGraph server passes its message (code and step) through to the client."""
 
     def __init__(self, violation: Violation) -> None:
         self.violation = violation
