@@ -25,11 +25,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langgraph.types import Command  # noqa: E402
+from langgraph.types import Command
 
-import approval_graphs  # noqa: E402
-from liveguard.approval import ApprovalConflict  # noqa: E402
-from liveguard.checkpoints import open_saver  # noqa: E402
+import approval_graphs
+from liveguard.approval import ApprovalConflict
+from liveguard.checkpoints import open_saver
 
 
 @contextlib.contextmanager

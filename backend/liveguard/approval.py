@@ -124,7 +124,7 @@ _WON: set[tuple[str, str]] = set()
 process that won a decision's claim may send on it (:func:`approval_send`)."""
 
 
-class _ClaimAbort(Exception):  # noqa: N818 - a signal out of the pydantic validator, never raised further
+class _ClaimAbort(Exception):
     """Raised inside the resume validator: LangGraph then stores nothing of the answer."""
 
 
@@ -393,7 +393,7 @@ def _thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> di
 
 def _history(
     saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float,
-    ancestors: Sequence[tuple[str, str]] = (),
+    *, ancestors: Sequence[tuple[str, str]] = (),
 ) -> tuple[Any, list[dict[str, Any]]]:
     """The target checkpoint and the chunks of the whole thread up to it.
 
@@ -423,7 +423,7 @@ def _history_of(
 
 async def _ahistory(
     saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float,
-    ancestors: Sequence[tuple[str, str]] = (),
+    *, ancestors: Sequence[tuple[str, str]] = (),
 ) -> tuple[Any, list[dict[str, Any]]]:
     chunks: list[dict[str, Any]] = []
     for above_ns, above_id in ancestors:
@@ -594,7 +594,7 @@ class _Gate:
         return record
 
     def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: Decision,
-                 draft: Any, claim_key: str | None = None) -> Any:
+                 draft: Any, *, claim_key: str | None = None) -> Any:
         from langgraph.graph import END
         from langgraph.types import Command
 
@@ -628,8 +628,9 @@ class _Gate:
             def check(answer: Any, outcome: dict[str, Any] = outcome) -> Any:
                 return self._claim_answer(visit, answer, outcome)
 
+            schema: Any = Annotated[Any, AfterValidator(check)]
             try:
-                answer = interrupt(value, response_schema=Annotated[Any, AfterValidator(check)])
+                answer = interrupt(value, response_schema=schema)
             except GraphInterrupt as exc:
                 self._index(visit, exc)
                 raise
@@ -676,7 +677,7 @@ class _Gate:
         )
 
     def _forget_answer(self, visit: _Visit) -> None:
-        """Overwrite an unpinned resume answer LangGraph kept on the checkpoint, so no later run replays it."""
+        """Overwrite an unpinned resume answer kept on the checkpoint, so that no later run replays it."""
         if visit.saver is None or visit.root_checkpoint is None:
             return
         try:
@@ -693,7 +694,8 @@ class _Gate:
             item = exc.args[0][0]
             value = item.value if isinstance(item.value, Mapping) else {}
             row = value.get("verdict") or {}
-            codes = sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
+            codes = sorted({str(v.get("code")) for v in row.get("violations") or []
+                            if isinstance(v, Mapping)})
             index_pending(visit.saver, visit.thread, visit.claim_key, interrupt_id=str(item.id),
                           at=self.clock().isoformat(), reasons=[str(r) for r in value.get("reasons") or []],
                           codes=codes, error=value.get("error"))
@@ -745,7 +747,7 @@ class _Gate:
             if not won.won:
                 raise self._refused(visit, won)
             _WON.add((visit.thread, key))
-        return self._command(visit.thread, visit.payload, "auto", decision, draft, key)
+        return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key)
 
     def _refused(self, visit: _Visit, won: Any) -> ApprovalConflict:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
@@ -758,7 +760,7 @@ class _Gate:
             try:
                 target, visit.chunks = _history(
                     visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
-                    visit.ancestors,
+                    ancestors=visit.ancestors,
                 )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
@@ -776,7 +778,7 @@ class _Gate:
         assert visit.payload is not None
         decision = self._ask(visit.payload, visit)
         key = visit.claim_key if self.decide is None else None
-        return self._command(visit.thread, visit.payload, "person", decision, draft, key)
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
 
     async def acall(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         visit = self._begin(config)
@@ -785,7 +787,7 @@ class _Gate:
             try:
                 target, visit.chunks = await _ahistory(
                     visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
-                    visit.ancestors,
+                    ancestors=visit.ancestors,
                 )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
@@ -808,7 +810,7 @@ class _Gate:
         else:
             decision = self._ask(visit.payload, visit)
         key = visit.claim_key if self.decide is None else None
-        return self._command(visit.thread, visit.payload, "person", decision, draft, key)
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
 
     def _where_or_scripted(self, config: Any) -> tuple[str, str, str, str]:
         """Where the node runs. With a scripted ``decide``, a graph without a checkpointer may run it."""
@@ -917,7 +919,8 @@ class _Send:
             return None
         if (thread, key) not in _WON:
             log.warning("approval thread=%s send_refused=not_the_winner", thread)
-            raise ApprovalConflict(thread, str(record.get("by")), str(record.get("action")), str(record.get("at")))
+            raise ApprovalConflict(thread, str(record.get("by")), str(record.get("action")),
+                                   str(record.get("at")))
         send_key = f"send:{key}"
         got = claim(saver, thread, send_key, by=str(record.get("by")), action="sending",
                     at=self.clock().isoformat())

@@ -135,7 +135,7 @@ class Claim:
 
 
 def pause_point(name: str) -> None:
-    """A test hook: with ``LIVEGUARD_PAUSE_DIR`` set, create ``<dir>/<name>.ready`` and wait for ``<dir>/<name>.go``.
+    """A test hook: with ``LIVEGUARD_PAUSE_DIR=DIR``, touch ``DIR/<name>.ready``, wait for ``DIR/<name>.go``.
 
     Deterministic interleavings of several processes (tests/test_approval_races.py): the test
     decides when each process goes on. Unset (always, outside tests), it does nothing.
@@ -249,7 +249,8 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
                     with saver.lock:
                         _sqlite_setup(conn)
                 except sqlite3.Error as exc:
-                    raise CheckpointOpenError(f"{path}: cannot prepare the database ({_one_line(exc)})") from None
+                    raise CheckpointOpenError(
+                        f"{path}: cannot prepare the database ({_one_line(exc)})") from None
             else:
                 saver.is_setup = True  # read-only: never run the DDL
             yield saver
@@ -355,7 +356,8 @@ _READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
 # One operation: (SQL with ? placeholders, parameters, fetch one row?). PostgreSQL gets %s.
 _Op = tuple[str, tuple[Any, ...], bool]
-_DDL_OPS: tuple[_Op, ...] = ((_SQLITE_DDL, (), False), (_PENDING_DDL, (), False), (_PENDING_AT_INDEX, (), False))
+_DDL_OPS: tuple[_Op, ...] = (
+    (_SQLITE_DDL, (), False), (_PENDING_DDL, (), False), (_PENDING_AT_INDEX, (), False))
 
 
 def _pg_sql(sql: str) -> str:
@@ -394,11 +396,11 @@ def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
             if saver not in _READY:
                 _pg_ddl(pg)
                 _READY.add(saver)
-            with pg.transaction(), pg.cursor() as cur:
+            with pg.transaction(), pg.cursor() as pg_cur:
                 out = []
                 for sql, params, fetch in ops:
-                    cur.execute(_pg_sql(sql), params)
-                    out.append((cur.rowcount, cur.fetchone() if fetch else None))
+                    pg_cur.execute(_pg_sql(sql), params)
+                    out.append((pg_cur.rowcount, pg_cur.fetchone() if fetch else None))
         return out
     raise TypeError(f"{type(saver).__name__}: not a SQL saver")
 
@@ -552,7 +554,7 @@ def iter_index(saver: Any, *, batch: int = 500) -> Iterator[dict[str, Any]]:
             with pg.cursor() as cur:
                 cur.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL AS ok",
                             (PENDING_TABLE, CLAIMS_TABLE))
-                got = cur.fetchone()
+                got: Any = cur.fetchone()
                 ok = got["ok"] if isinstance(got, Mapping) else got[0]
             if not ok:
                 raise LookupError(PENDING_TABLE)

@@ -177,7 +177,8 @@ def _dump(value: Any) -> str:
 def _env_error(exc: BaseException) -> str:
     """One line for a database fault met after opening (corrupt page, read-only file, lost server)."""
     text = " ".join(str(exc).split())[:300]
-    return f"checkpoint database: {type(exc).__name__}: {text}" if text else f"checkpoint database: {type(exc).__name__}"
+    name = type(exc).__name__
+    return f"checkpoint database: {name}: {text}" if text else f"checkpoint database: {name}"
 
 
 def _db_errors() -> tuple[type[BaseException], ...]:
