@@ -50,13 +50,19 @@ The node (sync and async callers alike) does, in order:
    nothing is sent. :func:`resume_approval` / :func:`aresume_approval` check the answer
    (:func:`parse_decision`) and that the thread waits for an approval *before* resuming,
    and raise :class:`ApprovalError` otherwise (the approvals CLI does the same).
-5. **Exactly once.** A person's decision is claimed first (:func:`liveguard.checkpoints.claim`):
-   one row per interrupted task in the checkpointer's own database. Of two workers
-   resuming the same interrupt, one wins; the other raises :class:`ApprovalConflict`
-   naming the winner, and sends nothing. (A worker that loads the thread after the winner
-   moved it on finds no interrupt to resume, and sends nothing either.) The trade-off: a
-   winner that dies between its claim and its next checkpoint leaves the interrupt claimed,
-   so later resumes are refused (at most once, never twice); the claim row names who and when.
+5. **Exactly once** (the precise guarantee: ``docs/approval.md``). A person's decision is
+   claimed (:func:`liveguard.checkpoints.claim`: one row per interrupted task in the
+   checkpointer's own database) inside ``interrupt()``'s validation of the resume answer,
+   before LangGraph stores the answer. Of two workers resuming the same interrupt, one wins;
+   the other raises :class:`ApprovalConflict` naming the winner, and its answer is not kept.
+   A claim the database refuses raises :class:`ApprovalClaimError`: nothing is decided, the
+   answer is discarded (an unpinned one kept on the checkpoint is overwritten), the interrupt
+   waits. The send itself is covered by the same claim: :func:`approval_send` wraps the send
+   node, which sends only in the process that won and records ``sending`` / ``sent`` around
+   it, so a resumer that loads the thread after the winner's approval never sends. The
+   step creates the tables it needs itself (any SQLite or PostgreSQL saver, however
+   opened), and keeps the pending-approval index that ``liveguard approvals list`` reads:
+   a row written right before the interrupt is stored, deleted by the claim that decides it.
 6. **Audit.** Every decision appends a record to ``state[audit_key]`` (a list channel with
    an ``operator.add`` reducer: see :class:`ApprovalState`): ``actor`` (``auto`` or
    ``person``), ``by``, ``at``, ``note``, ``codes`` and ``reasons`` at that moment, the

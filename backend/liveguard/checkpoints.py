@@ -12,7 +12,12 @@
     machines share threads. Needs the ``langgraph-checkpoint-postgres`` and ``psycopg`` packages.
 
 :func:`open_saver` / :func:`aopen_saver` open the saver, create its tables (LangGraph's own
-``setup()`` plus one table of ours, ``liveguard_approval_claims``) and close it on exit.
+``setup()`` plus two of ours, ``liveguard_approval_claims`` and ``liveguard_approvals_pending``)
+and close it on exit; ``open_saver(url, create=False)`` opens for reading and creates nothing.
+Any fault of the database (unreachable server, wrong password, unknown database, a SQLite path
+that is a directory, under ``/proc``, not a database) is a one-line :class:`CheckpointOpenError`.
+The approval step creates our tables itself (:func:`ensure_tables`), so a saver opened the usual
+LangGraph way works too.
 
 Claims. Two workers resuming the same interrupted thread both re-run the approval node
 from the same checkpoint: LangGraph has no compare-and-swap on a thread. So before the
@@ -21,8 +26,15 @@ approval step lets a person's decision through, it inserts one row keyed by
 resumer of that interrupt and new for every later interrupt) into the same database as the
 checkpoints: ``INSERT ... ON CONFLICT DO NOTHING``. The database's primary key decides: exactly
 one resumer inserts the row and goes on to send; every other one reads the winner's row and
-stops with :class:`~liveguard.approval.ApprovalConflict`. For an ``InMemorySaver`` (or any
-other saver) the claim is process-local (a lock and a set), which is exact within one process.
+stops with :class:`~liveguard.approval.ApprovalConflict`. The same table holds the send's
+row (``send:<claim key>``: ``sending``, then ``sent``; see :func:`liveguard.approval.approval_send`).
+For an ``InMemorySaver`` (or any other saver) the claim is process-local (a lock and a set),
+which is exact within one process.
+
+The pending index (``liveguard_approvals_pending``): one row per approval interrupt, upserted
+by the approval step right before LangGraph stores the interrupt, deleted by the claim that
+decides it; :func:`iter_index` lists the rows no claim has decided. The checkpoints stay
+authoritative (the index is a superset: see ``docs/approval.md``).
 """
 
 from __future__ import annotations
