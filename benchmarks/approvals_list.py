@@ -14,7 +14,12 @@ N interrupted threads leave, without running the graph N times. Then it times
 ``liveguard approvals list --format json`` (``cli.main`` in this process, output to a
 sink that only counts bytes): the median of ``--repeats`` runs, and the Python heap peak
 (tracemalloc) of one run at N/5 and at N threads, which stays flat when the rows stream.
-``--scan`` (every thread's latest checkpoint) is timed at N/10 threads for comparison.
+``--scan-too`` also times ``list --scan`` (every thread's latest checkpoint) at N threads.
+
+Measured (2026-12-01, 2 shared cores, --threads 5000 --repeats 3 --scan-too): SQLite 0.10 s
+median (heap peak 543 KiB at 1,000 threads, 448 KiB at 5,000), PostgreSQL 0.19 s (722 / 717
+KiB); ``--scan`` 0.95 s and 3.9 s on these short cloned threads. The console script adds its
+start-up, 0.6-0.8 s, so a 5,000-thread ``liveguard approvals list`` answers in about 1 s.
 """
 
 from __future__ import annotations
