@@ -27,7 +27,7 @@ from langgraph.types import Command
 
 import approval_graphs
 from fake_openai import FakeOpenAI, free_port
-from liveguard.approval import ApprovalClaimError
+from liveguard.approval import ApprovalClaimError, ApprovalConflict
 from liveguard.checkpoints import (
     CLAIMS_TABLE,
     PENDING_TABLE,
@@ -488,3 +488,34 @@ def _no_leaked_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LIVEGUARD_PAUSE_DIR", raising=False)
 
 
+
+
+def test_a_winner_that_dies_inside_its_send_is_never_repeated(tmp_path: Path) -> None:
+    """The trade-off, pinned: the winner is killed after its ``sending`` row, before the send
+    finished. Nobody sends again (at most once); a later resume is refused, naming the winner."""
+    url = f"sqlite:///{tmp_path / 't.sqlite'}"
+    start(url, "dies")
+    pause, log = tmp_path / "pause", tmp_path / "sent.log"
+    pause.mkdir()
+    a = worker(url, "dies", "resume", json.dumps({"action": "approve", "by": "ann"}),
+               env={"APPROVAL_SEND_PAUSE": str(pause), "APPROVAL_SEND_LOG": str(log)})
+    wait_for(pause / "sending.ready", a)
+    a.send_signal(signal.SIGKILL)
+    a.communicate(timeout=60)
+    with open_saver(url) as saver:
+        graph = approval_graphs.build(saver)
+        with pytest.raises(ApprovalConflict, match="approve by ann"):
+            graph.invoke(None, cfg("dies"))
+        rows = saver.conn.execute(f"SELECT claim_key, decided_by, action FROM {CLAIMS_TABLE} "
+                                  "WHERE thread_id = 'dies' ORDER BY claim_key").fetchall()
+    assert [(key.split(":")[0], by, action) for key, by, action in rows] == [
+        ("send", "ann", "sending"), ("task", "ann", "approve")]
+    assert sent_lines(log) == []
+
+
+def test_list_on_a_database_without_checkpoints_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    sqlite3.connect(path).close()
+    status, text = cli("approvals", "list", "--checkpoint", f"sqlite:///{path}")
+    assert (status, text) == (0, "no pending approvals\n")
+    assert path.stat().st_size == 0, "a read-only command wrote to the file"

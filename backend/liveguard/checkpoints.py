@@ -68,6 +68,7 @@ __all__ = [
     "checkpoint_url",
     "claim",
     "ensure_tables",
+    "has_checkpoints",
     "index_pending",
     "iter_index",
     "mark_sent",
@@ -577,6 +578,23 @@ def iter_index(saver: Any, *, batch: int = 500) -> Iterator[dict[str, Any]]:
                     yield _index_row(row)
         return
     raise LookupError(PENDING_TABLE)
+
+
+def has_checkpoints(saver: Any) -> bool:
+    """Whether the saver's database holds LangGraph's checkpoint table at all (read-only check)."""
+    kind = _saver_kind(saver)
+    if kind == "sqlite":
+        conn: sqlite3.Connection = saver.conn
+        return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'")
+                    .fetchone())
+    if kind == "postgres":
+        from langgraph.checkpoint.postgres import _internal
+
+        with _internal.get_connection(saver.conn) as pg, pg.cursor() as cur:
+            cur.execute("SELECT to_regclass('checkpoints') IS NOT NULL AS ok")
+            got: Any = cur.fetchone()
+            return bool(got["ok"] if isinstance(got, Mapping) else got[0])
+    return True
 
 
 def _index_row(row: Any) -> dict[str, Any]:

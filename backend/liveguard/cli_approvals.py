@@ -43,6 +43,7 @@ from liveguard.checkpoints import (
     CheckpointOpenError,
     CheckpointURLError,
     checkpoint_url,
+    has_checkpoints,
     iter_index,
     open_saver,
     pause_point,
@@ -205,6 +206,8 @@ def _index_rows(saver: Any, scan: bool) -> Iterator[dict[str, Any]]:
             return
         except LookupError:  # no index in this database (an older liveguard wrote it): scan
             pass
+    if not has_checkpoints(saver):  # a database nothing was ever checkpointed to
+        return
     for p in iter_pending(saver):
         yield p.as_json()
 
