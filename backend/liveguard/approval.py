@@ -667,7 +667,8 @@ class _Gate:
         if not won.won:
             outcome["conflict"] = won
             raise _ClaimAbort
-        _WON.add((visit.thread, visit.claim_key))
+        if decision["action"] in ("approve", "edit"):  # the decisions approval_send sends on
+            _WON.add((visit.thread, visit.claim_key))
         return answer
 
     def _not_claimed(self, visit: _Visit, outcome: Mapping[str, Any]) -> Exception:
