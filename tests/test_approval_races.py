@@ -459,9 +459,26 @@ def test_read_only_and_immutable_sqlite_files_exit_2_when_deciding(
         pytest.skip("neither chattr +i nor a read-only bind mount is allowed here")
 
 
+def _password_role(server: str) -> None:
+    """A role that must give its password (scram), on the session's trust-everything server."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        hba = Path(conn.execute("SHOW hba_file").fetchone()[0])  # type: ignore[index]
+        rule = "host all lg_pw 127.0.0.1/32 scram-sha-256\n"
+        text = hba.read_text(encoding="utf-8")
+        if rule not in text:
+            hba.write_text(rule + text, encoding="utf-8")  # first match wins: only lg_pw is affected
+            conn.execute("SELECT pg_reload_conf()")
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'lg_pw'").fetchone() is None:
+            conn.execute("CREATE ROLE lg_pw LOGIN PASSWORD 'right-password'")
+
+
 def test_postgres_faults_exit_2(postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     host = postgres_url.rsplit("@", 1)[1].split("/", 1)[0]
+    _password_role(postgres_url)
+    with psycopg.connect(f"postgresql://lg_pw:right-password@{host}/postgres"):
+        pass  # the right password is accepted: the case below fails on the password alone
     cases = {
+        "wrong password": f"postgresql://lg_pw:wrong@{host}/postgres",
         "unreachable": f"postgresql://postgres@127.0.0.1:{free_port()}/postgres",
         "no such database": f"postgresql://postgres@{host}/no_such_db",
         "no such role": f"postgresql://nobody:wrong@{host}/postgres",
