@@ -402,13 +402,12 @@ def _exit_2(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def _corrupt(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("CREATE TABLE t (x TEXT)")
-        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 500,) for _ in range(200)])
-    conn.close()
+    """A real checkpoint database (held threads, the index) whose pages after the schema are garbage."""
+    for n in range(3):
+        start(f"sqlite:///{path}", f"c{n}")
     data = bytearray(path.read_bytes())
-    data[4096:] = b"\xff" * (len(data) - 4096)  # every page after the schema page is garbage
+    assert len(data) > 8192
+    data[4096:] = b"\xff" * (len(data) - 4096)
     path.write_bytes(bytes(data))
 
 
