@@ -79,7 +79,7 @@ from langgraph.types import Checkpointer, Command
 
 from graphs._scripted import Steps, check_scenario, visits
 from liveguard.allowset import AllowSet, load_allowset
-from liveguard.approval import ApprovalState, approval_gate
+from liveguard.approval import ApprovalState, approval_gate, approval_send
 
 __all__ = [
     "GRAPH_NAME",
@@ -279,7 +279,7 @@ def build_graph(
         ),
         destinations=("send_touch", "compose_touch", END),
     )
-    builder.add_node("send_touch", send_touch)
+    builder.add_node("send_touch", approval_send(send_touch, name="send_touch"))
     builder.add_node("check_reply", check_reply)
     builder.add_edge(START, "load_lead")
     builder.add_edge("load_lead", "compose_touch")

@@ -449,42 +449,37 @@ def test_eval_graph_inside_an_async_in_memory_caller() -> None:
 
 # -- several processes -------------------------------------------------------------------------
 def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
-    # Interrupt in one process, approve from another: sent once.
-    assert result_of(worker(url, "xp", "ping_pong", "start"))["pending"] is True
-    done = result_of(worker(url, "xp", "ping_pong", "resume", json.dumps({"action": "approve", "by": "ann"})))
-    assert done["ok"]
-    assert done["sent"]
-    # Two workers resume the same interrupt at the same moment, three times over: whoever
-    # loses the race either is refused by the claim or finds nothing left to resume.
-    for round_ in range(3):
-        thread = f"race-{round_}"
-        assert result_of(worker(url, thread, "ping_pong", "start"))["pending"] is True
-        go = tmp_path / f"go-{round_}"
-        ready = [tmp_path / f"ready-{round_}-{who}" for who in ("w1", "w2")]
-        procs = [worker(url, thread, "ping_pong", "resume", json.dumps({"action": "approve", "by": who}),
-                        str(flag), str(go)) for who, flag in zip(("w1", "w2"), ready, strict=True)]
-        deadline = time.monotonic() + 60
-        while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        go.touch()
-        results = [result_of(p) for p in procs]
-        assert all(r.get("ok") or "already decided" in r.get("conflict", "") for r in results), results
-        with open_saver(url) as saver:
-            assert sends(saver, thread) == 1, results
-            values = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg(thread)).values
-            assert len(values["approvals"]) == 1
+    # Interrupt in one process; two workers resume the same interrupt at the same moment:
+    # whoever loses is refused by the claim or finds nothing left to resume. (The exact
+    # interleavings, paused at the worst points, are in tests/test_approval_races.py.)
+    thread = "race"
+    assert result_of(worker(url, thread, "ping_pong", "start"))["pending"] is True
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{who}" for who in ("w1", "w2")]
+    procs = [worker(url, thread, "ping_pong", "resume", json.dumps({"action": "approve", "by": who}),
+                    str(flag), str(go)) for who, flag in zip(("w1", "w2"), ready, strict=True)]
+    deadline = time.monotonic() + 60
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    results = [result_of(p) for p in procs]
+    assert any(r.get("ok") and r.get("sent") for r in results), results
+    assert all(r.get("ok") or "already decided" in r.get("conflict", "") for r in results), results
+    with open_saver(url) as saver:
+        assert sends(saver, thread) == 1, results
+        values = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg(thread)).values
+        assert len(values["approvals"]) == 1
     # The loser's view, deterministically: a worker that loaded the interrupted checkpoint
     # before the winner moved the thread on resumes from it, and is refused by the claim.
     with open_saver(url) as saver:
         graph = campaign.build_graph("ping_pong", checkpointer=saver)
-        stale = next(s for s in graph.get_state_history(cfg("race-0")) if s.next == ("approve_send",))
+        stale = next(s for s in graph.get_state_history(cfg(thread)) if s.next == ("approve_send",))
         stale_id = stale.config["configurable"]["checkpoint_id"]
     answer = json.dumps({"action": "approve", "by": "w3"})
-    late = result_of(worker(url, "race-0", "ping_pong", "resume", answer, "-", "-", stale_id))
+    late = result_of(worker(url, thread, "ping_pong", "resume", answer, "-", "-", stale_id))
     assert "already decided (approve by w" in late["conflict"]
     with open_saver(url) as saver:
-        assert sends(saver, "race-0") == 1
-        assert sends(saver, "xp") == 1
+        assert sends(saver, thread) == 1
 
 
 def test_sqlite_file_shared_by_processes(sqlite_url: str, tmp_path: Path) -> None:

@@ -75,8 +75,11 @@ def test_list_shows_pending_threads_only(url: str) -> None:
     assert "draft" not in rows["held-ok"]
     status, table = cli("approvals", "list", "--checkpoint", url)
     assert status == 0
-    assert table.splitlines()[0].split() == ["THREAD", "WHEN", "REASONS", "CODES"]
+    assert table.splitlines()[0].split() == ["THREAD", "INTERRUPT", "WHEN", "REASONS", "CODES"]
     assert {line.split()[0] for line in table.splitlines()[1:]} == {"held-loop", "held-ok"}
+    # The human-readable table names the interrupt a decision can be pinned to.
+    assert {tuple(line.split()[:2]) for line in table.splitlines()[1:]} == {
+        (thread, row["interrupt_id"]) for thread, row in rows.items()}
 
 
 def test_show_gives_the_draft_and_verdict_to_the_person(url: str) -> None:
@@ -173,4 +176,4 @@ def test_checkpoint_url_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(tmp_path)
     status, text = cli("approvals", "list")
     assert (status, text) == (0, "no pending approvals\n")
-    assert (tmp_path / ".liveguard" / "checkpoints.sqlite").is_file()
+    assert not (tmp_path / ".liveguard").exists(), "a read-only command created the default file"

@@ -50,13 +50,19 @@ The node (sync and async callers alike) does, in order:
    nothing is sent. :func:`resume_approval` / :func:`aresume_approval` check the answer
    (:func:`parse_decision`) and that the thread waits for an approval *before* resuming,
    and raise :class:`ApprovalError` otherwise (the approvals CLI does the same).
-5. **Exactly once.** A person's decision is claimed first (:func:`liveguard.checkpoints.claim`):
-   one row per interrupted task in the checkpointer's own database. Of two workers
-   resuming the same interrupt, one wins; the other raises :class:`ApprovalConflict`
-   naming the winner, and sends nothing. (A worker that loads the thread after the winner
-   moved it on finds no interrupt to resume, and sends nothing either.) The trade-off: a
-   winner that dies between its claim and its next checkpoint leaves the interrupt claimed,
-   so later resumes are refused (at most once, never twice); the claim row names who and when.
+5. **Exactly once** (the precise guarantee: ``docs/approval.md``). A person's decision is
+   claimed (:func:`liveguard.checkpoints.claim`: one row per interrupted task in the
+   checkpointer's own database) inside ``interrupt()``'s validation of the resume answer,
+   before LangGraph stores the answer. Of two workers resuming the same interrupt, one wins;
+   the other raises :class:`ApprovalConflict` naming the winner, and its answer is not kept.
+   A claim the database refuses raises :class:`ApprovalClaimError`: nothing is decided, the
+   answer is discarded (an unpinned one kept on the checkpoint is overwritten), the interrupt
+   waits. The send itself is covered by the same claim: :func:`approval_send` wraps the send
+   node, which sends only in the process that won and records ``sending`` / ``sent`` around
+   it, so a resumer that loads the thread after the winner's approval never sends. The
+   step creates the tables it needs itself (any SQLite or PostgreSQL saver, however
+   opened), and keeps the pending-approval index that ``liveguard approvals list`` reads:
+   a row written right before the interrupt is stored, deleted by the claim that decides it.
 6. **Audit.** Every decision appends a record to ``state[audit_key]`` (a list channel with
    an ``operator.add`` reducer: see :class:`ApprovalState`): ``actor`` (``auto`` or
    ``person``), ``by``, ``at``, ``note``, ``codes`` and ``reasons`` at that moment, the
@@ -71,6 +77,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import hashlib
+import inspect
 import itertools
 import json
 import logging
@@ -90,14 +97,17 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTIONS",
     "KIND",
+    "ApprovalClaimError",
     "ApprovalConflict",
     "ApprovalError",
     "ApprovalState",
     "Decision",
     "approval_gate",
+    "approval_send",
     "aresume_approval",
     "draft_digest",
     "parse_decision",
+    "pending_interrupt_id",
     "read_thread",
     "reasons_for",
     "resume_approval",
@@ -114,10 +124,22 @@ _CONF: Final = "configurable"
 _CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
 _TASK_ID_KEY: Final = "__pregel_task_id"
 _INTERRUPT: Final = "__interrupt__"
+_NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+_WON: set[tuple[str, str]] = set()
+"""Claims this process won and has not sent on yet: ``(thread, claim key)``. Only the
+process that won a decision's claim may send on it (:func:`approval_send`)."""
+
+
+class _ClaimAbort(Exception):
+    """Raised inside the resume validator: LangGraph then stores nothing of the answer."""
 
 
 class ApprovalError(LiveguardError, ValueError):
     """A resume answer that is not a valid decision, or an approval step that cannot run."""
+
+
+class ApprovalClaimError(ApprovalError):
+    """The decision could not be recorded (a database error): nothing was decided, the draft still waits."""
 
 
 class ApprovalConflict(LiveguardError):
@@ -161,6 +183,9 @@ def parse_decision(answer: Any) -> Decision:
     by = answer.get("by")
     if not isinstance(by, str) or not by.strip():
         raise ApprovalError("resume.by: required, a non-empty string naming who decided")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in by):
+        raise ApprovalError("resume.by: contains a control character (NUL, newline, escape...); "
+                            "name who decided in plain text")
     note = answer.get("note")
     if note is not None and not isinstance(note, str):
         raise ApprovalError(f"resume.note: expected a string, got {type(note).__name__}")
@@ -177,36 +202,70 @@ def parse_decision(answer: Any) -> Decision:
     return decision
 
 
-def _pending_approval(snapshot: Any) -> bool:
-    return any(isinstance(getattr(i, "value", None), Mapping) and i.value.get("kind") == KIND
-               for i in getattr(snapshot, "interrupts", ()) or ())
+STRICT_RESUME_KEY: Final = "__pregel_strict_resume"
+"""LangGraph's strict resume switch: a resume naming an interrupt that is not pending is refused."""
 
 
-def resume_approval(graph: Any, config: Any, answer: Any) -> Any:
-    """Resume a thread held by the approval step with a checked decision.
+def pending_interrupt_id(snapshot: Any) -> str | None:
+    """The id of the approval interrupt a thread's state snapshot waits on, else None."""
+    for item in getattr(snapshot, "interrupts", ()) or ():
+        value = getattr(item, "value", None)
+        if isinstance(value, Mapping) and value.get("kind") == KIND:
+            return str(getattr(item, "id", "")) or None
+    return None
 
-    Raises :class:`ApprovalError` (nothing resumed, nothing sent) when ``answer`` is not a
-    valid decision or the thread is not waiting for an approval; returns what
-    ``graph.invoke(Command(resume=...), config)`` returns.
+
+def pinned(config: Any, interrupt_id: str, decision: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``Command(resume={interrupt_id: decision})`` and a strict-resume config for it.
+
+    LangGraph refuses the resume (``UnknownInterruptError``, before anything is written) when
+    that interrupt is no longer pending, so a decision never lands on another interrupt.
     """
     from langgraph.types import Command
 
+    conf = dict((config or {}).get(_CONF) or {})
+    conf[STRICT_RESUME_KEY] = True
+    return Command(resume={interrupt_id: dict(decision)}), {**(config or {}), _CONF: conf}
+
+
+def _not_waiting(config: Any) -> ApprovalError:
+    thread = ((config or {}).get(_CONF) or {}).get("thread_id")
+    return ApprovalError(f"thread {thread}: not waiting for approval")
+
+
+def resume_approval(graph: Any, config: Any, answer: Any) -> Any:
+    """Resume a thread held by the approval step with a checked decision, pinned to its interrupt.
+
+    Raises :class:`ApprovalError` (nothing resumed, nothing sent) when ``answer`` is not a
+    valid decision or the thread is not waiting for an approval (also when another worker
+    decided it between the check and the resume); returns what ``graph.invoke`` returns.
+    """
+    from langgraph.errors import UnknownInterruptError
+
     decision = parse_decision(answer)
-    if not _pending_approval(graph.get_state(config)):
-        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
-        raise ApprovalError(f"thread {thread}: not waiting for approval")
-    return graph.invoke(Command(resume=dict(decision)), config)
+    interrupt_id = pending_interrupt_id(graph.get_state(config))
+    if interrupt_id is None:
+        raise _not_waiting(config)
+    command, strict = pinned(config, interrupt_id, decision)
+    try:
+        return graph.invoke(command, strict)
+    except UnknownInterruptError:
+        raise _not_waiting(config) from None
 
 
 async def aresume_approval(graph: Any, config: Any, answer: Any) -> Any:
     """Async :func:`resume_approval`."""
-    from langgraph.types import Command
+    from langgraph.errors import UnknownInterruptError
 
     decision = parse_decision(answer)
-    if not _pending_approval(await graph.aget_state(config)):
-        thread = ((config or {}).get(_CONF) or {}).get("thread_id")
-        raise ApprovalError(f"thread {thread}: not waiting for approval")
-    return await graph.ainvoke(Command(resume=dict(decision)), config)
+    interrupt_id = pending_interrupt_id(await graph.aget_state(config))
+    if interrupt_id is None:
+        raise _not_waiting(config)
+    command, strict = pinned(config, interrupt_id, decision)
+    try:
+        return await graph.ainvoke(command, strict)
+    except UnknownInterruptError:
+        raise _not_waiting(config) from None
 
 
 def draft_digest(draft: Any) -> str:
@@ -296,6 +355,21 @@ def _chain(tuples: Sequence[Any], target_id: str) -> list[Any]:
     return chain
 
 
+def _ancestors(config: Mapping[str, Any], ns: str) -> list[tuple[str, str]]:
+    """``(namespace, checkpoint id)`` of every graph above the one the node runs in, root first."""
+    conf = config.get(_CONF) or {}
+    cmap = conf.get("checkpoint_map") or {}
+    if not ns:
+        return []
+    parts = ns.split("|")
+    out = []
+    for depth in range(len(parts)):
+        above = "|".join(parts[:depth])
+        if above in cmap:
+            out.append((above, str(cmap[above])))
+    return out
+
+
 def _where(config: Mapping[str, Any]) -> tuple[str, str, str, str]:
     conf = config.get(_CONF) or {}
     thread = conf.get("thread_id")
@@ -324,6 +398,22 @@ def _thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> di
 
 
 def _history(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float,
+    *, ancestors: Sequence[tuple[str, str]] = (),
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The target checkpoint and the chunks of the whole thread up to it.
+
+    In a subgraph, the graphs above come first (root first, each up to the checkpoint the
+    subgraph was called from), so the verdict covers the whole thread, not the subgraph alone.
+    """
+    chunks: list[dict[str, Any]] = []
+    for above_ns, above_id in ancestors:
+        chunks += _history(saver, thread, above_ns, above_id, wait)[1]
+    target, own = _history_of(saver, thread, ns, checkpoint_id, wait)
+    return target, chunks + own
+
+
+def _history_of(
     saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
 ) -> tuple[Any, list[dict[str, Any]]]:
     deadline = time.monotonic() + wait
@@ -338,6 +428,17 @@ def _history(
 
 
 async def _ahistory(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float,
+    *, ancestors: Sequence[tuple[str, str]] = (),
+) -> tuple[Any, list[dict[str, Any]]]:
+    chunks: list[dict[str, Any]] = []
+    for above_ns, above_id in ancestors:
+        chunks += (await _ahistory(saver, thread, above_ns, above_id, wait))[1]
+    target, own = await _ahistory_of(saver, thread, ns, checkpoint_id, wait)
+    return target, chunks + own
+
+
+async def _ahistory_of(
     saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float
 ) -> tuple[Any, list[dict[str, Any]]]:
     deadline = time.monotonic() + wait
@@ -474,7 +575,8 @@ class _Gate:
 
     # -- decision --------------------------------------------------------------------------
     def _record(
-        self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any
+        self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any,
+        claim_key: str | None = None,
     ) -> dict[str, Any]:
         row = payload.get("verdict") or {}
         codes = sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
@@ -493,14 +595,16 @@ class _Gate:
         }
         if decision["action"] == "edit":
             record["edited_digest"] = draft_digest(decision.get("draft"))
+        if claim_key is not None:
+            record["claim"] = claim_key  # what approval_send checks before it sends
         return record
 
     def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: Decision,
-                 draft: Any) -> Any:
+                 draft: Any, *, claim_key: str | None = None) -> Any:
         from langgraph.graph import END
         from langgraph.types import Command
 
-        record = self._record(payload, actor, decision, draft)
+        record = self._record(payload, actor, decision, draft, claim_key)
         row = dict(payload.get("verdict") or {})
         update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: row}
         action = decision["action"]
@@ -514,25 +618,106 @@ class _Gate:
         )
         return Command(update=update, goto=goto)
 
-    def _ask(self, payload: dict[str, Any], thread: str) -> Decision:
+    def _ask(self, payload: dict[str, Any], visit: _Visit) -> Decision:
+        """The person's decision, claimed before LangGraph stores it (see the module docstring, 5)."""
+        from langgraph.errors import GraphInterrupt
         from langgraph.types import interrupt
+        from pydantic import AfterValidator
 
         shown = {k: v for k, v in payload.items() if not k.startswith("_")}
         if self.decide is not None:
             return parse_decision(self.decide(shown))
-        answer = interrupt(shown)
+        value = shown
         while True:
+            outcome: dict[str, Any] = {}
+
+            def check(answer: Any, outcome: dict[str, Any] = outcome) -> Any:
+                return self._claim_answer(visit, answer, outcome)
+
+            schema: Any = Annotated[Any, AfterValidator(check)]
+            try:
+                answer = interrupt(value, response_schema=schema)
+            except GraphInterrupt as exc:
+                self._index(visit, exc)
+                raise
+            except _ClaimAbort:
+                raise self._not_claimed(visit, outcome) from None
             try:
                 return parse_decision(answer)
             except ApprovalError as exc:
-                log.warning("approval thread=%s bad_resume=%s", thread, type(answer).__name__)
-                answer = interrupt({**shown, "error": str(exc)})
+                log.warning("approval thread=%s bad_resume=%s", visit.thread, type(answer).__name__)
+                value = {**shown, "error": str(exc)}
+
+    def _claim_answer(self, visit: _Visit, answer: Any, outcome: dict[str, Any]) -> Any:
+        """Runs inside ``interrupt()`` before LangGraph stores the answer: a failed claim stores nothing."""
+        from liveguard.checkpoints import claim
+
+        try:
+            decision = parse_decision(answer)
+        except ApprovalError:
+            return answer  # a malformed answer is stored and answered with a new interrupt
+        if (visit.thread, visit.claim_key) in _WON:
+            return answer  # this process claimed it already (a replay of its own answer)
+        try:
+            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
+                        action=decision["action"], at=self.clock().isoformat())
+        except Exception as exc:
+            outcome["error"] = exc
+            raise _ClaimAbort from None
+        if not won.won:
+            outcome["conflict"] = won
+            raise _ClaimAbort
+        if decision["action"] in ("approve", "edit"):  # the decisions approval_send sends on
+            _WON.add((visit.thread, visit.claim_key))
+        return answer
+
+    def _not_claimed(self, visit: _Visit, outcome: Mapping[str, Any]) -> Exception:
+        if "conflict" in outcome:
+            return self._refused(visit, outcome["conflict"])
+        exc = outcome.get("error")
+        log.warning("approval thread=%s claim_error=%s", visit.thread, type(exc).__name__)
+        self._forget_answer(visit)
+        detail = " ".join(str(exc).split())[:200]
+        return ApprovalClaimError(
+            f"thread {visit.thread}: the decision could not be recorded ({type(exc).__name__}: {detail}); "
+            "nothing was decided, the draft still waits for approval"
+        )
+
+    def _forget_answer(self, visit: _Visit) -> None:
+        """Overwrite an unpinned resume answer kept on the checkpoint, so that no later run replays it."""
+        if visit.saver is None or visit.root_checkpoint is None:
+            return
+        try:
+            visit.saver.put_writes(_thread_config(visit.thread, "", visit.root_checkpoint),
+                                   [("__resume__", None)], _NULL_TASK_ID)
+        except Exception as exc:  # the database is down: a pinned resume (CLI, resume_approval) stores none
+            log.warning("approval thread=%s forget_answer_error=%s", visit.thread, type(exc).__name__)
+
+    def _index(self, visit: _Visit, exc: Any) -> None:
+        """Write the pending-approval index row before LangGraph stores the interrupt (a superset)."""
+        from liveguard.checkpoints import index_pending, pause_point
+
+        try:
+            item = exc.args[0][0]
+            value = item.value if isinstance(item.value, Mapping) else {}
+            row = value.get("verdict") or {}
+            codes = sorted({str(v.get("code")) for v in row.get("violations") or []
+                            if isinstance(v, Mapping)})
+            index_pending(visit.saver, visit.thread, visit.claim_key, interrupt_id=str(item.id),
+                          at=self.clock().isoformat(), reasons=[str(r) for r in value.get("reasons") or []],
+                          codes=codes, error=value.get("error"))
+        except Exception as error:  # the draft is held all the same; `approvals list --scan` still finds it
+            log.warning("approval thread=%s index_error=%s", visit.thread, type(error).__name__)
+        pause_point("approval_indexed")
 
     # -- entry points ----------------------------------------------------------------------
     def _begin(self, config: Any) -> _Visit:
         thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
         saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
-        return _Visit(thread, task_id, ns, checkpoint_id, saver=saver, node=_node_of(config))
+        visit = _Visit(thread, task_id, ns, checkpoint_id, saver=saver, node=_node_of(config))
+        visit.ancestors = _ancestors(config, ns) if checkpoint_id else []
+        visit.root_checkpoint = (visit.ancestors[0][1] if visit.ancestors else checkpoint_id) or None
+        return visit
 
     def _read_failed(self, visit: _Visit, exc: Exception) -> None:
         if isinstance(exc, _HistoryError):
@@ -548,25 +733,41 @@ class _Gate:
 
     def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None) -> Any:
         """Build the payload; return the auto-approve Command when the verdict clears, else None."""
+        from liveguard.checkpoints import claim
+
         visit.payload = self._payload(visit.thread, draft, verdict, visit.error)
-        if visit.payload.pop("_cleared"):
-            decision: Decision = {"action": "approve", "by": "liveguard"}
-            return self._command(visit.thread, visit.payload, "auto", decision, draft)
-        return None
+        if not visit.payload.pop("_cleared"):
+            return None
+        decision: Decision = {"action": "approve", "by": "liveguard"}
+        key = None
+        if visit.saver is not None and self.decide is None:
+            key = visit.claim_key
+            try:
+                won = claim(visit.saver, visit.thread, key, by="liveguard", action="approve",
+                            at=self.clock().isoformat())
+            except Exception as exc:  # no claim, no auto-send: a person decides
+                log.warning("approval thread=%s claim_error=%s", visit.thread, type(exc).__name__)
+                visit.error = "claim_error"
+                visit.payload = self._payload(visit.thread, draft, None, visit.error)
+                visit.payload.pop("_cleared")
+                return None
+            if not won.won:
+                raise self._refused(visit, won)
+            _WON.add((visit.thread, key))
+        return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key)
 
     def _refused(self, visit: _Visit, won: Any) -> ApprovalConflict:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
         return ApprovalConflict(visit.thread, won.decided_by, won.action, won.decided_at)
 
     def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        from liveguard.checkpoints import claim
-
         visit = self._begin(config)
         draft = state.get(self.draft_key)
         if visit.readable:
             try:
                 target, visit.chunks = _history(
-                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
+                    ancestors=visit.ancestors,
                 )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
@@ -582,23 +783,18 @@ class _Gate:
             if auto is not None:
                 return auto
         assert visit.payload is not None
-        decision = self._ask(visit.payload, visit.thread)
-        if self.decide is None:
-            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
-                        action=decision["action"], at=self.clock().isoformat())
-            if not won.won:
-                raise self._refused(visit, won)
-        return self._command(visit.thread, visit.payload, "person", decision, draft)
+        decision = self._ask(visit.payload, visit)
+        key = visit.claim_key if self.decide is None else None
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
 
     async def acall(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        from liveguard.checkpoints import aclaim
-
         visit = self._begin(config)
         draft = state.get(self.draft_key)
         if visit.readable:
             try:
                 target, visit.chunks = await _ahistory(
-                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait
+                    visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
+                    ancestors=visit.ancestors,
                 )
                 visit.payload = _stored_payload(target, visit.task_id)
             except Exception as exc:
@@ -610,17 +806,18 @@ class _Gate:
                     verdict = await self._evaluate_async(visit.trajectory(self))
                 except Exception as exc:
                     self._eval_failed(visit, exc)
-            auto = self._auto(visit, draft, verdict)
+            auto = await asyncio.to_thread(self._auto, visit, draft, verdict)
             if auto is not None:
                 return auto
         assert visit.payload is not None
-        decision = self._ask(visit.payload, visit.thread)
         if self.decide is None:
-            won = await aclaim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
-                               action=decision["action"], at=self.clock().isoformat())
-            if not won.won:
-                raise self._refused(visit, won)
-        return self._command(visit.thread, visit.payload, "person", decision, draft)
+            # In a worker thread, so that the claim (a blocking call inside interrupt()) can
+            # run an async saver's query on this event loop.
+            decision = await asyncio.to_thread(self._ask, visit.payload, visit)
+        else:
+            decision = self._ask(visit.payload, visit)
+        key = visit.claim_key if self.decide is None else None
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
 
     def _where_or_scripted(self, config: Any) -> tuple[str, str, str, str]:
         """Where the node runs. With a scripted ``decide``, a graph without a checkpointer may run it."""
@@ -648,6 +845,8 @@ class _Visit:
         self.chunks: list[dict[str, Any]] | None = None
         self.payload: dict[str, Any] | None = None
         self.error: str | None = None if saver is not None and checkpoint_id else "no_history"
+        self.ancestors: list[tuple[str, str]] = []
+        self.root_checkpoint: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -697,3 +896,111 @@ def approval_gate(
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
                  decide=decide, clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
     return RunnableCallable(gate, gate.acall, name=name, trace=False)
+
+
+# -- the send, covered by the decision's claim -------------------------------------------------
+class _Send:
+    def __init__(self, fn: Callable[..., Any], audit_key: str, clock: Callable[[], datetime]) -> None:
+        self.fn = fn
+        self.audit_key = audit_key
+        self.clock = clock
+        try:
+            params = inspect.signature(fn).parameters
+            self.with_config = len(params) >= 2 or "config" in params
+        except (TypeError, ValueError):
+            self.with_config = False
+
+    def _take(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[Any, str, str, str] | None:
+        """Claim the send for this process, or raise :class:`ApprovalConflict`; None: nothing to guard."""
+        from liveguard.checkpoints import claim
+
+        records = state.get(self.audit_key) if isinstance(state, Mapping) else None
+        record = records[-1] if isinstance(records, list) and records else None
+        if not isinstance(record, Mapping) or record.get("kind") != KIND or not record.get("claim"):
+            return None  # not reached through a claimed approval (scripted decide, another route)
+        if record.get("action") not in ("approve", "edit"):
+            return None
+        conf = config.get(_CONF) or {}
+        thread, saver, key = str(conf.get("thread_id")), conf.get(_CHECKPOINTER_KEY), str(record["claim"])
+        if saver is None:
+            return None
+        if (thread, key) not in _WON:
+            log.warning("approval thread=%s send_refused=not_the_winner", thread)
+            raise ApprovalConflict(thread, str(record.get("by")), str(record.get("action")),
+                                   str(record.get("at")))
+        send_key = f"send:{key}"
+        got = claim(saver, thread, send_key, by=str(record.get("by")), action="sending",
+                    at=self.clock().isoformat())
+        if not got.won:
+            log.warning("approval thread=%s send_refused=already_%s", thread, got.action)
+            raise ApprovalConflict(thread, got.decided_by, got.action, got.decided_at)
+        return saver, thread, key, send_key
+
+    def _done(self, held: tuple[Any, str, str, str] | None, ok: bool) -> None:
+        from liveguard.checkpoints import mark_sent, release
+
+        if held is None:
+            return
+        saver, thread, key, send_key = held
+        try:
+            if ok:
+                mark_sent(saver, thread, send_key, outcome="sent", at=self.clock().isoformat())
+                _WON.discard((thread, key))
+            else:  # the send raised: this process may try it again (a retry policy, a new resume)
+                release(saver, thread, send_key)
+        except Exception as exc:  # the send happened (or not) all the same; the row says 'sending'
+            log.warning("approval thread=%s send_record_error=%s", thread, type(exc).__name__)
+
+    def _args(self, state: Any, config: Any) -> tuple[Any, ...]:
+        return (state, config) if self.with_config else (state,)
+
+    def __call__(self, state: Any, config: RunnableConfig) -> Any:
+        held = self._take(state, config)
+        try:
+            out = self.fn(*self._args(state, config))
+        except BaseException:
+            self._done(held, ok=False)
+            raise
+        self._done(held, ok=True)
+        return out
+
+    async def acall(self, state: Any, config: RunnableConfig) -> Any:
+        held = await asyncio.to_thread(self._take, state, config)
+        try:
+            out = self.fn(*self._args(state, config))
+            if inspect.isawaitable(out):
+                out = await out
+        except BaseException:
+            await asyncio.to_thread(self._done, held, False)
+            raise
+        await asyncio.to_thread(self._done, held, True)
+        return out
+
+
+def approval_send(
+    fn: Callable[..., Any],
+    *,
+    audit_key: str = "approvals",
+    clock: Callable[[], datetime] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Wrap the node that sends, so that the decision's claim covers the send itself.
+
+    ::
+
+        builder.add_node("send_touch", approval_send(send_touch))
+
+    When the thread's latest approval record (``state[audit_key][-1]``) is a claimed
+    approve or edit, the wrapped node sends only in the process that won that claim, and
+    only once: it first inserts a ``send:<claim>`` row (``sending``), then runs ``fn``, then
+    marks the row ``sent``. A resumer that did not win (it loaded the thread after the
+    winner's approval, wherever it starts) raises :class:`ApprovalConflict` and sends
+    nothing. If ``fn`` raises, the row is deleted, so the winner may try again. ``fn``
+    takes ``(state)`` or ``(state, config)``, sync or async.
+    """
+    from langgraph._internal._runnable import RunnableCallable
+
+    if not callable(fn):
+        raise ApprovalError("approval_send: fn must be the node function that sends")
+    send = _Send(fn, audit_key, clock or (lambda: datetime.now(UTC)))
+    return RunnableCallable(send, send.acall, name=name or getattr(fn, "__name__", "send"), trace=False)

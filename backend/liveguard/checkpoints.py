@@ -12,7 +12,12 @@
     machines share threads. Needs the ``langgraph-checkpoint-postgres`` and ``psycopg`` packages.
 
 :func:`open_saver` / :func:`aopen_saver` open the saver, create its tables (LangGraph's own
-``setup()`` plus one table of ours, ``liveguard_approval_claims``) and close it on exit.
+``setup()`` plus two of ours, ``liveguard_approval_claims`` and ``liveguard_approvals_pending``)
+and close it on exit; ``open_saver(url, create=False)`` opens for reading and creates nothing.
+Any fault of the database (unreachable server, wrong password, unknown database, a SQLite path
+that is a directory, under ``/proc``, not a database) is a one-line :class:`CheckpointOpenError`.
+The approval step creates our tables itself (:func:`ensure_tables`), so a saver opened the usual
+LangGraph way works too.
 
 Claims. Two workers resuming the same interrupted thread both re-run the approval node
 from the same checkpoint: LangGraph has no compare-and-swap on a thread. So before the
@@ -21,18 +26,28 @@ approval step lets a person's decision through, it inserts one row keyed by
 resumer of that interrupt and new for every later interrupt) into the same database as the
 checkpoints: ``INSERT ... ON CONFLICT DO NOTHING``. The database's primary key decides: exactly
 one resumer inserts the row and goes on to send; every other one reads the winner's row and
-stops with :class:`~liveguard.approval.ApprovalConflict`. For an ``InMemorySaver`` (or any
-other saver) the claim is process-local (a lock and a set), which is exact within one process.
+stops with :class:`~liveguard.approval.ApprovalConflict`. The same table holds the send's
+row (``send:<claim key>``: ``sending``, then ``sent``; see :func:`liveguard.approval.approval_send`).
+For an ``InMemorySaver`` (or any other saver) the claim is process-local (a lock and a set),
+which is exact within one process.
+
+The pending index (``liveguard_approvals_pending``): one row per approval interrupt, upserted
+by the approval step right before LangGraph stores the interrupt, deleted by the claim that
+decides it; :func:`iter_index` lists the rows no claim has decided. The checkpoints stay
+authoritative (the index is a superset: see ``docs/approval.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading
+import time
+import urllib.parse
 import weakref
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,18 +59,29 @@ __all__ = [
     "CHECKPOINT_URL_ENV",
     "CLAIMS_TABLE",
     "DEFAULT_CHECKPOINT_URL",
+    "PENDING_TABLE",
+    "CheckpointOpenError",
     "CheckpointURLError",
     "Claim",
     "aclaim",
     "aopen_saver",
     "checkpoint_url",
     "claim",
+    "ensure_tables",
+    "has_checkpoints",
+    "index_pending",
+    "iter_index",
+    "mark_sent",
     "open_saver",
+    "pause_point",
+    "release",
 ]
 
 CHECKPOINT_URL_ENV = "AGENT_EVAL_CHECKPOINT_URL"
 DEFAULT_CHECKPOINT_URL = "sqlite:///.liveguard/checkpoints.sqlite"
 CLAIMS_TABLE = "liveguard_approval_claims"
+PENDING_TABLE = "liveguard_approvals_pending"
+PAUSE_ENV = "LIVEGUARD_PAUSE_DIR"
 SQLITE_TIMEOUT = 30.0
 """Seconds a SQLite connection waits for another process's write lock."""
 
@@ -64,6 +90,12 @@ _SQLITE_DDL = (
     "decided_by TEXT NOT NULL, action TEXT NOT NULL, decided_at TEXT NOT NULL, "
     "PRIMARY KEY (thread_id, claim_key))"
 )
+_PENDING_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {PENDING_TABLE} (thread_id TEXT NOT NULL, claim_key TEXT NOT NULL, "
+    "interrupt_id TEXT NOT NULL, at TEXT NOT NULL, reasons TEXT NOT NULL, codes TEXT NOT NULL, "
+    "error TEXT, PRIMARY KEY (thread_id, claim_key))"
+)
+_PENDING_AT_INDEX = f"CREATE INDEX IF NOT EXISTS {PENDING_TABLE}_at ON {PENDING_TABLE} (at)"
 _SQLITE_INSERT = (
     f"INSERT OR IGNORE INTO {CLAIMS_TABLE} (thread_id, claim_key, decided_by, action, decided_at) "
     "VALUES (?, ?, ?, ?, ?)"
@@ -71,16 +103,38 @@ _SQLITE_INSERT = (
 _SQLITE_SELECT = (
     f"SELECT decided_by, action, decided_at FROM {CLAIMS_TABLE} WHERE thread_id = ? AND claim_key = ?"
 )
+_SQLITE_UNPEND = f"DELETE FROM {PENDING_TABLE} WHERE thread_id = ? AND claim_key = ?"
+_SQLITE_UPDATE = f"UPDATE {CLAIMS_TABLE} SET action = ?, decided_at = ? WHERE thread_id = ? AND claim_key = ?"
+_SQLITE_DELETE = f"DELETE FROM {CLAIMS_TABLE} WHERE thread_id = ? AND claim_key = ?"
+_SQLITE_PEND = (
+    f"INSERT INTO {PENDING_TABLE} (thread_id, claim_key, interrupt_id, at, reasons, codes, error) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, claim_key) DO UPDATE SET "
+    "interrupt_id = excluded.interrupt_id, at = excluded.at, reasons = excluded.reasons, "
+    "codes = excluded.codes, error = excluded.error"
+)
+_LIST = (
+    f"SELECT p.thread_id, p.interrupt_id, p.at, p.reasons, p.codes, p.error FROM {PENDING_TABLE} p "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {CLAIMS_TABLE} c WHERE c.thread_id = p.thread_id "
+    "AND c.claim_key = p.claim_key) ORDER BY p.at DESC, p.thread_id"
+)
 _PG_DDL = _SQLITE_DDL
 _PG_INSERT = (
     f"INSERT INTO {CLAIMS_TABLE} (thread_id, claim_key, decided_by, action, decided_at) "
     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
 )
 _PG_SELECT = _SQLITE_SELECT.replace("?", "%s")
+_PG_UNPEND = _SQLITE_UNPEND.replace("?", "%s")
+_PG_UPDATE = _SQLITE_UPDATE.replace("?", "%s")
+_PG_DELETE = _SQLITE_DELETE.replace("?", "%s")
+_PG_PEND = _SQLITE_PEND.replace("?", "%s")
 
 
 class CheckpointURLError(LiveguardError, ValueError):
     """A checkpoint URL that names no supported saver."""
+
+
+class CheckpointOpenError(LiveguardError):
+    """The checkpoint database named by a valid URL cannot be opened or read (the environment's fault)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +145,23 @@ class Claim:
     decided_by: str
     action: str
     decided_at: str
+
+
+def pause_point(name: str) -> None:
+    """A test hook: with ``LIVEGUARD_PAUSE_DIR=DIR``, touch ``DIR/<name>.ready``, wait for ``DIR/<name>.go``.
+
+    Deterministic interleavings of several processes (tests/test_approval_races.py): the test
+    decides when each process goes on. Unset (always, outside tests), it does nothing.
+    """
+    folder = os.environ.get(PAUSE_ENV)
+    if not folder:
+        return
+    base = Path(folder)
+    (base / f"{name}.ready").touch()
+    go = base / f"{name}.go"
+    deadline = time.monotonic() + 120
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 def checkpoint_url(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -113,40 +184,113 @@ def _kind(url: str) -> str:
     )
 
 
-def _sqlite_path(url: str) -> str:
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _sqlite_path(url: str, *, create: bool) -> str:
     path = url[len("sqlite:///"):]
     if not path:
         raise CheckpointURLError("sqlite:/// URL names no file; use sqlite:///PATH")
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if path == ":memory:":
+        return path
+    target = Path(path)
+    if target.is_dir():
+        raise CheckpointOpenError(f"{path}: is a directory, not a SQLite file")
+    if str(target.resolve()).startswith(("/proc/", "/sys/", "/dev/")):
+        raise CheckpointOpenError(f"{path}: not a regular file (under /proc, /sys or /dev)")
+    if target.exists() and not target.is_file():
+        raise CheckpointOpenError(f"{path}: not a regular file")
+    if not create:
+        return path
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CheckpointOpenError(f"{path}: cannot create its directory ({_one_line(exc)})") from None
     return path
 
 
+def _sqlite_connect(url: str, *, create: bool) -> sqlite3.Connection:
+    path = _sqlite_path(url, create=create)
+    try:
+        if create or path == ":memory:":
+            conn = sqlite3.connect(path, check_same_thread=False, timeout=SQLITE_TIMEOUT)
+        else:
+            uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=SQLITE_TIMEOUT)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # garbage fails here, not later
+    except sqlite3.Error as exc:
+        raise CheckpointOpenError(f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
+    return conn
+
+
+def _pg_error(url: str, exc: BaseException) -> CheckpointOpenError:
+    where = url.split("@", 1)[-1] if "@" in url else url.split("://", 1)[-1]
+    return CheckpointOpenError(f"postgresql {where}: {_one_line(exc)}")
+
+
+def _sqlite_setup(conn: sqlite3.Connection) -> None:
+    conn.execute(_SQLITE_DDL)
+    conn.execute(_PENDING_DDL)
+    conn.execute(_PENDING_AT_INDEX)
+    conn.commit()
+
+
 @contextmanager
-def open_saver(url: str | None = None) -> Iterator[Any]:
-    """A ready sync saver for ``url`` (see :func:`checkpoint_url`), closed on exit."""
+def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool = False) -> Iterator[Any]:
+    """A ready sync saver for ``url`` (see :func:`checkpoint_url`), closed on exit.
+
+    ``create=False`` (read-only commands) creates nothing: no directory, no file, no table;
+    a SQLite file that does not exist raises :class:`CheckpointOpenError` (so does
+    ``must_exist=True``, which still creates liveguard's tables in an existing file). Any database
+    that cannot be reached, opened or read raises :class:`CheckpointOpenError` (one line).
+    """
     url = checkpoint_url(url)
     if _kind(url) == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        conn = sqlite3.connect(_sqlite_path(url), check_same_thread=False, timeout=SQLITE_TIMEOUT)
+        path = url[len("sqlite:///"):]
+        if (not create or must_exist) and path and path != ":memory:" and not Path(path).exists():
+            raise CheckpointOpenError(f"{path}: no such file (nothing has been checkpointed there)")
+        conn = _sqlite_connect(url, create=create)
         try:
             saver = SqliteSaver(conn)
-            saver.setup()
-            with saver.lock:
-                conn.execute(_SQLITE_DDL)
-                conn.commit()
+            if create:
+                try:
+                    saver.setup()
+                    with saver.lock:
+                        _sqlite_setup(conn)
+                except sqlite3.Error as exc:
+                    raise CheckpointOpenError(
+                        f"{path}: cannot prepare the database ({_one_line(exc)})") from None
+            else:
+                saver.is_setup = True  # read-only: never run the DDL
             yield saver
         finally:
             conn.close()
         return
+    import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    with PostgresSaver.from_conn_string(url) as pg_saver:
-        pg_saver.setup()
-        with pg_saver.lock, pg_saver.conn.cursor() as cur:  # type: ignore[union-attr]
-            cur.execute(_PG_DDL)
+    try:
+        manager = PostgresSaver.from_conn_string(url)
+        pg_saver = manager.__enter__()
+    except (psycopg.Error, ValueError) as exc:
+        raise _pg_error(url, exc) from None
+    try:
+        if create:
+            try:
+                pg_saver.setup()
+                ensure_tables(pg_saver)
+            except psycopg.Error as exc:
+                raise _pg_error(url, exc) from None
         yield pg_saver
+    except BaseException as exc:
+        if not manager.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        manager.__exit__(None, None, None)
 
 
 @asynccontextmanager
@@ -157,12 +301,13 @@ async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        conn = await aiosqlite.connect(_sqlite_path(url), timeout=SQLITE_TIMEOUT)
+        conn = await aiosqlite.connect(_sqlite_path(url, create=True), timeout=SQLITE_TIMEOUT)
         try:
             saver = AsyncSqliteSaver(conn)
             await saver.setup()
             async with saver.lock:
-                await conn.execute(_SQLITE_DDL)
+                for ddl in (_SQLITE_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
+                    await conn.execute(ddl)
                 await conn.commit()
             yield saver
         finally:
@@ -173,7 +318,9 @@ async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
     async with AsyncPostgresSaver.from_conn_string(url) as pg_saver:
         await pg_saver.setup()
         async with pg_saver.lock, pg_saver.conn.cursor() as cur:  # type: ignore[union-attr]
-            await cur.execute(_PG_DDL)
+            for ddl in (_PG_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
+                await cur.execute(ddl)
+        _READY.add(pg_saver)
         yield pg_saver
 
 
@@ -187,10 +334,7 @@ _LOCAL: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[str, str, str
 def _local_claim(saver: Any, row: tuple[str, str, str, str, str]) -> Claim:
     thread_id, key, by, action, at = row
     with _LOCAL_LOCK:
-        try:
-            claims = _LOCAL.setdefault(saver, {})
-        except TypeError:  # a saver that cannot be weakly referenced: key by identity
-            claims = _LOCAL.setdefault(_Identity(saver), {})
+        claims = _local_claims(saver)
         if (thread_id, key) in claims:
             return Claim(False, *claims[(thread_id, key)])
         claims[(thread_id, key)] = (by, action, at)
@@ -220,63 +364,256 @@ def _saver_kind(saver: Any) -> str:
     return "local"
 
 
-def claim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
-    """Insert the claim row for ``(thread_id, key)``; return whether this caller won, and the winner."""
-    row = (thread_id, key, by, action, at)
+_READY: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Savers whose database already holds liveguard's tables (created once per saver object)."""
+
+# One operation: (SQL with ? placeholders, parameters, fetch one row?). PostgreSQL gets %s.
+_Op = tuple[str, tuple[Any, ...], bool]
+_DDL_OPS: tuple[_Op, ...] = (
+    (_SQLITE_DDL, (), False), (_PENDING_DDL, (), False), (_PENDING_AT_INDEX, (), False))
+
+
+def _pg_sql(sql: str) -> str:
+    return sql.replace("INSERT OR IGNORE", "INSERT").replace("?", "%s") + (
+        " ON CONFLICT DO NOTHING" if sql.startswith("INSERT OR IGNORE") else "")
+
+
+def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
+    """Run ``ops`` in one transaction on the saver's own connection: ``[(rowcount, row or None)]``."""
     if type(saver).__name__.startswith("Async") and getattr(saver, "loop", None) is not None:
-        # An async saver used from a sync node (a worker thread): run the async claim on its loop.
-        future = asyncio.run_coroutine_threadsafe(
-            aclaim(saver, thread_id, key, by=by, action=action, at=at), saver.loop
-        )
-        result: Claim = future.result()
-        return result
+        # An async saver used from a sync caller (a worker thread): run on the saver's loop.
+        future = asyncio.run_coroutine_threadsafe(_arun(saver, ops), saver.loop)
+        return future.result()
     kind = _saver_kind(saver)
     if kind == "sqlite":
         conn: sqlite3.Connection = saver.conn
+        out: list[tuple[int, Any]] = []
         with saver.lock:
-            conn.execute(_SQLITE_DDL)
-            inserted = conn.execute(_SQLITE_INSERT, row).rowcount == 1
-            conn.commit()
-            got = conn.execute(_SQLITE_SELECT, (thread_id, key)).fetchone()
-        return Claim(inserted, str(got[0]), str(got[1]), str(got[2]))
+            try:
+                if saver not in _READY:
+                    for sql, params, _ in _DDL_OPS:
+                        conn.execute(sql, params)
+                    _READY.add(saver)
+                for sql, params, fetch in ops:
+                    cur = conn.execute(sql, params)
+                    out.append((cur.rowcount, cur.fetchone() if fetch else None))
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+        return out
     if kind == "postgres":
         from langgraph.checkpoint.postgres import _internal
 
-        with saver.lock, _internal.get_connection(saver.conn) as pg, pg.cursor() as cur:
-            cur.execute(_PG_INSERT, row)
-            inserted = cur.rowcount == 1
-            cur.execute(_PG_SELECT, (thread_id, key))
-            got = cur.fetchone()
-        return Claim(inserted, *_pg_row(got))
-    return _local_claim(saver, row)
+        with saver.lock, _internal.get_connection(saver.conn) as pg:
+            if saver not in _READY:
+                _pg_ddl(pg)
+                _READY.add(saver)
+            with pg.transaction(), pg.cursor() as pg_cur:
+                out = []
+                for sql, params, fetch in ops:
+                    pg_cur.execute(_pg_sql(sql), params)
+                    out.append((pg_cur.rowcount, pg_cur.fetchone() if fetch else None))
+        return out
+    raise TypeError(f"{type(saver).__name__}: not a SQL saver")
+
+
+def _pg_ddl(pg: Any) -> None:
+    """Create liveguard's tables; idempotent, and safe when several processes race to create them."""
+    import psycopg
+
+    for attempt in range(3):
+        try:
+            with pg.transaction(), pg.cursor() as cur:
+                for sql, _params, _ in _DDL_OPS:
+                    cur.execute(sql)
+            return
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            if attempt == 2:  # another process created them meanwhile: they exist now
+                raise
+
+
+async def _arun(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
+    name = type(saver).__name__
+    out: list[tuple[int, Any]] = []
+    if name == "AsyncSqliteSaver":
+        async with saver.lock:
+            try:
+                if saver not in _READY:
+                    for sql, params, _ in _DDL_OPS:
+                        await saver.conn.execute(sql, params)
+                    _READY.add(saver)
+                for sql, params, fetch in ops:
+                    cursor = await saver.conn.execute(sql, params)
+                    out.append((cursor.rowcount, await cursor.fetchone() if fetch else None))
+                await saver.conn.commit()
+            except BaseException:
+                await saver.conn.rollback()
+                raise
+        return out
+    if name in ("AsyncPostgresSaver", "AsyncShallowPostgresSaver"):
+        from langgraph.checkpoint.postgres import _ainternal
+
+        async with saver.lock, _ainternal.get_connection(saver.conn) as pg:
+            if saver not in _READY:
+                async with pg.transaction(), pg.cursor() as cur:
+                    for sql, _params, _ in _DDL_OPS:
+                        await cur.execute(sql)
+                _READY.add(saver)
+            async with pg.transaction(), pg.cursor() as cur:
+                for sql, params, fetch in ops:
+                    await cur.execute(_pg_sql(sql), params)
+                    out.append((cur.rowcount, await cur.fetchone() if fetch else None))
+        return out
+    return await asyncio.to_thread(_run, saver, ops)
+
+
+def ensure_tables(saver: Any) -> None:
+    """Create liveguard's tables (claims, pending index) in the saver's database, once; idempotent.
+
+    The approval step calls it itself, so a saver the user set up the usual LangGraph way
+    (``PostgresSaver.from_conn_string(url)`` + ``setup()``) works without liveguard's opener.
+    """
+    if _saver_kind(saver) != "local":
+        _run(saver, ())
+
+
+def _claim_ops(thread_id: str, key: str, row: tuple[str, ...]) -> list[_Op]:
+    return [
+        (_SQLITE_INSERT, row, False),
+        (_SQLITE_SELECT, (thread_id, key), True),
+        (_SQLITE_UNPEND, (thread_id, key), False),
+    ]
+
+
+def _claim_of(results: list[tuple[int, Any]]) -> Claim:
+    inserted = results[0][0] == 1
+    return Claim(inserted, *_pg_row(results[1][1]))
+
+
+def claim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
+    """Insert the claim row for ``(thread_id, key)``; return whether this caller won, and the winner.
+
+    The same transaction takes the interrupt off the pending index. Raises the database's
+    own error when the row cannot be written (nothing is claimed then).
+    """
+    row = (thread_id, key, by, action, at)
+    if _saver_kind(saver) == "local":
+        return _local_claim(saver, row)
+    return _claim_of(_run(saver, _claim_ops(thread_id, key, row)))
 
 
 async def aclaim(saver: Any, thread_id: str, key: str, *, by: str, action: str, at: str) -> Claim:
     """Async :func:`claim` for ``AsyncSqliteSaver`` / ``AsyncPostgresSaver`` (sync savers run in a thread)."""
     row = (thread_id, key, by, action, at)
-    name = type(saver).__name__
-    if name == "AsyncSqliteSaver":
-        async with saver.lock:
-            await saver.conn.execute(_SQLITE_DDL)
-            cursor = await saver.conn.execute(_SQLITE_INSERT, row)
-            inserted = cursor.rowcount == 1
-            await saver.conn.commit()
-            cursor = await saver.conn.execute(_SQLITE_SELECT, (thread_id, key))
-            got = await cursor.fetchone()
-        assert got is not None
-        return Claim(inserted, str(got[0]), str(got[1]), str(got[2]))
-    if name in ("AsyncPostgresSaver", "AsyncShallowPostgresSaver"):
-        from langgraph.checkpoint.postgres import _ainternal
-
-        async with saver.lock, _ainternal.get_connection(saver.conn) as pg, pg.cursor() as cur:
-            await cur.execute(_PG_INSERT, row)
-            inserted = cur.rowcount == 1
-            await cur.execute(_PG_SELECT, (thread_id, key))
-            got = await cur.fetchone()
-        return Claim(inserted, *_pg_row(got))
     if _saver_kind(saver) == "local":
         return _local_claim(saver, row)
-    return await asyncio.to_thread(claim, saver, thread_id, key, by=by, action=action, at=at)
+    return _claim_of(await _arun(saver, _claim_ops(thread_id, key, row)))
+
+
+def mark_sent(saver: Any, thread_id: str, key: str, *, outcome: str, at: str) -> None:
+    """Record a send's outcome on its claim row (``action`` becomes ``outcome``)."""
+    if _saver_kind(saver) == "local":
+        with _LOCAL_LOCK:
+            claims = _local_claims(saver)
+            if (thread_id, key) in claims:
+                by, _action, _at = claims[(thread_id, key)]
+                claims[(thread_id, key)] = (by, outcome, at)
+        return
+    _run(saver, [(_SQLITE_UPDATE, (outcome, at, thread_id, key), False)])
+
+
+def release(saver: Any, thread_id: str, key: str) -> None:
+    """Delete a claim row: the send it covered raised, so it may be tried again."""
+    if _saver_kind(saver) == "local":
+        with _LOCAL_LOCK:
+            _local_claims(saver).pop((thread_id, key), None)
+        return
+    _run(saver, [(_SQLITE_DELETE, (thread_id, key), False)])
+
+
+def index_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at: str,
+                  reasons: Sequence[str], codes: Sequence[str], error: str | None) -> bool:
+    """Upsert the pending-approval index row of one interrupt; False for a saver without SQL tables."""
+    if _saver_kind(saver) == "local":
+        return False
+    params = (thread_id, key, interrupt_id, at, json.dumps(list(reasons)), json.dumps(list(codes)), error)
+    _run(saver, [(_SQLITE_PEND, params, False)])
+    return True
+
+
+def iter_index(saver: Any, *, batch: int = 500) -> Iterator[dict[str, Any]]:
+    """Rows of the pending index that no claim has decided (newest first), streamed in batches.
+
+    Raises :class:`LookupError` when the database has no index table (written by an older
+    liveguard, or a read-only look at a database liveguard never wrote to).
+    """
+    kind = _saver_kind(saver)
+    if kind == "sqlite":
+        conn: sqlite3.Connection = saver.conn
+        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                              (PENDING_TABLE, CLAIMS_TABLE)).fetchall()
+        if len(exists) < 2:
+            raise LookupError(PENDING_TABLE)
+        cursor = conn.execute(_LIST)
+        while rows := cursor.fetchmany(batch):
+            for row in rows:
+                yield _index_row(row)
+        return
+    if kind == "postgres":
+        from langgraph.checkpoint.postgres import _internal
+
+        with _internal.get_connection(saver.conn) as pg:
+            with pg.cursor() as cur:
+                cur.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL AS ok",
+                            (PENDING_TABLE, CLAIMS_TABLE))
+                got: Any = cur.fetchone()
+                ok = got["ok"] if isinstance(got, Mapping) else got[0]
+            if not ok:
+                raise LookupError(PENDING_TABLE)
+            with pg.transaction(), pg.cursor(name="liveguard_pending") as named:
+                named.itersize = batch
+                named.execute(_LIST)
+                for row in named:
+                    yield _index_row(row)
+        return
+    raise LookupError(PENDING_TABLE)
+
+
+def has_checkpoints(saver: Any) -> bool:
+    """Whether the saver's database holds LangGraph's checkpoint table at all (read-only check)."""
+    kind = _saver_kind(saver)
+    if kind == "sqlite":
+        conn: sqlite3.Connection = saver.conn
+        return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'")
+                    .fetchone())
+    if kind == "postgres":
+        from langgraph.checkpoint.postgres import _internal
+
+        with _internal.get_connection(saver.conn) as pg, pg.cursor() as cur:
+            cur.execute("SELECT to_regclass('checkpoints') IS NOT NULL AS ok")
+            got: Any = cur.fetchone()
+            return bool(got["ok"] if isinstance(got, Mapping) else got[0])
+    return True
+
+
+def _index_row(row: Any) -> dict[str, Any]:
+    keys = ("thread_id", "interrupt_id", "at", "reasons", "codes", "error")
+    values = [row[k] for k in keys] if isinstance(row, Mapping) else list(row)
+    out = dict(zip(keys, values, strict=True))
+    out["reasons"] = json.loads(out["reasons"])
+    out["codes"] = json.loads(out["codes"])
+    if out["error"] is None:
+        del out["error"]
+    return out
+
+
+# -- process-local claims (InMemorySaver and other savers without SQL) -------------------------
+def _local_claims(saver: Any) -> dict[tuple[str, str], tuple[str, str, str]]:
+    try:
+        return _LOCAL.setdefault(saver, {})
+    except TypeError:  # a saver that cannot be weakly referenced: key by identity
+        return _LOCAL.setdefault(_Identity(saver), {})
 
 
 def _pg_row(got: Any) -> tuple[str, str, str]:

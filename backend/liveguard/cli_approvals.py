@@ -2,19 +2,27 @@
 
 ::
 
-    liveguard approvals list   [--checkpoint URL] [--format table|json]
+    liveguard approvals list   [--checkpoint URL] [--format table|json] [--scan]
     liveguard approvals show   THREAD [--checkpoint URL] [--format table|json]
-    liveguard approvals approve THREAD --by NAME [--note TEXT] --graph MODULE:ATTR [--checkpoint URL]
-    liveguard approvals reject  THREAD --by NAME [--note TEXT] --graph MODULE:ATTR [--checkpoint URL]
-    liveguard approvals edit    THREAD --by NAME --draft-file F [--note TEXT] --graph MODULE:ATTR
+    liveguard approvals approve THREAD --by NAME [--interrupt ID] [--note TEXT] --graph MODULE:ATTR
+    liveguard approvals reject  THREAD --by NAME [--interrupt ID] [--note TEXT] --graph MODULE:ATTR
+    liveguard approvals edit    THREAD --by NAME --draft-file F [--interrupt ID] [--note TEXT] --graph ...
 
 ``--checkpoint`` defaults to ``AGENT_EVAL_CHECKPOINT_URL``, else the embedded SQLite file
-(:mod:`liveguard.checkpoints`). ``list`` and ``show`` read the checkpoints only; the
-commands that decide resume the thread, so they need the graph: ``--graph MODULE:ATTR``
-names a compiled graph or a zero-argument factory that returns one (it runs with the
-``--checkpoint`` saver, whatever checkpointer it was compiled with). A thread that is
-unknown or not waiting for approval, a malformed decision, or an interrupt another worker
-already decided: exit 2 with one line on stderr.
+(:mod:`liveguard.checkpoints`). ``list`` and ``show`` only read, and never create a file,
+a directory or a table. ``list`` reads the pending-approval index the approval step keeps
+in the same database (``liveguard_approvals_pending``, minus the interrupts a claim has
+decided); ``--scan`` reads every thread's latest checkpoint instead (the checkpoints are
+authoritative; the index is written before the interrupt is stored, so it may name a
+thread whose interrupt never got stored, never the other way round). The commands that
+decide resume the thread, so they need the graph: ``--graph MODULE:ATTR`` names a
+compiled graph or a zero-argument factory that returns one (it runs with the
+``--checkpoint`` saver, whatever checkpointer it was compiled with). A decision is pinned
+to the interrupt the command found (``--interrupt ID``: to that one, refused when it is no
+longer the pending one): it never lands on a later draft. A thread that is unknown or not
+waiting for approval, a stale interrupt id, a malformed decision, an interrupt another
+worker already decided, a database that cannot be reached, opened or written: exit 2 with
+one line on stderr.
 """
 
 from __future__ import annotations
@@ -29,8 +37,17 @@ from typing import Any, TextIO
 
 import orjson
 
-from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision
-from liveguard.checkpoints import CheckpointURLError, open_saver
+from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision, pinned
+from liveguard.checkpoints import (
+    DEFAULT_CHECKPOINT_URL,
+    CheckpointOpenError,
+    CheckpointURLError,
+    checkpoint_url,
+    has_checkpoints,
+    iter_index,
+    open_saver,
+    pause_point,
+)
 
 __all__ = ["Pending", "add_parser", "iter_pending", "pending_for"]
 
@@ -122,6 +139,8 @@ def add_parser(sub: Any) -> None:
     listing = cmds.add_parser("list", help="threads waiting for approval")
     common(listing)
     listing.add_argument("--format", choices=("table", "json"), default="table")
+    listing.add_argument("--scan", action="store_true",
+                         help="read every thread's latest checkpoint instead of the pending index")
     listing.set_defaults(handler=_list)
 
     show = cmds.add_parser("show", help="one pending approval: draft, verdict, reasons")
@@ -136,6 +155,8 @@ def add_parser(sub: Any) -> None:
         p.add_argument("thread", metavar="THREAD")
         common(p)
         p.add_argument("--by", required=True, help="who decides (kept in the audit record)")
+        p.add_argument("--interrupt", metavar="ID", default=None,
+                       help="the interrupt this decision is for (from list/show); refused when stale")
         p.add_argument("--note", default=None)
         p.add_argument("--graph", required=True, metavar="MODULE:ATTR",
                        help="the compiled graph, or a zero-argument factory returning it")
@@ -154,22 +175,72 @@ def _dump(value: Any) -> str:
     return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _list(args: argparse.Namespace, out: TextIO) -> int:
+def _env_error(exc: BaseException) -> str:
+    """One line for a database fault met after opening (corrupt page, read-only file, lost server)."""
+    text = " ".join(str(exc).split())[:300]
+    name = type(exc).__name__
+    return f"checkpoint database: {name}: {text}" if text else f"checkpoint database: {name}"
+
+
+def _db_errors() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    errors: list[type[BaseException]] = [sqlite3.Error]
     try:
-        with open_saver(args.checkpoint) as saver:
-            rows = list(iter_pending(saver))
-    except CheckpointURLError as exc:
+        import psycopg
+    except ImportError:  # pragma: no cover - the postgres extra is not installed
+        return tuple(errors)
+    return (*errors, psycopg.Error)
+
+
+def _missing_default(url: str | None) -> bool:
+    """The embedded default file does not exist yet: nothing was ever held (not an error)."""
+    resolved = checkpoint_url(url)
+    return resolved == DEFAULT_CHECKPOINT_URL and not Path(resolved[len("sqlite:///"):]).exists()
+
+
+def _index_rows(saver: Any, scan: bool) -> Iterator[dict[str, Any]]:
+    if not scan:
+        try:
+            yield from iter_index(saver)
+            return
+        except LookupError:  # no index in this database (an older liveguard wrote it): scan
+            pass
+    if not has_checkpoints(saver):  # a database nothing was ever checkpointed to
+        return
+    for p in iter_pending(saver):
+        yield p.as_json()
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    if _missing_default(args.checkpoint):
+        out.write("[]\n" if args.format == "json" else "no pending approvals\n")
+        return EXIT_OK
+    try:
+        with open_saver(args.checkpoint, create=False) as saver:
+            return _write_list(_index_rows(saver, args.scan), args.format, out)
+    except (CheckpointURLError, CheckpointOpenError) as exc:
         return _fail(str(exc))
-    if args.format == "json":
-        out.write(_dump([p.as_json() for p in rows]) + "\n")
-        return EXIT_OK
-    if not rows:
+    except _db_errors() as exc:
+        return _fail(_env_error(exc))
+
+
+def _write_list(rows: Iterator[dict[str, Any]], fmt: str, out: TextIO) -> int:
+    """Rows are written as they come: memory stays flat in the number of threads."""
+    first = True
+    for row in rows:
+        if fmt == "json":
+            out.write(("[" if first else ",") + _dump(row))
+        else:
+            if first:
+                out.write(f"{'THREAD':<24} {'INTERRUPT':<32} {'WHEN':<33} {'REASONS':<48} CODES\n")
+            out.write(f"{row['thread_id']:<24} {row['interrupt_id']:<32} {row['at']:<33} "
+                      f"{','.join(row['reasons']) or '-':<48} {','.join(row['codes']) or '-'}\n")
+        first = False
+    if fmt == "json":
+        out.write("[]\n" if first else "]\n")
+    elif first:
         out.write("no pending approvals\n")
-        return EXIT_OK
-    out.write(f"{'THREAD':<24} {'WHEN':<33} {'REASONS':<48} CODES\n")
-    for p in rows:
-        out.write(f"{p.thread_id:<24} {p.at:<33} {','.join(p.reasons) or '-':<48} "
-                  f"{','.join(p.codes) or '-'}\n")
     return EXIT_OK
 
 
@@ -184,17 +255,19 @@ def _lookup(saver: Any, thread: str) -> Pending | str:
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        with open_saver(args.checkpoint) as saver:
+        with open_saver(args.checkpoint, create=False) as saver:
             found = _lookup(saver, args.thread)
-    except CheckpointURLError as exc:
+    except (CheckpointURLError, CheckpointOpenError) as exc:
         return _fail(str(exc))
+    except _db_errors() as exc:
+        return _fail(_env_error(exc))
     if isinstance(found, str):
         return _fail(found)
     if args.format == "json":
         out.write(_dump(found.as_json(with_draft=True)) + "\n")
         return EXIT_OK
     row = found.payload.get("verdict") or {}
-    out.write(f"thread:  {found.thread_id}\nwhen:    {found.at}\n")
+    out.write(f"thread:  {found.thread_id}\ninterrupt: {found.interrupt_id}\nwhen:    {found.at}\n")
     out.write(f"reasons: {', '.join(found.reasons) or '-'}\ncodes:   {', '.join(found.codes) or '-'}\n")
     out.write(f"passed:  {row.get('passed')}  score: {row.get('score')}\n")
     if "error" in found.payload:
@@ -224,7 +297,7 @@ def _load_graph(spec: str) -> Any:
 
 
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
-    from langgraph.types import Command
+    from langgraph.errors import UnknownInterruptError
 
     answer: dict[str, Any] = {"action": args.action, "by": args.by}
     if args.note is not None:
@@ -237,20 +310,29 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
                 return _fail(f"--draft-file {args.draft_file}: {type(exc).__name__}: cannot read UTF-8 text")
         decision = parse_decision(answer)
         graph = _load_graph(args.graph)
-        with open_saver(args.checkpoint) as saver:
+        with open_saver(args.checkpoint, must_exist=True) as saver:
             found = _lookup(saver, args.thread)
             if isinstance(found, str):
                 return _fail(found)
+            if args.interrupt is not None and args.interrupt != found.interrupt_id:
+                return _fail(f"thread {args.thread}: interrupt {args.interrupt} is not pending "
+                             f"(the thread waits on {found.interrupt_id}); nothing decided")
+            pause_point("cli_looked_up")
             app = graph.copy(update={"checkpointer": saver})
             config = {"configurable": {"thread_id": args.thread}, "recursion_limit": 200}
-            app.invoke(Command(resume=dict(decision)), config)
+            command, strict = pinned(config, found.interrupt_id, decision)
+            try:
+                app.invoke(command, strict)
+            except UnknownInterruptError:
+                return _fail(f"thread {args.thread}: interrupt {found.interrupt_id} is no longer pending "
+                             "(decided meanwhile); nothing decided")
             state = app.get_state(config)
             latest = saver.get_tuple({"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}})
             after = _pending_of(latest)
-    except (ApprovalError, CheckpointURLError) as exc:
+    except (ApprovalError, CheckpointURLError, CheckpointOpenError, ApprovalConflict) as exc:
         return _fail(str(exc))
-    except ApprovalConflict as exc:
-        return _fail(str(exc))
+    except _db_errors() as exc:
+        return _fail(_env_error(exc))
     result = {
         "thread_id": args.thread,
         "action": decision["action"],
