@@ -414,6 +414,7 @@ class _StreamRun:
         if isinstance(messages, list):
             for message in messages[-16:]:
                 self._stepper._remember(message)  # the stepper's own call memory
+                self._stepper._repeat(message)  # and the results already counted
 
     def stop_part(self, value: dict[str, Any]) -> Any:
         """An ``updates`` part naming the stop, in the caller's shape (or _SKIP)."""
