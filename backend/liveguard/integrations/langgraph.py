@@ -321,8 +321,8 @@ class _StreamRun:
     ``on_checkpoint`` (the guard saves its windows with it).
     """
 
-    __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "interrupted", "nested",
-                 "on_checkpoint", "pending", "request", "request_subgraphs")
+    __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -334,6 +334,7 @@ class _StreamRun:
         self.pending: Violation | None = None  # a stop found inside a subgraph or a task
         self.request_subgraphs = shape.inner
         self.on_checkpoint: Callable[[str], None] | None = None
+        self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
         self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
         self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
 
@@ -353,8 +354,15 @@ class _StreamRun:
             elif mode == "checkpoints":
                 violation = self._release()
                 checkpoint_id = _checkpoint_id(payload)
-                if checkpoint_id is not None and self.on_checkpoint is not None:
-                    self.on_checkpoint(checkpoint_id)
+                if checkpoint_id is not None:
+                    self.base = checkpoint_id
+                    if self.on_checkpoint is not None:
+                        self.on_checkpoint(checkpoint_id)
+            if (mode == "updates" or (mode == "tasks" and "result" in payload)) and (
+                    self.base is not None and self.on_checkpoint is not None):
+                # the steps of the superstep under way, saved as they come: a process killed
+                # before the graph's next checkpoint event reaches the guard keeps them
+                self.on_checkpoint(_PENDING + self.base)
         return (shape.outward(part, ns, mode, payload) if shape.wants(ns, mode) else _SKIP), violation
 
     def _update(self, payload: Mapping[str, Any]) -> Violation | None:
@@ -428,6 +436,8 @@ class _StreamRun:
 
 
 _GUARD_MODES: Final = ("updates", "tasks", "checkpoints")
+_PENDING: Final = "pending:"
+"""Row-id prefix of the windows saved during the superstep that follows a checkpoint."""
 _PUSH: Final = "__pregel_push"
 
 
@@ -532,18 +542,27 @@ class _ThreadStore:
             if current is None:
                 break
             cid = _tuple_id(current)
-            if cid is not None:
-                row = self.saver.get_tuple(self._row(cid))
-                if row is not None:
-                    values = row.checkpoint.get("channel_values", {})
-                    if THREAD_KEY in values:
-                        return values[THREAD_KEY], start
             parent = getattr(current, "parent_config", None)
             pid = ((parent or {}).get("configurable") or {}).get("checkpoint_id")
+            source = (getattr(current, "metadata", None) or {}).get("source")
+            keys = [cid] if cid is not None else []
+            if pid and source == "loop":  # written by the superstep that followed its parent
+                keys.append(_PENDING + pid)
+            for key in keys:
+                value = self._value(key)
+                if value is not _MISSING:
+                    return value, start
             if not pid:
                 break
             current = self.saver.get_tuple(self._graph_config(pid))
         return None, start
+
+    def _value(self, row_id: str) -> Any:
+        row = self.saver.get_tuple(self._row(row_id))
+        if row is None:
+            return _MISSING
+        values = row.checkpoint.get("channel_values", {})
+        return values.get(THREAD_KEY, _MISSING)
 
     def save_windows(self, checkpoint_id: str, value: dict[str, Any]) -> None:
         self.saver.put(*self._put_args(checkpoint_id, value))
@@ -573,6 +592,7 @@ class _ThreadStore:
         await _athread(lambda: self.save_windows(checkpoint_id, value))
 
 
+_MISSING: Any = object()
 _MAX_WALK: Final = 64
 """How many ancestors ``load_windows`` looks through for a row."""
 
@@ -792,10 +812,14 @@ class GuardedGraph:
         if store is not None and origin is not None and _is_resume(input):
             _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
         config, control, stop, saves = self._prepare(call, input, config, kwargs)
+        run.base = origin
 
         def save() -> None:
-            while saves and store is not None:
-                _safe(functools.partial(store.save_windows, saves.pop(0), call.windows()))
+            if saves and store is not None:
+                value = call.windows()
+                for row in dict.fromkeys(saves):
+                    _safe(functools.partial(store.save_windows, row, value))
+            saves.clear()
 
         try:
             if stop is not None:
@@ -877,10 +901,14 @@ class GuardedGraph:
             state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
             _safe(lambda: run.seed(state))
         config, control, stop, saves = self._prepare(call, input, config, kwargs)
+        run.base = origin
 
         async def save() -> None:
-            while saves and store is not None:
-                await _asafe(functools.partial(store.asave_windows, saves.pop(0), call.windows()))
+            if saves and store is not None:
+                value = call.windows()
+                for row in dict.fromkeys(saves):
+                    await _asafe(functools.partial(store.asave_windows, row, value))
+            saves.clear()
 
         try:
             if stop is not None:
