@@ -92,6 +92,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
@@ -322,7 +323,7 @@ class _StreamRun:
     """
 
     __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
-                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs")
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "watched")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -337,6 +338,7 @@ class _StreamRun:
         self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
         self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
         self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
+        self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
 
     def process(self, part: Any) -> tuple[Any, Violation | None]:
         shape = self._shape
@@ -367,6 +369,9 @@ class _StreamRun:
 
     def _update(self, payload: Mapping[str, Any]) -> Violation | None:
         names = [k for k in payload if isinstance(k, str) and not k.startswith("__")]
+        if len(names) == 1 and self.watched.get(names[0], 0) > 0:
+            self.watched[names[0]] -= 1  # the watcher judged it in the task's own thread
+            return None
         if len(names) == 1 and any(name == names[0] for name, _ in self._inputs.values()):
             self._held = payload  # its task's result follows: judge it with the task's input
             return None
@@ -387,9 +392,9 @@ class _StreamRun:
             return None
         if opened is None or opened[0] not in held:
             return self._guard.check(lambda: self._stepper.feed(held))
-        digest = opened[1]
+        digest, name = opened[1], opened[0]
         return self._guard.check(lambda: [_with_input(step, digest)
-                                          for step in self._stepper.feed(held)])
+                                          for step in self._task_steps(name, held[name])])
 
     def _release(self) -> Violation | None:
         held, self._held = self._held, None
@@ -406,6 +411,19 @@ class _StreamRun:
     def feed(self, steps: list[Step]) -> Violation | None:
         """Steps the guard makes itself (the user's input)."""
         return self._guard.check(lambda: steps)
+
+    def task_step(self, name: str, digest: str, output: Any) -> Violation | None:
+        """A Functional API ``@task``'s output (from the watcher, in the task's own thread)."""
+        with self._guard._lock:
+            self.watched[name] = self.watched.get(name, 0) + 1
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._task_steps(name, output)])
+
+    def _task_steps(self, name: str, output: Any) -> list[Step]:
+        """A task's steps: a state update as the stepper reads it, any other value as output."""
+        if isinstance(output, Mapping) or output is None:
+            return self._stepper.feed({name: output})
+        return [Step(node=name, output=output)]
 
     def subgraph_step(self, node: str, output: Any) -> Violation | None:
         """A subgraph node's output (from the watcher, in the node's own thread)."""
@@ -573,9 +591,12 @@ class _ThreadStore:
         checkpoint = empty_checkpoint()
         checkpoint["id"] = checkpoint_id
         checkpoint["channel_values"] = {THREAD_KEY: value}
-        checkpoint["channel_versions"] = {THREAD_KEY: "1"}
+        # savers that keep channel values apart (memory, Postgres) key them by version, and
+        # Postgres never overwrites one: every write of every row gets its own version
+        version = uuid.uuid4().hex
+        checkpoint["channel_versions"] = {THREAD_KEY: version}
         config = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": THREAD_NS + self.ns}}
-        return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: "1"}
+        return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: version}
 
     # -- async twins (a saver without them falls back to the sync calls) -------------------------
     async def aload_stop(self) -> tuple[Violation | None, bool]:
@@ -638,8 +659,8 @@ class _GuardCall:
 class _Settings:
     """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
 
-    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "per_call_told",
-                 "policy", "severity")
+    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "node_names",
+                 "per_call_told", "policy", "severity")
 
     def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
                  exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int) -> None:
@@ -651,6 +672,9 @@ class _Settings:
         self.ceiling = ceiling
         self._nested: bool | None = None
         self.per_call_told = False
+        nodes = getattr(inner, "nodes", None)
+        self.node_names: frozenset[str] = frozenset(
+            n for n in (nodes if isinstance(nodes, Mapping) else ()) if isinstance(n, str))
 
     def nested(self, graph: Any) -> bool:
         """Whether the graph has subgraphs (then the guard streams their steps too).
@@ -980,9 +1004,13 @@ def _subgraph_stop(run: _StreamRun, exc: BaseException) -> Violation | None:
 def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) -> Any:
     """``config`` plus a callback handler that runs in each node's and task's own thread.
 
+    * A Functional API ``@task`` (a task that is not a node of the graph) is judged as it
+      ends, in its own thread, with its input: a sync ``@entrypoint`` runs inline, so the
+      stream reaches the guard only when it returns (a ``while True`` never does). At a
+      stop the task raises ``NoProgressError`` into the entrypoint: the loop stops at the
+      violating task, whatever the exit behaviour.
     * Once the guard has decided to stop (``run.pending``), any node or ``@task`` that
-      starts raises ``NoProgressError``: a sync Functional API loop, whose entrypoint runs
-      on while the stream is closed, stops at its next task instead of when it returns.
+      starts raises ``NoProgressError``.
     * With subgraphs, it sees each subgraph node's output as the node ends, so a loop inside
       a subgraph is stopped at the violating step: in ``"error"`` mode by raising
       ``NoProgressError`` from the node; otherwise by draining the run (the subgraph stops
@@ -994,6 +1022,7 @@ def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) ->
     configurable = (config or {}).get("configurable") or {}
     base = len([s for s in str(configurable.get("checkpoint_ns") or "").split("|") if s])
     nested = run.nested
+    nodes = settings.node_names
 
     class Watch(BaseCallbackHandler):
         raise_error = True
@@ -1001,6 +1030,7 @@ def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) ->
 
         def __init__(self) -> None:
             self.names: dict[Any, str] = {}
+            self.tasks: dict[Any, tuple[str, str]] = {}
 
         def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
                            metadata: Any = None, **kwargs: Any) -> None:
@@ -1011,13 +1041,24 @@ def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) ->
             if run.pending is not None:
                 raise NoProgressError(run.pending)
             ns = meta.get("langgraph_checkpoint_ns")
-            if not nested or not isinstance(ns, str):
+            if not isinstance(ns, str):
                 return
             names = [segment.split(":", 1)[0] for segment in ns.split("|")][base:]
-            if len(names) > 1:  # a node of a subgraph, not of this graph
+            if (not nested and len(names) == 2 and names[0] in nodes and node not in nodes
+                    and _PUSH in (meta.get("langgraph_triggers") or ())):
+                self.tasks[run_id] = (node, _input_digest(inputs))  # a @task of the entrypoint
+            elif nested and len(names) > 1:  # a node of a subgraph, not of this graph
                 self.names[run_id] = ":".join(names)
 
         def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+            task = self.tasks.pop(run_id, None)
+            if task is not None:
+                stop = run.task_step(task[0], task[1], outputs) if run.pending is None else None
+                if stop is not None:
+                    run.pending = stop
+                    control.request_drain("liveguard")
+                    raise NoProgressError(stop)
+                return
             name = self.names.pop(run_id, None)
             if name is None or run.pending is not None:
                 return
@@ -1031,6 +1072,7 @@ def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) ->
 
         def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
             self.names.pop(run_id, None)
+            self.tasks.pop(run_id, None)
 
     return merge_configs(config, {"callbacks": [Watch()]})
 
