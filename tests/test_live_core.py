@@ -201,11 +201,11 @@ def test_a_chat_graph_answers_a_new_question_every_turn_and_is_never_stopped() -
 
 
 def test_the_chat_twin_a_graph_that_retrieves_again_and_again_is_stopped() -> None:
-    """retrieve, generate, retrieve, generate with nothing new: content_cycle at step 3."""
+    """retrieve, generate, retrieve, ... with nothing new: repeated_content at step 4 (as before)."""
     app = guard(chat_graph(lambda q: "let me look again", again=True))
     with pytest.raises(NoProgressError) as stopped:
         app.invoke({"question": "q"}, cfg("chat-loop"))
-    assert (stopped.value.violation.code, stopped.value.violation.step) == ("content_cycle", 3)
+    assert (stopped.value.violation.code, stopped.value.violation.step) == ("repeated_content", 4)
 
 
 @pytest.mark.xfail(strict=True, reason="needs the rules helper's content rule that judges a "
@@ -323,13 +323,16 @@ def test_the_middleware_sees_each_new_request_once() -> None:
 
 
 # ------------------------------------------------------------------------ SummarizationMiddleware
-def polling_agent(results: list[str], *, summarize: bool) -> Any:
+def polling_agent(results: list[str], *, summarize: bool, polls: list[str] | None = None) -> Any:
     answers = iter(results)
 
     @tool
     def status(job: str) -> str:
         """The job's status."""
-        return next(answers)
+        answer = next(answers)
+        if polls is not None:
+            polls.append(answer)
+        return answer
 
     middleware = [SummarizationMiddleware(Scripted(mode="summary"), trigger=("messages", 5),
                                           keep=("messages", 2))] if summarize else []
@@ -344,16 +347,16 @@ def test_a_resolving_poll_behind_summarization_is_not_stopped() -> None:
     assert out["messages"][-1].content == "the job finished"
 
 
-def test_the_summarization_twin_a_poll_that_never_resolves_is_stopped_at_the_same_step() -> None:
-    """Stopped at the 3rd identical poll, as without SummarizationMiddleware."""
-    steps = []
+def test_the_summarization_twin_a_poll_that_never_resolves_is_stopped_at_the_same_poll() -> None:
+    """Stopped at the 3rd identical poll, as without SummarizationMiddleware (never at the 2nd)."""
     for summarize in (False, True):
-        app = guard(polling_agent(["running"] * 10, summarize=summarize))
+        polls: list[str] = []
+        app = guard(polling_agent(["running"] * 10, summarize=summarize, polls=polls))
         with pytest.raises(NoProgressError) as stopped:
             app.invoke({"messages": [HumanMessage("wait for j1")]}, cfg(f"summ-loop-{summarize}"))
-        assert (stopped.value.violation.code, stopped.value.violation.count) == ("tool_no_progress", 3)
-        steps.append(stopped.value.violation.step)
-    assert steps[1] <= steps[0] + 2  # the summarization hook's own visits, nothing counted twice
+        violation = stopped.value.violation
+        assert (violation.code, violation.count, violation.node) == ("tool_no_progress", 3, "tools")
+        assert polls == ["running"] * 3
 
 
 # ---------------------------------------------------------------------------- exit behaviours
@@ -434,24 +437,44 @@ def test_a_fork_whose_own_history_is_a_stall_is_stopped() -> None:
     assert stopped.value.violation.code == "no_progress_stall"
 
 
-def test_the_verdict_on_a_fork_equals_check_trajectory_on_its_own_history() -> None:
-    """Live/offline agreement on forks: the guard's steps equal the fork's own lineage."""
+def own_history(app: Any, config: dict[str, Any]) -> list[Any]:
+    """The poll graph's steps on the lineage of ``config``'s checkpoint, oldest first."""
     from liveguard.readers.stream import steps_from_updates
 
-    saver = InMemorySaver()
-    app = guard(poll_graph(saver))
-    app.invoke({"topic": "a"}, cfg("agree"))
-    after_a = app.get_state(cfg("agree")).config
-    app.invoke({"topic": "b"}, cfg("agree"))
-    fork = app.update_state(after_a, {"topic": "a"}, as_node="__start__")
-    with pytest.raises(NoProgressError) as stopped:
-        app.invoke(None, fork)
-    # the fork's own history: the updates of each checkpoint on its lineage, oldest first
-    lineage = [s for s in app.get_state_history(fork) if s.metadata.get("source") == "loop"]
-    chunks = [{"poll": {"notes": s.values["notes"]}} for s in reversed(lineage)]
-    offline = check_trajectory(steps_from_updates(chunks), Policy.workflow())
-    live = stopped.value.violation
-    assert [(v.code, v.step) for v in offline if v.hard] == [(live.code, live.step)]
+    lineage = []
+    snapshot = app.get_state(config)
+    while snapshot is not None:
+        if snapshot.next == () and "notes" in snapshot.values:
+            lineage.append(snapshot.values["notes"])
+        parent = snapshot.parent_config
+        snapshot = app.get_state(parent) if parent else None
+    return steps_from_updates([{"poll": {"notes": notes}} for notes in reversed(lineage)])
+
+
+def live_findings(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int]]:
+    return [(r.args[0], r.args[1]) for r in caplog.records  # type: ignore[index]
+            if r.name == "liveguard.guard" and "at step" in r.msg]
+
+
+@pytest.mark.parametrize("kind", ["fork", "replay"])
+def test_the_verdict_on_a_fork_or_replay_equals_check_trajectory_on_its_own_history(
+        kind: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Live/offline agreement: the guard on a fork or a replay judges the lineage it runs on."""
+    app = guard(poll_graph(InMemorySaver()), exit_behavior="warn")
+    thread = cfg(f"agree-{kind}")
+    app.invoke({"topic": "a"}, thread)
+    first = [s.config for s in app.get_state_history(thread)]
+    after_a, before_a = first[0], first[1]
+    app.invoke({"topic": "b"}, thread)
+    caplog.clear()
+    if kind == "fork":
+        app.invoke(None, app.update_state(after_a, {"topic": "a"}, as_node="__start__"))
+    else:
+        app.invoke(None, before_a)
+    latest = app.get_state(thread).config
+    offline = check_trajectory(own_history(app, latest), Policy.workflow(max_revisits=25))
+    assert live_findings(caplog) == [(v.code, v.step) for v in offline if v.hard]
+    assert bool(offline) is (kind == "fork")  # the fork's own history is a stall; the replay's is not
 
 
 # ---------------------------------------------------------------------- overlapping calls
@@ -459,20 +482,21 @@ def test_a_stop_is_never_erased_by_an_overlapping_call() -> None:
     """Old guard: the slower call wrote its record (no stop) last; the next call ran."""
     import threading
 
-    saver = InMemorySaver()
     inside, release = threading.Event(), threading.Event()
+    ran: list[str] = []
 
-    def slow(state: Topic) -> dict[str, Any]:
-        if state.get("topic") == "slow":
+    def poll(state: Topic) -> dict[str, Any]:
+        ran.append(state["topic"])
+        if state["topic"] == "slow":
             inside.set()
             release.wait(30)
         return {"notes": "same"}
 
     builder = StateGraph(Topic)
-    builder.add_node("poll", slow)
-    builder.add_conditional_edges("poll", lambda s: "poll" if s.get("topic") != "slow" else END)
+    builder.add_node("poll", poll)
     builder.add_edge(START, "poll")
-    app = guard(builder.compile(checkpointer=saver))
+    builder.add_conditional_edges("poll", lambda s: "poll" if s["topic"] == "fast" else END)
+    app = guard(builder.compile(checkpointer=InMemorySaver()))
     errors: list[BaseException] = []
 
     def slow_call() -> None:
@@ -484,13 +508,16 @@ def test_a_stop_is_never_erased_by_an_overlapping_call() -> None:
     worker = threading.Thread(target=slow_call)
     worker.start()
     assert inside.wait(30)
-    with pytest.raises(NoProgressError):  # the fast call loops on the same thread: stopped
+    with pytest.raises(NoProgressError) as stopped:  # a looping call on the same thread
         app.invoke({"topic": "fast"}, cfg("overlap"))
     release.set()
     worker.join(30)
     assert not errors
-    with pytest.raises(NoProgressError):  # the stop outlived the slower call's end
-        app.invoke({"topic": "fast"}, cfg("overlap"))
+    ran.clear()
+    with pytest.raises(NoProgressError) as again:  # the stop outlived the slower call's end
+        app.invoke({"topic": "once"}, cfg("overlap"))
+    assert again.value.violation == stopped.value.violation
+    assert ran == []  # answered from the saved stop, without running a node
 
 
 # ----------------------------------------------------------------------------- kill -9
@@ -534,8 +561,11 @@ def test_a_process_killed_mid_call_keeps_the_count(tmp_path: Path) -> None:
     """Old guard: the record was written when a call ended; every process started afresh."""
     script = tmp_path / "child.py"
     script.write_text(CHILD)
+    import liveguard
+
+    here = str(Path(liveguard.__file__).resolve().parent.parent)  # the liveguard under test
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT / "backend"), os.environ.get("PYTHONPATH")) if p)}
+        p for p in (here, os.environ.get("PYTHONPATH")) if p)}
     codes = []
     for _ in range(3):
         done = subprocess.run([sys.executable, str(script), str(tmp_path / "k.sqlite")],

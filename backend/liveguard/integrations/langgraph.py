@@ -228,7 +228,28 @@ class RunGuard:
             return self._act(found)
 
     def _act(self, found: list[Violation]) -> Violation | None:
-        return self.decider.decide(found) if found else None
+        if not found:
+            return None
+        before = self.decider.seen
+        stop = self.decider.decide(found)
+        if stop is None and self.decider.seen > before:
+            self._rearm()
+        return stop
+
+    def _rearm(self) -> None:
+        """``"continue"`` let a violation pass: fresh windows, so a loop that goes on fires again.
+
+        Each rule fires once on its crossing; without fresh windows a loop that continues
+        would never reach the ceiling. Step indices go on from where they were.
+        """
+        old = self._monitor
+        if old is None:
+            return
+        fresh = Monitor(self._policy, self._allow_set)
+        snapshot = fresh.snapshot()
+        snapshot["n"] = old.steps_seen
+        fresh.load(snapshot)
+        self._monitor = fresh
 
     def _stand_down(self, exc: Exception) -> None:
         self.disabled = True
