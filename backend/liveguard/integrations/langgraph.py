@@ -619,9 +619,11 @@ class _ThreadStore:
         config = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": THREAD_NS + self.ns}}
         return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: version}
 
-    # -- async twins (a saver without them falls back to the sync calls) -------------------------
+    # -- async twins: the sync calls in a worker thread (every saver has them; an async
+    # saver's sync methods refuse to run on the event loop's own thread) ----------------------
     async def aload_stop(self) -> tuple[Violation | None, bool]:
-        return await _athread(self.load_stop)
+        found: tuple[Violation | None, bool] = await _athread(self.load_stop)
+        return found
 
     async def asave_stop(self, stop: Violation | None, held: bool = False) -> None:
         await _athread(lambda: self.save_stop(stop, held))
