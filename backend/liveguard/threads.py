@@ -3,12 +3,16 @@
 Both live guards keep a thread's liveness with the thread (see the README's live section):
 
 * ``LivenessMiddleware`` in the agent state, under ``"liveguard"``;
-* ``guard(graph)`` in the graph's checkpointer, under ``checkpoint_ns="__liveguard__"``.
+* ``guard(graph)`` in the graph's checkpointer, under ``checkpoint_ns="__liveguard__"``
+  (the stop row, and the windows saved along the checkpoint lineage).
 
-:func:`thread_status` reads what is saved; :func:`clear` drops the saved stop and the rule
-windows (the next call starts counting afresh), keeps the tool-call ledger (the facts) but
-unblocks its entries, and returns the violation it cleared. The CLI twin is
-``liveguard threads clear MODULE:ATTR --thread ID [--sqlite FILE]``.
+Both are read through :mod:`liveguard.thread_guard`, the one record schema: a damaged
+record reads as a stop (``guard_error``), never as an exception. :func:`thread_status`
+reads what is saved (the windows of the thread's latest checkpoint); :func:`clear` drops
+the saved stop and the rule windows (the next call starts counting afresh), keeps the
+tool-call ledger (the facts) but unblocks its entries, and returns the violation it
+cleared. It always works, whatever the record holds. The CLI twin is
+``liveguard threads clear MODULE:ATTR --thread ID [--checkpoint URL]``.
 
 Framework-free at import; the graph brings LangGraph.
 """

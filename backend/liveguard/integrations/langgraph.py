@@ -28,14 +28,27 @@ How it works
     caller gets exactly the chunks, in exactly the shape, the unguarded graph would yield.
     When nothing fires, results equal the unguarded graph's.
 
-The thread's liveness
-    With a checkpointer and a ``thread_id``, the Monitor's snapshot and any stop live in
-    one record per thread in the graph's checkpointer (``checkpoint_ns="__liveguard__"``,
-    a fixed checkpoint id, overwritten): read once when a call starts and written once
-    when it ends. A loop across invokes, ``interrupt()`` resumes and process restarts is
-    one loop. A resumed call (input ``None`` or a ``Command``) first reads the thread's
-    last messages so the tool results it streams get their calls' arguments. Without a
-    checkpointer each call is its own run and nothing is saved.
+The thread's liveness (the record schema of :mod:`liveguard.thread_guard`)
+    With a checkpointer and a ``thread_id``, the guard keeps two things in the graph's
+    checkpointer under ``checkpoint_ns="__liveguard__"``. The **windows** (the Monitor's
+    snapshot) are saved with every checkpoint the graph writes, under that checkpoint's
+    id, and as each step of a superstep comes in (so a process killed with SIGKILL keeps
+    the count). A call starts from the windows saved with the checkpoint it resumes from
+    (the ``checkpoint_id`` it names, else the thread's latest; a fork made by
+    ``update_state`` starts from its parent's): a replay or a fork sees its own history,
+    and only that. The **stop** is one row per thread, written only when the guard stops
+    the thread (or a person clears it), never by a call that merely ended, so an
+    overlapping call cannot erase it. A later request on a thread with history is fed to
+    the Monitor as the user's turn (``Step(node="__input__")``). A resumed call (input
+    ``None`` or a ``Command``) first reads the thread's last messages so the tool results
+    it streams get their calls' arguments. Without a checkpointer each call is its own run
+    and nothing is saved.
+
+Turns and parallel work
+    The guard streams ``"tasks"`` too: a pushed task (a ``Send``, a Functional API
+    ``@task``) is judged with its input, so identical outputs of different inputs are not a
+    repeat, and the same input giving the same output is. A ``@task`` is judged in its own
+    thread as it ends, so a sync ``@entrypoint`` loop stops at the violating task.
 
 At a violation (``exit_behavior``)
     ``"error"`` (default): :class:`~liveguard.errors.NoProgressError` from inside the
@@ -43,8 +56,9 @@ At a violation (``exit_behavior``)
     requests a drain on the run's ``RunControl``, so with the other behaviours a subgraph
     stops before its next step. ``"end"``:
     the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
-    chunk). ``"continue"``: no node can be "not executed", so violations are logged and
-    the run ends at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
+    chunk). ``"continue"``: no node can be "not executed", so violations are logged, the
+    windows start afresh after each (a loop that goes on fires again), and the run ends
+    at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
     ``__interrupt__`` carrying ``{"liveguard": {code, step, node, count}}``; resume with
     ``Command(resume="approve")`` (windows cleared, the run goes on),
     ``Command(resume="reject")`` (stays stopped) or ``Command(resume={"action": "edit",
@@ -63,19 +77,22 @@ A stopped thread stays stopped
     including end-of-run findings (``dead_end`` with an allow-set), which are checked
     after the graph's last chunk (never after an interrupt).
 
-Default policy
-    ``Policy.from_env()`` (the workflow preset plus ``AGENT_EVAL_*`` overrides, read when
-    ``guard`` is called). A ``create_agent`` / ``create_react_agent`` graph is recognised by
-    its nodes (exactly ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model``
-    style hook nodes) and gets ``Policy.from_env(Policy.tool_agent(...))`` with those
-    nodes exempt from revisit counting. Pass ``policy=`` to choose yourself.
+Default policy (:func:`default_policy`)
+    A ``create_agent`` / ``create_react_agent`` graph is recognised by its nodes (exactly
+    ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model`` style hook nodes
+    or ``pre_model_hook`` / ``post_model_hook``) and gets
+    ``Policy.from_env(Policy.tool_agent(...))`` with those nodes exempt from revisit
+    counting. Any other graph gets the workflow preset without a revisit ceiling: a node
+    name coming back is not a loop by itself. An allow-set's limits,
+    ``AGENT_EVAL_MAX_REVISITS`` or ``policy=`` set one.
 
 The guard's own failures
     Any exception inside the stepper, the Monitor or the thread record (a
     ``FingerprintError`` on a payload of an unsupported type, a bug, an unreadable
     record) is logged as ``code=guard_error`` with the exception type and code location,
     never its message, and the guard stands down for the rest of that call; the graph
-    runs on.
+    runs on. A stop record that is damaged (a malformed ``stop``, a list, ``None``) is a
+    logged ``guard_error`` that keeps the thread stopped until it is cleared.
 
 Limits
     ``output_keys``
