@@ -33,7 +33,7 @@ from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
-from liveguard import NoProgressError, Policy, check_trajectory
+from liveguard import NoProgressError, Policy
 from liveguard.integrations.langchain import LivenessMiddleware
 from liveguard.integrations.langgraph import guard
 
@@ -436,46 +436,6 @@ def test_a_fork_whose_own_history_is_a_stall_is_stopped() -> None:
     with pytest.raises(NoProgressError) as stopped:
         app.invoke(None, fork)
     assert stopped.value.violation.code == "no_progress_stall"
-
-
-def own_history(app: Any, config: dict[str, Any]) -> list[Any]:
-    """The poll graph's steps on the lineage of ``config``'s checkpoint, oldest first."""
-    from liveguard.readers.stream import steps_from_updates
-
-    lineage = []
-    snapshot = app.get_state(config)
-    while snapshot is not None:
-        if snapshot.next == () and "notes" in snapshot.values:
-            lineage.append(snapshot.values["notes"])
-        parent = snapshot.parent_config
-        snapshot = app.get_state(parent) if parent else None
-    return steps_from_updates([{"poll": {"notes": notes}} for notes in reversed(lineage)])
-
-
-def live_findings(caplog: pytest.LogCaptureFixture) -> list[tuple[str, int]]:
-    return [(r.args[0], r.args[1]) for r in caplog.records  # type: ignore[index]
-            if r.name == "liveguard.guard" and "at step" in r.msg]
-
-
-@pytest.mark.parametrize("kind", ["fork", "replay"])
-def test_the_verdict_on_a_fork_or_replay_equals_check_trajectory_on_its_own_history(
-        kind: str, caplog: pytest.LogCaptureFixture) -> None:
-    """Live/offline agreement: the guard on a fork or a replay judges the lineage it runs on."""
-    app = guard(poll_graph(InMemorySaver()), exit_behavior="warn")
-    thread = cfg(f"agree-{kind}")
-    app.invoke({"topic": "a"}, thread)
-    first = [s.config for s in app.get_state_history(thread)]
-    after_a, before_a = first[0], first[1]
-    app.invoke({"topic": "b"}, thread)
-    caplog.clear()
-    if kind == "fork":
-        app.invoke(None, app.update_state(after_a, {"topic": "a"}, as_node="__start__"))
-    else:
-        app.invoke(None, before_a)
-    latest = app.get_state(thread).config
-    offline = check_trajectory(own_history(app, latest), Policy.workflow(max_revisits=25))
-    assert live_findings(caplog) == [(v.code, v.step) for v in offline if v.hard]
-    assert bool(offline) is (kind == "fork")  # the fork's own history is a stall; the replay's is not
 
 
 # ---------------------------------------------------------------------- overlapping calls

@@ -22,14 +22,14 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
-from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
-from test_live_core import Scripted, cfg, lookup
 
 import liveguard
 from liveguard import NoProgressError
 from liveguard.cli import main as cli_main
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import THREAD_KEY, THREAD_NS, guard
+from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
+from test_live_core import Scripted, cfg, lookup
 
 HERE = Path(__file__).resolve().parent
 STOP_ROW = "00000000-0000-0000-0000-000000000000"
@@ -101,7 +101,8 @@ def test_clear_always_works_on_a_damaged_record(kind: str) -> None:
     app.invoke({"n": 0}, cfg("dmg-clear"))
     damage(saver, "dmg-clear", DAMAGED[kind])
     cleared = liveguard.clear(app, cfg("dmg-clear"))
-    assert cleared is not None and cleared.code == "guard_error"
+    assert cleared is not None
+    assert cleared.code == "guard_error"
     RAN.clear()
     app.invoke({"n": 0}, cfg("dmg-clear"))
     assert RAN == [1]
@@ -121,7 +122,8 @@ def test_the_middleware_keeps_a_damaged_stop_and_clear_lifts_it(caplog: pytest.L
     assert stopped.value.violation.code == "guard_error"
     assert "reason=damaged_record" in caplog.text
     cleared = liveguard.clear(app, cfg("mw-dmg"))
-    assert cleared is not None and cleared.code == "guard_error"
+    assert cleared is not None
+    assert cleared.code == "guard_error"
     out = app.invoke({"messages": [HumanMessage("third")]}, cfg("mw-dmg"))
     assert out["messages"][-1].content.startswith("found")
 
@@ -219,5 +221,6 @@ def test_threads_answer_bad_input_with_exit_2_and_one_line(
         where = ["--checkpoint", "mysql://x"]
     assert cli_main(["threads", "show", target, "--thread", thread, *where]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and why in err[0]
+    assert len(err) == 1
+    assert why in err[0]
     assert not (cli_graph / "nope").exists()  # reading never creates
