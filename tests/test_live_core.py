@@ -536,3 +536,26 @@ def test_a_process_killed_mid_call_keeps_the_count(tmp_path: Path) -> None:
             assert done.stdout.split()[0] == "no_progress_stall"
             break
     assert codes == [-9, 3]  # killed once, then stopped at its first poll
+
+
+def test_the_async_guard_follows_the_lineage_on_an_async_saver(tmp_path: Path) -> None:
+    """astream on AsyncSqliteSaver: a fork's own stall is stopped, a replay is not."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def scenario() -> tuple[str, str]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.sqlite")) as saver:
+            app = guard(poll_graph(saver))
+            await app.ainvoke({"topic": "a"}, cfg("async-replay"))
+            before = [s.config async for s in app.aget_state_history(cfg("async-replay"))][1]
+            replayed = await app.ainvoke(None, before)  # its own history: [a], not [a, a]
+            await app.ainvoke({"topic": "a"}, cfg("async-fork"))
+            after_a = (await app.aget_state(cfg("async-fork"))).config
+            await app.ainvoke({"topic": "b"}, cfg("async-fork"))
+            fork = await app.aupdate_state(after_a, {"topic": "a"}, as_node="__start__")
+            with pytest.raises(NoProgressError) as stopped:  # its own history: [a, a]
+                await app.ainvoke(None, fork)
+            return replayed["notes"], stopped.value.violation.code
+
+    assert asyncio.run(scenario()) == ("running a", "no_progress_stall")
