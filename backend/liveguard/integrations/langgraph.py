@@ -675,7 +675,7 @@ async def _athread(fn: Callable[[], Any]) -> Any:
 class _GuardCall:
     """One guarded call's thread state: the Monitor to continue from and any saved stop."""
 
-    __slots__ = ("guarded", "held", "origin", "run", "stop", "store")
+    __slots__ = ("guarded", "held", "origin", "run", "saved", "stop", "store")
 
     def __init__(self, guarded: GuardedGraph, store: _ThreadStore | None,  # noqa: PLR0917
                  windows: Any, stop: tuple[Violation | None, bool], shape: _Shape,
@@ -691,6 +691,23 @@ class _GuardCall:
         decider = Decider(settings.exit_behavior, settings.severity, settings.ceiling)
         self.run = _StreamRun(shape, RunGuard(settings.policy, settings.allow_set,
                                               monitor=monitor, decider=decider))
+        self.saved = self._seen()  # what the lineage already holds when the call starts
+
+    def _seen(self) -> int:
+        monitor = self.run._guard.monitor
+        return -1 if monitor is None else monitor.steps_seen
+
+    def changed(self) -> bool:
+        """Steps since the last save? Rows are written only then.
+
+        A checkpoint without a row of its own reads its ancestors' (the lineage walk of
+        ``_ThreadStore.load_windows``), so an unchanged Monitor needs no write.
+        """
+        seen = self._seen()
+        if seen == self.saved:
+            return False
+        self.saved = seen
+        return True
 
     def windows(self) -> dict[str, Any]:
         return windows_value(self.run._guard.monitor)
@@ -796,6 +813,7 @@ class GuardedGraph:
             call.stop, call.held = None, False
             call.run = _GuardCall(self, call.store, None, (None, False), call.run._shape,
                                   call.origin).run  # the windows start afresh
+            call.saved = -2  # and the next save writes them, whatever their count
             if action == "edit":
                 from langgraph.types import Command
 
@@ -879,10 +897,8 @@ class GuardedGraph:
         run.base = origin
 
         def save() -> None:
-            if saves and store is not None:
-                value = call.windows()
-                for row in dict.fromkeys(saves):
-                    _safe(functools.partial(store.save_windows, row, value))
+            if saves and store is not None and call.changed():
+                _safe(functools.partial(store.save_windows, saves[-1], call.windows()))
             saves.clear()
 
         try:
@@ -968,10 +984,8 @@ class GuardedGraph:
         run.base = origin
 
         async def save() -> None:
-            if saves and store is not None:
-                value = call.windows()
-                for row in dict.fromkeys(saves):
-                    await _asafe(functools.partial(store.asave_windows, row, value))
+            if saves and store is not None and call.changed():
+                await _asafe(functools.partial(store.asave_windows, saves[-1], call.windows()))
             saves.clear()
 
         try:
