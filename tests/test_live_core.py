@@ -559,3 +559,15 @@ def test_the_async_guard_follows_the_lineage_on_an_async_saver(tmp_path: Path) -
             return replayed["notes"], stopped.value.violation.code
 
     assert asyncio.run(scenario()) == ("running a", "no_progress_stall")
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_loop_across_calls_is_one_loop_whatever_the_durability(durability: str) -> None:
+    """The same status polled once per call: stopped at the 2nd call in every durability mode."""
+    app = guard(poll_graph(InMemorySaver()))
+    app.invoke({"topic": "a"}, cfg(durability), durability=durability)
+    fork = app.update_state(app.get_state(cfg(durability)).config, {"topic": "a"},
+                            as_node="__start__")
+    with pytest.raises(NoProgressError) as stopped:
+        app.invoke(None, fork, durability=durability)
+    assert (stopped.value.violation.code, stopped.value.violation.step) == ("no_progress_stall", 1)

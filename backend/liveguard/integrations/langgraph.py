@@ -948,6 +948,9 @@ class GuardedGraph:
                 _close(inner)
         finally:
             save()
+            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
+                # only the last checkpoint reaches the saver: its row holds the whole call
+                _safe(functools.partial(store.save_windows, run.base, call.windows()))
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
                 held = self._lg.exit_behavior == "interrupt"
                 _safe(lambda: store.save_stop(stop, held))
@@ -1036,6 +1039,9 @@ class GuardedGraph:
                     await inner.aclose()
         finally:
             await save()
+            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
+                # only the last checkpoint reaches the saver: its row holds the whole call
+                await _asafe(functools.partial(store.asave_windows, run.base, call.windows()))
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
                 held = self._lg.exit_behavior == "interrupt"
                 await _asafe(lambda: store.asave_stop(stop, held))
