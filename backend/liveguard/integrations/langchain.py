@@ -112,7 +112,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from liveguard.errors import NoProgressError, SnapshotError
+from liveguard.errors import NoProgressError
 from liveguard.fingerprint import fingerprint
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
@@ -128,6 +128,7 @@ from liveguard.thread_guard import (
     log_guard_failure,
     log_violation,
     read_stop,
+    read_windows,
 )
 
 if TYPE_CHECKING:
@@ -183,14 +184,8 @@ class _Thread:
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         damaged = saved is not None and not isinstance(saved, Mapping)
         saved = saved if isinstance(saved, Mapping) else {}
-        snapshot = saved.get("m")
-        self.monitor = Monitor(policy, allow_set)
-        if snapshot:
-            try:
-                self.monitor.load(snapshot)
-            except SnapshotError as exc:  # another version, or damaged: start the windows afresh
-                log_guard_failure(exc)
-                self.monitor = Monitor(policy, allow_set)
+        # the core reads the windows: another version, or damaged: logged, they start afresh
+        self.monitor = read_windows(saved, policy, allow_set) or Monitor(policy, allow_set)
         seen, heard = saved.get("seen"), saved.get("heard")
         self.seen: str | None = seen if isinstance(seen, str) else None
         self.heard: str | None = heard if isinstance(heard, str) else None
