@@ -224,3 +224,25 @@ def test_threads_answer_bad_input_with_exit_2_and_one_line(
     assert len(err) == 1
     assert why in err[0]
     assert not (cli_graph / "nope").exists()  # reading never creates
+
+
+def test_the_lineage_and_the_stop_on_postgres(postgres_url: str) -> None:  # noqa: F811
+    """PostgresSaver keeps channel values by version and never overwrites one: each record
+    write has its own, so a fork reads its own windows and a cleared stop stays cleared."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from test_live_core import poll_graph
+
+    with PostgresSaver.from_conn_string(postgres_url) as saver:
+        saver.setup()
+        app = guard(poll_graph(saver))
+        app.invoke({"topic": "a"}, cfg("pg-lineage"))
+        after_a = app.get_state(cfg("pg-lineage")).config
+        app.invoke({"topic": "b"}, cfg("pg-lineage"))
+        fork = app.update_state(after_a, {"topic": "a"}, as_node="__start__")
+        with pytest.raises(NoProgressError) as stopped:
+            app.invoke(None, fork)
+        assert stopped.value.violation.code == "no_progress_stall"
+        with pytest.raises(NoProgressError):  # the thread stays stopped
+            app.invoke({"topic": "c"}, cfg("pg-lineage"))
+        assert liveguard.clear(app, cfg("pg-lineage")) == stopped.value.violation
+        assert app.invoke({"topic": "c"}, cfg("pg-lineage"))["notes"] == "running c"
