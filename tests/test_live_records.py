@@ -230,6 +230,7 @@ def test_the_lineage_and_the_stop_on_postgres(postgres_url: str) -> None:  # noq
     """PostgresSaver keeps channel values by version and never overwrites one: each record
     write has its own, so a fork reads its own windows and a cleared stop stays cleared."""
     from langgraph.checkpoint.postgres import PostgresSaver
+
     from test_live_core import poll_graph
 
     with PostgresSaver.from_conn_string(postgres_url) as saver:
