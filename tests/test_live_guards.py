@@ -282,7 +282,10 @@ def test_guard_on_a_create_agent_graph_picks_the_tool_agent_policy() -> None:
     agent_guard = guard(sql_agent.build_graph("looping"))
     assert agent_guard.policy.revisit_limit("model") is None
     assert agent_guard.policy.revisit_limit("tools") is None
-    assert guard(campaign.graph).policy == Policy.from_env()
+    # issue 17: an arbitrary graph gets no revisit ceiling unless one is set explicitly
+    workflow_default = guard(campaign.graph).policy
+    assert workflow_default.revisit_limit("draft") == workflow_default.window + 1
+    assert workflow_default.model_copy(update={"max_revisits": 3}) == Policy.from_env()
     explicit = Policy.workflow(stall=3)
     assert guard(campaign.graph, policy=explicit).policy is explicit
     ran = Executions()

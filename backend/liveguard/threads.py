@@ -3,12 +3,16 @@
 Both live guards keep a thread's liveness with the thread (see the README's live section):
 
 * ``LivenessMiddleware`` in the agent state, under ``"liveguard"``;
-* ``guard(graph)`` in the graph's checkpointer, under ``checkpoint_ns="__liveguard__"``.
+* ``guard(graph)`` in the graph's checkpointer, under ``checkpoint_ns="__liveguard__"``
+  (the stop row, and the windows saved along the checkpoint lineage).
 
-:func:`thread_status` reads what is saved; :func:`clear` drops the saved stop and the rule
-windows (the next call starts counting afresh), keeps the tool-call ledger (the facts) but
-unblocks its entries, and returns the violation it cleared. The CLI twin is
-``liveguard threads clear MODULE:ATTR --thread ID [--sqlite FILE]``.
+Both are read through :mod:`liveguard.thread_guard`, the one record schema: a damaged
+record reads as a stop (``guard_error``), never as an exception. :func:`thread_status`
+reads what is saved (the windows of the thread's latest checkpoint); :func:`clear` drops
+the saved stop and the rule windows (the next call starts counting afresh), keeps the
+tool-call ledger (the facts) but unblocks its entries, and returns the violation it
+cleared. It always works, whatever the record holds. The CLI twin is
+``liveguard threads clear MODULE:ATTR --thread ID [--checkpoint URL]``.
 
 Framework-free at import; the graph brings LangGraph.
 """
@@ -18,11 +22,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from liveguard.errors import LiveguardError
 from liveguard.model import Violation
+from liveguard.thread_guard import DAMAGED, read_stop, windows_value
 
-__all__ = ["clear", "thread_status"]
+__all__ = ["UnknownThreadError", "clear", "thread_status"]
+
+
+class UnknownThreadError(LiveguardError, LookupError):
+    """``thread_status`` of a thread the checkpointer has nothing for."""
 
 _STATE_KEY = "liveguard"
+_DAMAGED_KEY = "__damaged__"
 
 
 def _config(config: Any) -> dict[str, Any]:
@@ -48,7 +59,9 @@ def _agent_state(graph: Any, config: dict[str, Any]) -> dict[str, Any] | None:
         return None
     values = graph.get_state(config).values
     saved = values.get(_STATE_KEY) if isinstance(values, Mapping) else None
-    return dict(saved) if isinstance(saved, Mapping) else None
+    if saved is None:
+        return None
+    return dict(saved) if isinstance(saved, Mapping) else {_DAMAGED_KEY: True}
 
 
 def _guard_store(graph: Any, config: dict[str, Any]) -> Any:
@@ -59,25 +72,48 @@ def _guard_store(graph: Any, config: dict[str, Any]) -> Any:
     return _ThreadStore.of(graph, config)
 
 
+def _agent_stop(agent: Mapping[str, Any]) -> Violation | None:
+    """The middleware's saved stop, read by the core (a damaged one reads as a stop)."""
+    if agent.get(_DAMAGED_KEY):
+        return read_stop(None)[0]  # logged: a damaged record reads as a stop
+    stop, _ = read_stop(agent, present=True)
+    return stop
+
+
+def _steps(windows: Any) -> int:
+    snapshot = windows.get("m") if isinstance(windows, Mapping) else None
+    steps = snapshot.get("n", 0) if isinstance(snapshot, Mapping) else 0
+    return steps if isinstance(steps, int) else 0
+
+
 def thread_status(graph: Any, config: Any) -> dict[str, Any]:
     """What is saved for this thread: ``{"agent": {...} | None, "guard": {...} | None}``.
 
     Each part carries ``stop`` (the violation as a dict, or None), ``held`` (guard,
-    ``exit_behavior="interrupt"``), ``steps`` (steps observed) and ``ledger`` (agent).
-    Codes, counts and digests only.
+    ``exit_behavior="interrupt"``), ``steps`` (steps observed along the thread's latest
+    checkpoint lineage) and ``ledger`` (agent). Codes, counts and digests only. A damaged
+    record shows its stop as ``guard_error`` (``detail.reason = "damaged_record"``).
+    Raises :class:`UnknownThreadError` when the checkpointer has nothing for the thread.
     """
     cfg = _config(config)
-    _checkpointer(graph)
+    saver = _checkpointer(graph)
     out: dict[str, Any] = {"agent": None, "guard": None}
     agent = _agent_state(graph, cfg)
     if agent is not None:
-        out["agent"] = {"stop": agent.get("stop"), "steps": (agent.get("m") or {}).get("n", 0),
+        stop = _agent_stop(agent)
+        out["agent"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
+                        "steps": _steps(agent),
                         "ledger": agent.get("ledger", []), "debounced": agent.get("debounced", 0)}
     store = _guard_store(graph, cfg)
-    record = store.load() if store is not None else None
-    if record is not None:
-        out["guard"] = {"stop": record.get("stop"), "held": bool(record.get("held")),
-                        "steps": (record.get("m") or {}).get("n", 0)}
+    if store is not None:
+        stop, held = store.load_stop()
+        windows, origin = store.load_windows(None)
+        if stop is not None or origin is not None:
+            out["guard"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
+                            "held": held, "steps": _steps(windows)}
+    if out["agent"] is None and out["guard"] is None and saver.get_tuple(cfg) is None:
+        raise UnknownThreadError(f"thread {cfg['configurable']['thread_id']!r}: no checkpoint "
+                                 "in this checkpointer")
     return out
 
 
@@ -87,23 +123,39 @@ def clear(graph: Any, config: Any) -> Violation | None:
     ``graph`` is the guarded graph (``guard(...)``) or the ``create_agent`` graph with
     ``LivenessMiddleware``, compiled with the thread's checkpointer; ``config`` names the
     thread (``{"configurable": {"thread_id": ...}}``). Raises ``ValueError`` when the graph
-    has no checkpointer or the config no thread id.
+    has no checkpointer or the config no thread id. A damaged record is cleared too (it
+    is overwritten, never parsed for anything but the stop it held).
     """
     cfg = _config(config)
     _checkpointer(graph)
     cleared: Violation | None = None
     agent = _agent_state(graph, cfg)
     if agent is not None:
-        if agent.get("stop"):
-            cleared = Violation.model_validate(agent["stop"])
-        ledger = [[*entry[:4], False] for entry in agent.get("ledger", [])]
-        value = {k: v for k, v in agent.items() if k != "k"}  # no token: no in-memory copy is reused
+        cleared = _agent_stop(agent)
+        raw = agent.get("ledger")
+        entries = raw if isinstance(raw, list) else []
+        ledger = [[*entry[:4], False] for entry in entries
+                  if isinstance(entry, list | tuple) and len(entry) >= 4]
+        # no token: no in-memory copy is reused
+        value = {k: v for k, v in agent.items() if k not in ("k", _DAMAGED_KEY)}
         value.update(stop=None, m=None, ledger=ledger)
         graph.update_state(cfg, {_STATE_KEY: value}, as_node="model")
     store = _guard_store(graph, cfg)
-    record = store.load() if store is not None else None
-    if record is not None:
-        if record.get("stop") and cleared is None:
-            cleared = Violation.model_validate(record["stop"])
-        store.save({k: v for k, v in record.items() if k not in ("stop", "held", "m", "violations")})
+    if store is not None:
+        stop, _ = _safe_stop(store)
+        if stop is not None and cleared is None:
+            cleared = stop
+        store.save_stop(None)
+        _, origin = store.load_windows(None)
+        if origin is not None:  # the windows start afresh from the thread's latest checkpoint
+            store.save_windows(origin, windows_value(None))
     return cleared
+
+
+def _safe_stop(store: Any) -> tuple[Violation | None, bool]:
+    """The saved stop; a row that cannot even be read is treated as a damaged stop."""
+    try:
+        found: tuple[Violation | None, bool] = store.load_stop()
+    except Exception:
+        return DAMAGED, False
+    return found

@@ -98,7 +98,7 @@ import uuid
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired
 
 from langchain.agents.middleware import (
     AgentMiddleware,
@@ -112,13 +112,24 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from liveguard.errors import NoProgressError, SnapshotError
+from liveguard.errors import NoProgressError
 from liveguard.fingerprint import fingerprint
-from liveguard.integrations.langgraph import log, log_guard_failure, log_violation
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
 from liveguard.policy import Policy
+from liveguard.thread_guard import (
+    DAMAGED,
+    EXIT_BEHAVIORS,
+    INPUT_NODE,
+    ExitBehavior,
+    input_step,
+    log,
+    log_guard_failure,
+    log_violation,
+    read_stop,
+    read_windows,
+)
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -140,8 +151,6 @@ TOOLS_NODE: Final = "tools"
 STATE_KEY: Final = "liveguard"
 """The agent-state key holding the thread's liveness state."""
 
-ExitBehavior = Literal["error", "end", "continue", "interrupt", "warn"]
-EXIT_BEHAVIORS: Final = ("error", "end", "continue", "interrupt", "warn")
 _ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
 _DEBOUNCED: Final = "debounced"
 ToolResult = ToolMessage | Command[Any]
@@ -170,23 +179,25 @@ def args_digest(args: Any) -> str:
 class _Thread:
     """The saved value under ``state["liveguard"]``, unpacked for one model call."""
 
-    __slots__ = ("_text", "debounced", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("_text", "debounced", "heard", "ledger", "monitor", "seen", "stop")
 
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
+        damaged = saved is not None and not isinstance(saved, Mapping)
         saved = saved if isinstance(saved, Mapping) else {}
-        snapshot = saved.get("m")
-        self.monitor = Monitor(policy, allow_set)
-        if snapshot:
-            try:
-                self.monitor.load(snapshot)
-            except SnapshotError as exc:  # another version, or damaged: start the windows afresh
-                log_guard_failure(exc)
-                self.monitor = Monitor(policy, allow_set)
-        self.seen: str | None = saved.get("seen")
-        stop = saved.get("stop")
-        self.stop: Violation | None = Violation.model_validate(stop) if stop else None
-        self.ledger: list[list[Any]] = [list(e) for e in saved.get("ledger", ())]
-        self.debounced: int = int(saved.get("debounced", 0))
+        # the core reads the windows: another version, or damaged: logged, they start afresh
+        self.monitor = read_windows(saved, policy, allow_set) or Monitor(policy, allow_set)
+        seen, heard = saved.get("seen"), saved.get("heard")
+        self.seen: str | None = seen if isinstance(seen, str) else None
+        self.heard: str | None = heard if isinstance(heard, str) else None
+        # the core reads the stop: a damaged record is a logged guard_error that keeps it stopped
+        self.stop: Violation | None = DAMAGED if damaged else read_stop(saved)[0]
+        ledger = saved.get("ledger")
+        self.ledger: list[list[Any]] = [
+            list(e) for e in (ledger if isinstance(ledger, list | tuple) else ())
+            if isinstance(e, list | tuple) and len(e) == 5
+        ]
+        debounced = saved.get("debounced")
+        self.debounced: int = debounced if isinstance(debounced, int) else 0
         self._text: str | None = None  # the ledger as the model sees it, until it changes
 
     @property
@@ -199,6 +210,7 @@ class _Thread:
         return {
             "m": self.monitor.snapshot(),
             "seen": self.seen,
+            "heard": self.heard,
             "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
             "ledger": [list(entry) for entry in self.ledger],
             "debounced": self.debounced,
@@ -383,7 +395,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             if thread.stop is not None:  # a stopped thread stays stopped
                 call.answer = self._act(call, thread.stop, saved=True)
                 return call
-            violation = self._observe_turn(call, state.get("messages") or [])
+            messages = state.get("messages") or []
+            violation = self._observe_input(call, messages) or self._observe_turn(call, messages)
             if violation is not None:
                 call.answer = self._act(call, violation)
                 if call.answer is not None:
@@ -422,6 +435,25 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             if call.run is not None:
                 call.run.disabled = True
             return response
+
+    def _observe_input(self, call: _Call, messages: list[Any]) -> Violation | None:
+        """A new user request on a thread with history: the rules see the user's turn.
+
+        The last ``HumanMessage`` after the last ``AIMessage`` is fed once (by message id)
+        as ``Step(node="__input__", output=<its text>)``; the first request of a thread is
+        not (the steps of a first turn are numbered as offline).
+        """
+        thread = call.thread
+        assert thread is not None
+        human = _new_human(messages)
+        if human is None or thread.monitor.steps_seen == 0:
+            return None
+        marker = str(human.id)
+        if human.id is None or marker == thread.heard:
+            return None
+        thread.heard = marker
+        step = input_step({"messages": [human]})
+        return self._first(thread.monitor.observe(step)) if step is not None else None
 
     def _observe_turn(self, call: _Call, messages: list[Any]) -> Violation | None:
         """Feed the last tool turn (once) to the Monitor and the ledger."""
@@ -462,7 +494,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
 
     def _first(self, found: list[Violation]) -> Violation | None:
         for violation in found:
-            if violation.hard:
+            if violation.hard and violation.node != INPUT_NODE:
                 return violation
         return None
 
@@ -708,6 +740,16 @@ def _last_ai(response: Any) -> AIMessage | None:
         return response
     messages = response.result if isinstance(response, ModelResponse) else [response]
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+
+
+def _new_human(messages: list[Any]) -> HumanMessage | None:
+    """The last human message after the last AI message (the request this call answers)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message
+        if isinstance(message, AIMessage):
+            return None
+    return None
 
 
 def _last_turn(messages: list[Any]) -> tuple[str, list[tuple[Mapping[str, Any], ToolMessage]]] | None:

@@ -28,14 +28,27 @@ How it works
     caller gets exactly the chunks, in exactly the shape, the unguarded graph would yield.
     When nothing fires, results equal the unguarded graph's.
 
-The thread's liveness
-    With a checkpointer and a ``thread_id``, the Monitor's snapshot and any stop live in
-    one record per thread in the graph's checkpointer (``checkpoint_ns="__liveguard__"``,
-    a fixed checkpoint id, overwritten): read once when a call starts and written once
-    when it ends. A loop across invokes, ``interrupt()`` resumes and process restarts is
-    one loop. A resumed call (input ``None`` or a ``Command``) first reads the thread's
-    last messages so the tool results it streams get their calls' arguments. Without a
-    checkpointer each call is its own run and nothing is saved.
+The thread's liveness (the record schema of :mod:`liveguard.thread_guard`)
+    With a checkpointer and a ``thread_id``, the guard keeps two things in the graph's
+    checkpointer under ``checkpoint_ns="__liveguard__"``. The **windows** (the Monitor's
+    snapshot) are saved with every checkpoint the graph writes, under that checkpoint's
+    id, and as each step of a superstep comes in (so a process killed with SIGKILL keeps
+    the count). A call starts from the windows saved with the checkpoint it resumes from
+    (the ``checkpoint_id`` it names, else the thread's latest; a fork made by
+    ``update_state`` starts from its parent's): a replay or a fork sees its own history,
+    and only that. The **stop** is one row per thread, written only when the guard stops
+    the thread (or a person clears it), never by a call that merely ended, so an
+    overlapping call cannot erase it. A later request on a thread with history is fed to
+    the Monitor as the user's turn (``Step(node="__input__")``). A resumed call (input
+    ``None`` or a ``Command``) first reads the thread's last messages so the tool results
+    it streams get their calls' arguments. Without a checkpointer each call is its own run
+    and nothing is saved.
+
+Turns and parallel work
+    The guard streams ``"tasks"`` too: a pushed task (a ``Send``, a Functional API
+    ``@task``) is judged with its input, so identical outputs of different inputs are not a
+    repeat, and the same input giving the same output is. A ``@task`` is judged in its own
+    thread as it ends, so a sync ``@entrypoint`` loop stops at the violating task.
 
 At a violation (``exit_behavior``)
     ``"error"`` (default): :class:`~liveguard.errors.NoProgressError` from inside the
@@ -43,8 +56,9 @@ At a violation (``exit_behavior``)
     requests a drain on the run's ``RunControl``, so with the other behaviours a subgraph
     stops before its next step. ``"end"``:
     the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
-    chunk). ``"continue"``: no node can be "not executed", so violations are logged and
-    the run ends at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
+    chunk). ``"continue"``: no node can be "not executed", so violations are logged, the
+    windows start afresh after each (a loop that goes on fires again), and the run ends
+    at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
     ``__interrupt__`` carrying ``{"liveguard": {code, step, node, count}}``; resume with
     ``Command(resume="approve")`` (windows cleared, the run goes on),
     ``Command(resume="reject")`` (stays stopped) or ``Command(resume={"action": "edit",
@@ -63,19 +77,22 @@ A stopped thread stays stopped
     including end-of-run findings (``dead_end`` with an allow-set), which are checked
     after the graph's last chunk (never after an interrupt).
 
-Default policy
-    ``Policy.from_env()`` (the workflow preset plus ``AGENT_EVAL_*`` overrides, read when
-    ``guard`` is called). A ``create_agent`` / ``create_react_agent`` graph is recognised by
-    its nodes (exactly ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model``
-    style hook nodes) and gets ``Policy.from_env(Policy.tool_agent(...))`` with those
-    nodes exempt from revisit counting. Pass ``policy=`` to choose yourself.
+Default policy (:func:`default_policy`)
+    A ``create_agent`` / ``create_react_agent`` graph is recognised by its nodes (exactly
+    ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model`` style hook nodes
+    or ``pre_model_hook`` / ``post_model_hook``) and gets
+    ``Policy.from_env(Policy.tool_agent(...))`` with those nodes exempt from revisit
+    counting. Any other graph gets the workflow preset without a revisit ceiling: a node
+    name coming back is not a loop by itself. An allow-set's limits,
+    ``AGENT_EVAL_MAX_REVISITS`` or ``policy=`` set one.
 
 The guard's own failures
     Any exception inside the stepper, the Monitor or the thread record (a
     ``FingerprintError`` on a payload of an unsupported type, a bug, an unreadable
     record) is logged as ``code=guard_error`` with the exception type and code location,
     never its message, and the guard stands down for the rest of that call; the graph
-    runs on.
+    runs on. A stop record that is damaged (a malformed ``stop``, a list, ``None``) is a
+    logged ``guard_error`` that keeps the thread stopped until it is cleared.
 
 Limits
     ``output_keys``
@@ -89,21 +106,37 @@ LangGraph is imported lazily (the wrapped graph brings its own), so
 
 from __future__ import annotations
 
-import logging
+import functools
 import re
 import threading
-import traceback
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import closing
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Final
 
 from liveguard.errors import LivenessError, NoProgressError
+from liveguard.fingerprint import fingerprint
+from liveguard.messages import tool_calls
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor
 from liveguard.policy import Policy
 from liveguard.readers.stream import UpdateStepper
+from liveguard.thread_guard import (
+    EXIT_BEHAVIORS,
+    GUARD_ERROR,
+    Decider,
+    ExitBehavior,
+    SeverityFloor,
+    input_step,
+    log,
+    log_guard_failure,
+    log_violation,
+    read_stop,
+    read_windows,
+    stop_value,
+    windows_value,
+)
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -121,10 +154,7 @@ __all__ = [
     "log_violation",
 ]
 
-ExitBehavior = Literal["error", "end", "continue", "interrupt", "warn"]
-EXIT_BEHAVIORS: Final = ("error", "end", "continue", "interrupt", "warn")
 _ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
-SeverityFloor = Literal["hard", "soft"]
 
 THREAD_NS: Final = "__liveguard__"
 """Checkpoint namespace of guard()'s per-thread liveness record."""
@@ -135,14 +165,10 @@ _CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
 _RUNTIME_KEY: Final = "__pregel_runtime"
 _LIVEGUARD: Final = "__liveguard__"
 
-GUARD_ERROR: Final = "guard_error"
-"""Log code of a guard's own failure (the guard stands down; the agent runs on)."""
-
-log = logging.getLogger("liveguard.guard")
-
 _INTERRUPT: Final = "__interrupt__"
 _SKIP: Any = object()
 _HOOK_NODE = re.compile(r"\.(?:before|after)_(?:agent|model)$")
+_REACT_HOOKS: Final = frozenset({"pre_model_hook", "post_model_hook"})
 _AGENT_CORES: Final = (frozenset({"model", "tools"}), frozenset({"agent", "tools"}))
 
 
@@ -159,7 +185,7 @@ class RunGuard:
     Thread-safe (tool calls of one agent turn may run in parallel threads).
     """
 
-    __slots__ = ("_allow_set", "_lock", "_monitor", "_policy", "_severity", "_warn", "disabled")
+    __slots__ = ("_allow_set", "_lock", "_monitor", "_policy", "decider", "disabled")
 
     @property
     def monitor(self) -> Monitor | None:
@@ -174,11 +200,11 @@ class RunGuard:
         severity: SeverityFloor = "hard",
         warn: bool = False,
         monitor: Monitor | None = None,
+        decider: Decider | None = None,
     ) -> None:
         self._policy = policy
         self._allow_set = allow_set
-        self._severity = severity
-        self._warn = warn
+        self.decider = decider or Decider("warn" if warn else "error", severity)
         self._monitor: Monitor | None = monitor
         self._lock = threading.Lock()
         self.disabled = False
@@ -219,58 +245,60 @@ class RunGuard:
             return self._act(found)
 
     def _act(self, found: list[Violation]) -> Violation | None:
-        for violation in found:
-            if self._severity == "hard" and not violation.hard:
-                continue
-            if self._warn:
-                log_violation(violation, "run continues (on_violation=warn)")
-                continue
-            log_violation(violation, "stopping the run")
-            return violation
-        return None
+        if not found:
+            return None
+        before = self.decider.seen
+        stop = self.decider.decide(found)
+        if stop is None and self.decider.seen > before:
+            self._rearm()
+        return stop
+
+    def _rearm(self) -> None:
+        """``"continue"`` let a violation pass: fresh windows, so a loop that goes on fires again.
+
+        Each rule fires once on its crossing; without fresh windows a loop that continues
+        would never reach the ceiling. Step indices go on from where they were.
+        """
+        old = self._monitor
+        if old is None:
+            return
+        fresh = Monitor(self._policy, self._allow_set)
+        snapshot = fresh.snapshot()
+        snapshot["n"] = old.steps_seen
+        fresh.load(snapshot)
+        self._monitor = fresh
 
     def _stand_down(self, exc: Exception) -> None:
         self.disabled = True
         log_guard_failure(exc, self.steps_seen)
 
 
-def log_guard_failure(exc: BaseException, steps_seen: int = 0) -> None:
-    """One WARNING line for a guard's own failure: exception type and code location only.
-
-    Never the exception's message: it may quote the payload (a fingerprint path, a value).
-    """
-    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-    where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
-    log.warning(
-        "liveguard: code=%s type=%s at=%s after %d steps; guard disabled for the rest "
-        "of this run, the agent continues",
-        GUARD_ERROR, type(exc).__name__, where, steps_seen,
-    )
-
-
-def log_violation(violation: Violation, outcome: str) -> None:
-    """One WARNING line: code, step, node, count and digest prefix; never step text."""
-    detail = violation.detail
-    digest = detail.get("digest")
-    if digest is None and isinstance(detail.get("digests"), list):
-        digest = ",".join(str(d) for d in detail["digests"])
-    log.warning(
-        "liveguard: %s at step %d (node=%s, count=%d, digest=%s); %s",
-        violation.code, violation.step, violation.node, violation.count, digest or "-", outcome,
-    )
-
-
 # -- policy -------------------------------------------------------------------------------------
 def default_policy(graph: Any) -> Policy:
-    """``Policy.from_env()``, or the tool-agent preset for a ``create_agent``-shaped graph."""
+    """A live guard's default policy for ``graph`` (environment overrides applied).
+
+    * A ``create_agent`` / ``create_react_agent`` graph (nodes ``model``/``agent`` and
+      ``tools``, plus hook nodes: ``<middleware>.before_model`` style, ``pre_model_hook``,
+      ``post_model_hook``): the tool-agent preset, its nodes exempt from revisit counting.
+    * Any other graph: the workflow preset with **no revisit ceiling** (``max_revisits``
+      above the window, so ``node_revisit_cycle`` cannot fire). A node name visited again is
+      not a loop by itself (a ``Send`` fan-out, a ``@task`` per item, a chat graph's
+      nodes every turn); the content, stall, cycle and tool rules judge what came back.
+      An allow-set's limits, an explicit ``policy=`` or ``AGENT_EVAL_MAX_REVISITS`` set a
+      ceiling.
+
+    The eval graph's own loop_guard keeps the workflow defaults (3 / 4 / 24): it does not
+    use this function.
+    """
     nodes = getattr(graph, "nodes", None)
     names = {n for n in nodes if isinstance(n, str)} if isinstance(nodes, Mapping) else set()
     names = {n for n in names if not n.startswith("__")}
-    hooks = {n for n in names if _HOOK_NODE.search(n)}
+    hooks = {n for n in names if _HOOK_NODE.search(n) or n in _REACT_HOOKS}
     if frozenset(names - hooks) in _AGENT_CORES:
         agent_nodes = ("model", "tools", "agent", *sorted(hooks))
         return Policy.from_env(Policy.tool_agent(agent_nodes=agent_nodes))
-    return Policy.from_env()
+    base = Policy.workflow()
+    return Policy.from_env(base.model_copy(update={"max_revisits": base.window + 1}))
 
 
 # -- stream shapes ------------------------------------------------------------------------------
@@ -295,7 +323,9 @@ class _Shape:
         self.inner = self.subgraphs  # what the guard streams with
         self.nested = nested  # the graph has subgraphs: a watcher sees their steps
         self.v2 = kwargs.get("version", "v1") == "v2"
-        self.request = list(self.modes) if "updates" in self.modes else [*self.modes, "updates"]
+        # "tasks": a pushed task's input (a Send's argument, a @task's arguments) is part
+        # of what it did; "checkpoints": the guard saves its windows with each checkpoint.
+        self.request = [*self.modes, *(m for m in _GUARD_MODES if m not in self.modes)]
 
     def split(self, part: Any) -> tuple[Any, str, Any]:
         """(namespace, mode, payload) of one part streamed with ``self.request``, subgraphs on."""
@@ -320,10 +350,18 @@ class _Shape:
 
 
 class _StreamRun:
-    """One guarded call: reshapes parts for the caller and feeds every update to the guard."""
+    """One guarded call: reshapes parts for the caller and feeds every update to the guard.
 
-    __slots__ = ("_guard", "_shape", "_stepper", "interrupted", "nested", "pending", "request",
-                 "request_subgraphs")
+    Root ``updates`` become steps (:class:`~liveguard.readers.stream.UpdateStepper`). An
+    update of a pushed task (a ``Send``, a Functional API ``@task``) is held until its
+    ``tasks`` result names it, and its message step is judged together with the task's
+    input (``{"input": <digest>, "output": ...}``): identical outputs of different inputs
+    are not a repeat. Each root ``checkpoints`` event hands the checkpoint's id to
+    ``on_checkpoint`` (the guard saves its windows with it).
+    """
+
+    __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "watched")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -332,21 +370,98 @@ class _StreamRun:
         self._guard = run_guard
         self._stepper = UpdateStepper()
         self.interrupted = False
-        self.pending: Violation | None = None  # a stop found inside a subgraph
+        self.pending: Violation | None = None  # a stop found inside a subgraph or a task
         self.request_subgraphs = shape.inner
+        self.on_checkpoint: Callable[[str], None] | None = None
+        self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
+        self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
+        self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
+        self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
 
     def process(self, part: Any) -> tuple[Any, Violation | None]:
         shape = self._shape
         ns, mode, payload = shape.split(part)
         violation = None
-        if mode == "updates" and isinstance(payload, Mapping) and not ns:  # subgraphs: the watcher
-            if _INTERRUPT in payload:
-                self.interrupted = True
-            violation = self._guard.check(lambda: self._stepper.feed(payload))
+        if not ns and isinstance(payload, Mapping):
+            if mode == "updates":
+                violation = self._release()
+                if _INTERRUPT in payload:
+                    self.interrupted = True
+                if violation is None:
+                    violation = self._update(payload)
+            elif mode == "tasks":
+                violation = self._task(payload)
+            elif mode == "checkpoints":
+                violation = self._release()
+                checkpoint_id = _checkpoint_id(payload)
+                if checkpoint_id is not None:
+                    self.base = checkpoint_id
+                    if self.on_checkpoint is not None:
+                        self.on_checkpoint(checkpoint_id)
+            if (mode == "updates" or (mode == "tasks" and "result" in payload)) and (
+                    self.base is not None and self.on_checkpoint is not None):
+                # the steps of the superstep under way, saved as they come: a process killed
+                # before the graph's next checkpoint event reaches the guard keeps them
+                self.on_checkpoint(_PENDING + self.base)
         return (shape.outward(part, ns, mode, payload) if shape.wants(ns, mode) else _SKIP), violation
 
+    def _update(self, payload: Mapping[str, Any]) -> Violation | None:
+        names = [k for k in payload if isinstance(k, str) and not k.startswith("__")]
+        if len(names) == 1 and self.watched.get(names[0], 0) > 0:
+            self.watched[names[0]] -= 1  # the watcher judged it in the task's own thread
+            return None
+        if len(names) == 1 and any(name == names[0] for name, _ in self._inputs.values()):
+            self._held = payload  # its task's result follows: judge it with the task's input
+            return None
+        return self._guard.check(lambda: self._stepper.feed(payload))
+
+    def _task(self, payload: Mapping[str, Any]) -> Violation | None:
+        task_id = payload.get("id")
+        if not isinstance(task_id, str):
+            return None
+        if "input" in payload:  # a task starts
+            triggers = payload.get("triggers") or ()
+            if _PUSH in triggers:
+                self._inputs[task_id] = (str(payload.get("name")), _input_digest(payload.get("input")))
+            return None
+        opened = self._inputs.pop(task_id, None)
+        held, self._held = self._held, None
+        if held is None:
+            return None
+        if opened is None or opened[0] not in held:
+            return self._guard.check(lambda: self._stepper.feed(held))
+        digest, name = opened[1], opened[0]
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._task_steps(name, held[name])])
+
+    def _release(self) -> Violation | None:
+        held, self._held = self._held, None
+        if held is None:
+            return None
+        return self._guard.check(lambda: self._stepper.feed(held))
+
     def finish(self) -> Violation | None:
+        found = self._release()
+        if found is not None:
+            return found
         return None if self.interrupted else self._guard.finish()
+
+    def feed(self, steps: list[Step]) -> Violation | None:
+        """Steps the guard makes itself (the user's input)."""
+        return self._guard.check(lambda: steps)
+
+    def task_step(self, name: str, digest: str, output: Any) -> Violation | None:
+        """A Functional API ``@task``'s output (from the watcher, in the task's own thread)."""
+        with self._guard._lock:
+            self.watched[name] = self.watched.get(name, 0) + 1
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._task_steps(name, output)])
+
+    def _task_steps(self, name: str, output: Any) -> list[Step]:
+        """A task's steps: a state update as the stepper reads it, any other value as output."""
+        if isinstance(output, Mapping) or output is None:
+            return self._stepper.feed({name: output})
+        return [Step(node=name, output=output)]
 
     def subgraph_step(self, node: str, output: Any) -> Violation | None:
         """A subgraph node's output (from the watcher, in the node's own thread)."""
@@ -363,6 +478,7 @@ class _StreamRun:
         if isinstance(messages, list):
             for message in messages[-16:]:
                 self._stepper._remember(message)  # the stepper's own call memory
+                self._stepper._repeat(message)  # and the results already counted
 
     def stop_part(self, value: dict[str, Any]) -> Any:
         """An ``updates`` part naming the stop, in the caller's shape (or _SKIP)."""
@@ -375,22 +491,75 @@ class _StreamRun:
         return shape.outward(None, (), "updates", payload)
 
 
-# -- thread state for guard(): one record per thread, kept in the graph's checkpointer -----------
-class _ThreadStore:
-    """The thread's liveness state in the checkpointer, beside the graph's own checkpoints.
+_GUARD_MODES: Final = ("updates", "tasks", "checkpoints")
+_PENDING: Final = "pending:"
+"""Row-id prefix of the windows saved during the superstep that follows a checkpoint."""
+_PUSH: Final = "__pregel_push"
 
-    One checkpoint under ``checkpoint_ns="__liveguard__"`` (a namespace LangGraph never
-    uses) with a fixed id, overwritten on each save: one row per thread, read once at the
-    start of a call and written once at its end; ``delete_thread`` removes it with the
-    thread. Works with any ``BaseCheckpointSaver`` (memory, SQLite, Postgres).
+
+def _checkpoint_id(payload: Mapping[str, Any]) -> str | None:
+    config = payload.get("config")
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    found = configurable.get("checkpoint_id") if isinstance(configurable, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def _input_digest(value: Any) -> str:
+    """A pushed task's input, digested (``"?"`` when it cannot be: the output alone counts)."""
+    try:
+        return fingerprint(value)[:16]
+    except Exception:
+        return "?"
+
+
+def _with_input(step: Step, digest: str) -> Step:
+    """A pushed task's message step, judged together with its input."""
+    if step.tool is not None or digest == "?" or (step.output is None and step.summary is None):
+        return step
+    if tool_calls(step.output):
+        return step
+    return Step(node=step.node, output={"input": digest, "output": step.output,
+                                        "summary": step.summary})
+
+
+# -- thread state for guard(): kept in the graph's checkpointer, along the checkpoint lineage ---
+class _ThreadStore:
+    """The thread's liveness in the checkpointer, beside the graph's own checkpoints.
+
+    Rows live under ``checkpoint_ns="__liveguard__"`` (a namespace LangGraph never uses),
+    in the schema of :mod:`liveguard.thread_guard`:
+
+    * the **stop**, one row per thread (a fixed checkpoint id), written only when the guard
+      stops the thread or a person clears it;
+    * the **windows**, one row per graph checkpoint, under the graph checkpoint's own id,
+      written as the graph writes the checkpoint. A call starts from the row of the
+      checkpoint it resumes from (or its nearest ancestor that has one).
+
+    ``delete_thread`` removes them with the thread. Any ``BaseCheckpointSaver`` works
+    (memory, SQLite, Postgres).
     """
 
-    __slots__ = ("config", "saver")
+    __slots__ = ("ns", "saver", "thread_id")
 
     def __init__(self, saver: Any, thread_id: str, ns: str) -> None:
         self.saver = saver
-        self.config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": THREAD_NS + ns,
-                                        "checkpoint_id": _RECORD_ID}}
+        self.thread_id = thread_id
+        self.ns = ns
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The stop row's config."""
+        return self._row(_RECORD_ID)
+
+    def _row(self, checkpoint_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": THREAD_NS + self.ns,
+                                 "checkpoint_id": checkpoint_id}}
+
+    def _graph_config(self, checkpoint_id: str | None) -> dict[str, Any]:
+        conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
+        if checkpoint_id:
+            conf["checkpoint_id"] = checkpoint_id
+        return {"configurable": conf}
 
     @classmethod
     def of(cls, graph: Any, config: Any) -> _ThreadStore | None:
@@ -404,93 +573,151 @@ class _ThreadStore:
             return None
         return cls(saver, str(thread_id), str(configurable.get("checkpoint_ns") or ""))
 
-    def load(self) -> dict[str, Any] | None:
+    # -- the stop ---------------------------------------------------------------------------------
+    def load_stop(self) -> tuple[Violation | None, bool]:
         found = self.saver.get_tuple(self.config)
-        return _record_value(found)
+        if found is None:
+            return None, False
+        values = found.checkpoint.get("channel_values", {})
+        return read_stop(values.get(THREAD_KEY), present=THREAD_KEY in values)
 
-    async def aload(self) -> dict[str, Any] | None:
-        try:
-            found = await self.saver.aget_tuple(self.config)
-        except NotImplementedError:
-            found = self.saver.get_tuple(self.config)
-        return _record_value(found)
+    def save_stop(self, stop: Violation | None, held: bool = False) -> None:
+        self.saver.put(*self._put_args(_RECORD_ID, stop_value(stop, held=held)))
 
-    def _put_args(self, value: dict[str, Any]) -> tuple[Any, ...]:
+    # -- the windows, along the lineage ----------------------------------------------------------
+    def load_windows(self, checkpoint_id: str | None) -> tuple[Any, str | None]:
+        """(the windows value the call starts from, the checkpoint id it resumes from).
+
+        ``checkpoint_id=None``: the thread's latest checkpoint. Walks up the parents to the
+        nearest checkpoint with a row (a fork made by ``update_state``, a crash between the
+        graph's write and the guard's); none: ``None`` (a new thread, or one guarded only now).
+        """
+        current = self.saver.get_tuple(self._graph_config(checkpoint_id))
+        start = _tuple_id(current)
+        for _ in range(_MAX_WALK):
+            if current is None:
+                break
+            cid = _tuple_id(current)
+            parent = getattr(current, "parent_config", None)
+            pid = ((parent or {}).get("configurable") or {}).get("checkpoint_id")
+            source = (getattr(current, "metadata", None) or {}).get("source")
+            keys = [cid] if cid is not None else []
+            if pid and source == "loop":  # written by the superstep that followed its parent
+                keys.append(_PENDING + pid)
+            for key in keys:
+                value = self._value(key)
+                if value is not _MISSING:
+                    return value, start
+            if not pid:
+                break
+            current = self.saver.get_tuple(self._graph_config(pid))
+        return None, start
+
+    def _value(self, row_id: str) -> Any:
+        row = self.saver.get_tuple(self._row(row_id))
+        if row is None:
+            return _MISSING
+        values = row.checkpoint.get("channel_values", {})
+        return values.get(THREAD_KEY, _MISSING)
+
+    def save_windows(self, checkpoint_id: str, value: dict[str, Any]) -> None:
+        self.saver.put(*self._put_args(checkpoint_id, value))
+
+    def _put_args(self, checkpoint_id: str, value: Any) -> tuple[Any, ...]:
         from langgraph.checkpoint.base import empty_checkpoint
 
         checkpoint = empty_checkpoint()
-        checkpoint["id"] = _RECORD_ID
+        checkpoint["id"] = checkpoint_id
         checkpoint["channel_values"] = {THREAD_KEY: value}
-        checkpoint["channel_versions"] = {THREAD_KEY: "1"}
-        config = {"configurable": {k: v for k, v in self.config["configurable"].items()
-                                   if k != "checkpoint_id"}}
-        return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: "1"}
+        # savers that keep channel values apart (memory, Postgres) key them by version, and
+        # Postgres never overwrites one: every write of every row gets its own version
+        version = uuid.uuid4().hex
+        checkpoint["channel_versions"] = {THREAD_KEY: version}
+        config = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": THREAD_NS + self.ns}}
+        return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: version}
 
-    def save(self, value: dict[str, Any]) -> None:
-        self.saver.put(*self._put_args(value))
+    # -- async twins: the sync calls in a worker thread (every saver has them; an async
+    # saver's sync methods refuse to run on the event loop's own thread) ----------------------
+    async def aload_stop(self) -> tuple[Violation | None, bool]:
+        found: tuple[Violation | None, bool] = await _athread(self.load_stop)
+        return found
 
-    async def asave(self, value: dict[str, Any]) -> None:
-        try:
-            await self.saver.aput(*self._put_args(value))
-        except NotImplementedError:
-            self.saver.put(*self._put_args(value))
+    async def asave_stop(self, stop: Violation | None, held: bool = False) -> None:
+        await _athread(lambda: self.save_stop(stop, held))
+
+    async def aload_windows(self, checkpoint_id: str | None) -> tuple[Any, str | None]:
+        result: tuple[Any, str | None] = await _athread(lambda: self.load_windows(checkpoint_id))
+        return result
+
+    async def asave_windows(self, checkpoint_id: str, value: dict[str, Any]) -> None:
+        await _athread(lambda: self.save_windows(checkpoint_id, value))
 
 
-def _record_value(found: Any) -> dict[str, Any] | None:
+_MISSING: Any = object()
+_MAX_WALK: Final = 64
+"""How many ancestors ``load_windows`` looks through for a row."""
+
+
+def _tuple_id(found: Any) -> str | None:
     if found is None:
         return None
-    value = found.checkpoint.get("channel_values", {}).get(THREAD_KEY)
-    return value if isinstance(value, dict) else None
+    cid = ((getattr(found, "config", None) or {}).get("configurable") or {}).get("checkpoint_id")
+    return cid if isinstance(cid, str) else None
+
+
+async def _athread(fn: Callable[[], Any]) -> Any:
+    """``fn()`` for an async caller: sync savers in a worker thread, async-only savers directly."""
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
 
 
 class _GuardCall:
     """One guarded call's thread state: the Monitor to continue from and any saved stop."""
 
-    __slots__ = ("guarded", "record", "run", "store")
+    __slots__ = ("guarded", "held", "origin", "run", "saved", "stop", "store")
 
-    def __init__(self, guarded: GuardedGraph, store: _ThreadStore | None,
-                 record: dict[str, Any] | None, shape: _Shape) -> None:
+    def __init__(self, guarded: GuardedGraph, store: _ThreadStore | None,  # noqa: PLR0917
+                 windows: Any, stop: tuple[Violation | None, bool], shape: _Shape,
+                 origin: str | None = None) -> None:
         settings = guarded._lg
         self.guarded = guarded
         self.store = store
-        self.record: dict[str, Any] = dict(record or {})
-        monitor = None
-        snapshot = self.record.get("m")
-        if snapshot:
-            try:
-                monitor = Monitor.restore(snapshot, settings.policy, settings.allow_set)
-            except Exception as exc:  # a guard failure never kills the graph: start afresh
-                log_guard_failure(exc)
+        self.stop, self.held = stop
+        self.origin = origin  # the checkpoint the call resumes from
+        monitor = read_windows(windows, settings.policy, settings.allow_set)
         if monitor is not None:
             monitor.new_run()
-        self.run = _StreamRun(shape, RunGuard(
-            settings.policy, settings.allow_set, severity=settings.severity,
-            warn=settings.exit_behavior in ("warn", "continue"), monitor=monitor,
-        ))
+        decider = Decider(settings.exit_behavior, settings.severity, settings.ceiling)
+        self.run = _StreamRun(shape, RunGuard(settings.policy, settings.allow_set,
+                                              monitor=monitor, decider=decider))
+        self.saved = self._seen()  # what the lineage already holds when the call starts
 
-    @property
-    def stop(self) -> Violation | None:
-        stop = self.record.get("stop")
-        return Violation.model_validate(stop) if stop else None
-
-    def dump(self, stop: Violation | None) -> dict[str, Any] | None:
-        if self.store is None:
-            return None
+    def _seen(self) -> int:
         monitor = self.run._guard.monitor
-        record = dict(self.record)
-        if monitor is not None:
-            record["m"] = monitor.snapshot()
-        if stop is not None:
-            record["stop"] = stop.model_dump(mode="json")
-            record["held"] = self.guarded._lg.exit_behavior == "interrupt"
-        return record
+        return -1 if monitor is None else monitor.steps_seen
+
+    def changed(self) -> bool:
+        """Steps since the last save? Rows are written only then.
+
+        A checkpoint without a row of its own reads its ancestors' (the lineage walk of
+        ``_ThreadStore.load_windows``), so an unchanged Monitor needs no write.
+        """
+        seen = self._seen()
+        if seen == self.saved:
+            return False
+        self.saved = seen
+        return True
+
+    def windows(self) -> dict[str, Any]:
+        return windows_value(self.run._guard.monitor)
 
 
 class _Settings:
     """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
 
-    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "per_call_told",
-                 "policy", "severity")
+    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "node_names",
+                 "per_call_told", "policy", "severity")
 
     def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
                  exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int) -> None:
@@ -502,6 +729,9 @@ class _Settings:
         self.ceiling = ceiling
         self._nested: bool | None = None
         self.per_call_told = False
+        nodes = getattr(inner, "nodes", None)
+        self.node_names: frozenset[str] = frozenset(
+            n for n in (nodes if isinstance(nodes, Mapping) else ()) if isinstance(n, str))
 
     def nested(self, graph: Any) -> bool:
         """Whether the graph has subgraphs (then the guard streams their steps too).
@@ -562,28 +792,28 @@ class GuardedGraph:
     def severity(self) -> SeverityFloor:
         return self._lg.severity
 
-    def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],
-               record: dict[str, Any] | None, store: _ThreadStore | None) -> _GuardCall:
+    def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],  # noqa: PLR0917
+               store: _ThreadStore | None, windows: Any, stop: tuple[Violation | None, bool],
+               origin: str | None) -> _GuardCall:
         if store is None and not self._lg.per_call_told:
             self._lg.per_call_told = True
             log.info("liveguard: no checkpointer or thread_id: liveness is per call, nothing is "
                      "kept between calls")
         shape = _Shape(stream_mode, getattr(self, "stream_mode", "values"), kwargs,
                        nested=self._lg.nested(self))
-        return _GuardCall(self, store, record, shape)
+        return _GuardCall(self, store, windows, stop, shape, origin)
 
     def _resume(self, call: _GuardCall, input: Any) -> tuple[Any, bool]:
         """(input to run, run it?) for a thread the guard holds or stopped."""
-        stop = call.stop
-        if stop is None:
+        if call.stop is None:
             return input, True
-        decision = getattr(input, "resume", None) if call.record.get("held") else None
+        decision = getattr(input, "resume", None) if call.held else None
         action = decision.get("action") if isinstance(decision, Mapping) else decision
         if action in ("approve", "edit"):
-            call.record.pop("stop", None)
-            call.record.pop("held", None)
-            call.record.pop("m", None)
-            call.run = _GuardCall(self, call.store, call.record, call.run._shape).run
+            call.stop, call.held = None, False
+            call.run = _GuardCall(self, call.store, None, (None, False), call.run._shape,
+                                  call.origin).run  # the windows start afresh
+            call.saved = -2  # and the next save writes them, whatever their count
             if action == "edit":
                 from langgraph.types import Command
 
@@ -591,14 +821,14 @@ class GuardedGraph:
                 return Command(update=update or {}), True
             return None, True
         if action == "reject":
-            call.record["held"] = False
+            call.held = False
         return input, False
 
     def _stopped(self, call: _GuardCall) -> NoProgressError | None:
         """At once, without running a node: the saved stop of a stopped thread."""
         stop = call.stop
         assert stop is not None
-        if call.record.get("held"):
+        if call.held:
             log_violation(stop, "thread held: resume with Command(resume='approve'|'reject')")
             return None
         log_violation(stop, "thread already stopped (clear it with liveguard.clear)")
@@ -620,100 +850,78 @@ class GuardedGraph:
             return _interrupt_part(call.run._shape, interrupt) if part is not _SKIP else _SKIP, None
         return call.run.stop_part(value), None
 
+    def _prepare(self, call: _GuardCall, input: Any, config: Any,
+                 kwargs: Mapping[str, Any]) -> tuple[Any, Any, Violation | None, list[str]]:
+        """(config to run with, the run's control, a stop at the input, checkpoints to save at)."""
+        run = call.run
+        saves: list[str] = []
+        run.on_checkpoint = saves.append
+        control = _control(config, kwargs)
+        config = _watched(config, run, control, self._lg)
+        found = None
+        if not _is_resume(input) and self._lg.allow_set is None and call.origin is not None:
+            # a new request on a thread with history: the rules see the user's turn
+            step = _safe(lambda: input_step(input))
+            if step is not None:
+                found = run.feed([step])
+        return config, control, found, saves
+
     # -- streaming ------------------------------------------------------------------------------
-    def stream(
+    def stream(  # noqa: PLR0915 - one call's whole life, kept line for line with astream
         self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
     ) -> Iterator[Any]:
         """The graph's ``stream``, guarded; every other execution method runs through it."""
         store = _ThreadStore.of(self, config)
-        record = _safe(store.load) if store is not None else None
-        call = self._begin(config, stream_mode, kwargs, record, store)
+        stop_saved: tuple[Violation | None, bool] = (None, False)
+        windows, origin = None, None
+        if store is not None:
+            stop_saved = _safe(store.load_stop) or (None, False)
+            windows, origin = _safe(lambda: store.load_windows(_checkpoint_of(config))) or (None, None)
+        call = self._begin(config, stream_mode, kwargs, store, windows, stop_saved, origin)
         stop: Violation | None = None
-        try:
-            if call.stop is not None:
-                input, go = self._resume(call, input)
-                if not go or call.stop is not None:
-                    error = self._stopped(call)  # the record keeps its stop as it is
-                    if error is not None:
-                        raise error
-                    return
-            run = call.run
-            if store is not None and record is not None and _is_resume(input):
-                _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
-            control = _control(config, kwargs)
-            config = _watched(config, run, lambda v: self._count(call, v), control, self._lg)
-            inner = super().stream(  # type: ignore[misc]
-                input, config, stream_mode=run.request,
-                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
-            )
-            with closing(inner):
-                try:
-                    for part in inner:
-                        out, found = run.process(part)
-                        if out is not _SKIP:
-                            yield out
-                        stop = self._count(call, found) if found is not None else None
-                        if (stop := stop or run.pending) is not None:
-                            control.request_drain("liveguard")
-                            extra, error = self._on_violation(call, stop)
-                            if extra is not _SKIP:
-                                yield extra
-                            if error is not None:
-                                raise error
-                            return
-                except Exception as exc:
-                    inside = _subgraph_stop(run, exc)
-                    if inside is None:
-                        raise
-                    stop = inside
-                    extra, error = self._on_violation(call, stop)
-                    if extra is not _SKIP:
-                        yield extra
-                    if error is not None:
-                        raise error from None
-                    return
-                if (found := run.finish()) is not None:
-                    stop = found
-                    if self._lg.exit_behavior == "error":
-                        raise NoProgressError(found)
-        finally:
-            if store is not None and (value := call.dump(stop)) is not None:
-                _safe(lambda: store.save(value))
+        if call.stop is not None:
+            input, go = self._resume(call, input)
+            if not go or call.stop is not None:
+                if store is not None and call.held != stop_saved[1]:
+                    _safe(lambda: store.save_stop(call.stop, call.held))
+                error = self._stopped(call)  # the record keeps its stop
+                if error is not None:
+                    raise error
+                return
+            if store is not None:
+                _safe(lambda: store.save_stop(None))  # approved by a person
+        run = call.run
+        if store is not None and origin is not None and _is_resume(input):
+            _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
+        config, control, stop, saves = self._prepare(call, input, config, kwargs)
+        run.base = origin
 
-    async def astream(  # noqa: PLR0915 - the async twin of stream, kept line for line alike
-        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
-        store = _ThreadStore.of(self, config)
-        record = await _asafe(store.aload) if store is not None else None
-        call = self._begin(config, stream_mode, kwargs, record, store)
-        stop: Violation | None = None
+        def save() -> None:
+            if saves and store is not None and call.changed():
+                _safe(functools.partial(store.save_windows, saves[-1], call.windows()))
+            saves.clear()
+
         try:
-            if call.stop is not None:
-                input, go = self._resume(call, input)
-                if not go or call.stop is not None:
-                    error = self._stopped(call)  # the record keeps its stop as it is
-                    if error is not None:
-                        raise error
-                    return
-            run = call.run
-            if store is not None and record is not None and _is_resume(input):
-                state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
-                _safe(lambda: run.seed(state))
-            control = _control(config, kwargs)
-            config = _watched(config, run, lambda v: self._count(call, v), control, self._lg)
-            inner = super().astream(  # type: ignore[misc]
+            if stop is not None:
+                extra, error = self._on_violation(call, stop)
+                if extra is not _SKIP:
+                    yield extra
+                if error is not None:
+                    raise error
+                return
+            inner = super().stream(  # type: ignore[misc]
                 input, config, stream_mode=run.request,
                 **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
             )
             try:
                 try:
-                    async for part in inner:
+                    for part in inner:
                         out, found = run.process(part)
+                        save()
                         if out is not _SKIP:
                             yield out
-                        stop = self._count(call, found) if found is not None else None
-                        if (stop := stop or run.pending) is not None:
+                        if (stop := found or run.pending) is not None:
+                            run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
                             if extra is not _SKIP:
@@ -737,19 +945,106 @@ class GuardedGraph:
                     if self._lg.exit_behavior == "error":
                         raise NoProgressError(found)
             finally:
-                await inner.aclose()
+                _close(inner)
         finally:
-            if store is not None and (value := call.dump(stop)) is not None:
-                await _asafe(lambda: store.asave(value))
+            save()
+            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
+                # only the last checkpoint reaches the saver: its row holds the whole call
+                _safe(functools.partial(store.save_windows, run.base, call.windows()))
+            if store is not None and stop is not None and stop.code != GUARD_ERROR:
+                held = self._lg.exit_behavior == "interrupt"
+                _safe(lambda: store.save_stop(stop, held))
 
-    def _count(self, call: _GuardCall, found: Violation) -> Violation | None:
-        """The violation to stop on (``"continue"``: only at the ceiling)."""
-        if self._lg.exit_behavior != "continue":
-            return found
-        seen = int(call.record.get("violations", 0)) + 1
-        call.record["violations"] = seen
-        log_violation(found, f"run continues ({seen}/{self._lg.ceiling}, exit_behavior=continue)")
-        return found if seen >= self._lg.ceiling else None
+    async def astream(  # noqa: PLR0915 - the async twin of stream, kept line for line alike
+        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
+        store = _ThreadStore.of(self, config)
+        stop_saved: tuple[Violation | None, bool] = (None, False)
+        windows, origin = None, None
+        if store is not None:
+            stop_saved = await _asafe(store.aload_stop) or (None, False)
+            windows, origin = await _asafe(
+                lambda: store.aload_windows(_checkpoint_of(config))) or (None, None)
+        call = self._begin(config, stream_mode, kwargs, store, windows, stop_saved, origin)
+        stop: Violation | None = None
+        if call.stop is not None:
+            input, go = self._resume(call, input)
+            if not go or call.stop is not None:
+                if store is not None and call.held != stop_saved[1]:
+                    await _asafe(lambda: store.asave_stop(call.stop, call.held))
+                error = self._stopped(call)  # the record keeps its stop
+                if error is not None:
+                    raise error
+                return
+            if store is not None:
+                await _asafe(lambda: store.asave_stop(None))  # approved by a person
+        run = call.run
+        if store is not None and origin is not None and _is_resume(input):
+            state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
+            _safe(lambda: run.seed(state))
+        config, control, stop, saves = self._prepare(call, input, config, kwargs)
+        run.base = origin
+
+        async def save() -> None:
+            if saves and store is not None and call.changed():
+                await _asafe(functools.partial(store.asave_windows, saves[-1], call.windows()))
+            saves.clear()
+
+        try:
+            if stop is not None:
+                extra, error = self._on_violation(call, stop)
+                if extra is not _SKIP:
+                    yield extra
+                if error is not None:
+                    raise error
+                return
+            inner = super().astream(  # type: ignore[misc]
+                input, config, stream_mode=run.request,
+                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
+            )
+            try:
+                try:
+                    async for part in inner:
+                        out, found = run.process(part)
+                        await save()
+                        if out is not _SKIP:
+                            yield out
+                        if (stop := found or run.pending) is not None:
+                            run.pending = stop
+                            control.request_drain("liveguard")
+                            extra, error = self._on_violation(call, stop)
+                            if extra is not _SKIP:
+                                yield extra
+                            if error is not None:
+                                raise error
+                            return
+                except Exception as exc:
+                    inside = _subgraph_stop(run, exc)
+                    if inside is None:
+                        raise
+                    stop = inside
+                    extra, error = self._on_violation(call, stop)
+                    if extra is not _SKIP:
+                        yield extra
+                    if error is not None:
+                        raise error from None
+                    return
+                if (found := run.finish()) is not None:
+                    stop = found
+                    if self._lg.exit_behavior == "error":
+                        raise NoProgressError(found)
+            finally:
+                with suppress(NoProgressError):
+                    await inner.aclose()
+        finally:
+            await save()
+            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
+                # only the last checkpoint reaches the saver: its row holds the whole call
+                await _asafe(functools.partial(store.asave_windows, run.base, call.windows()))
+            if store is not None and stop is not None and stop.code != GUARD_ERROR:
+                held = self._lg.exit_behavior == "interrupt"
+                await _asafe(lambda: store.asave_stop(stop, held))
 
     def __repr__(self) -> str:
         name = getattr(self, "name", type(self).__name__)
@@ -766,47 +1061,68 @@ def _subgraph_stop(run: _StreamRun, exc: BaseException) -> Violation | None:
     return None
 
 
-def _watched(config: Any, run: _StreamRun, decide: Callable[[Violation], Violation | None],
-             control: Any, settings: _Settings) -> Any:
-    """``config`` plus a callback handler that sees every subgraph node's output.
+def _watched(config: Any, run: _StreamRun, control: Any, settings: _Settings) -> Any:
+    """``config`` plus a callback handler that runs in each node's and task's own thread.
 
-    LangChain calls it in the node's own thread as the node ends, so a loop inside a
-    subgraph is stopped at the violating step: in ``"error"`` mode by raising
-    ``NoProgressError`` from the node; otherwise by draining the run (the subgraph stops
-    before its next step) and ending as the behaviour says.
+    * A Functional API ``@task`` (a task that is not a node of the graph) is judged as it
+      ends, in its own thread, with its input: a sync ``@entrypoint`` runs inline, so the
+      stream reaches the guard only when it returns (a ``while True`` never does). At a
+      stop the task raises ``NoProgressError`` into the entrypoint: the loop stops at the
+      violating task, whatever the exit behaviour.
+    * Once the guard has decided to stop (``run.pending``), any node or ``@task`` that
+      starts raises ``NoProgressError``.
+    * With subgraphs, it sees each subgraph node's output as the node ends, so a loop inside
+      a subgraph is stopped at the violating step: in ``"error"`` mode by raising
+      ``NoProgressError`` from the node; otherwise by draining the run (the subgraph stops
+      before its next step) and ending as the behaviour says.
     """
-    if not run.nested:
-        return config
     from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.runnables.config import merge_configs
 
     configurable = (config or {}).get("configurable") or {}
     base = len([s for s in str(configurable.get("checkpoint_ns") or "").split("|") if s])
+    nested = run.nested
+    nodes = settings.node_names
 
-    class SubgraphWatch(BaseCallbackHandler):
+    class Watch(BaseCallbackHandler):
         raise_error = True
         run_inline = True
 
         def __init__(self) -> None:
             self.names: dict[Any, str] = {}
+            self.tasks: dict[Any, tuple[str, str]] = {}
 
         def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
                            metadata: Any = None, **kwargs: Any) -> None:
             meta = metadata or {}
             node = meta.get("langgraph_node")
+            if node is None or kwargs.get("name") != node:
+                return
+            if run.pending is not None:
+                raise NoProgressError(run.pending)
             ns = meta.get("langgraph_checkpoint_ns")
-            if node is None or kwargs.get("name") != node or not isinstance(ns, str):
+            if not isinstance(ns, str):
                 return
             names = [segment.split(":", 1)[0] for segment in ns.split("|")][base:]
-            if len(names) > 1:  # a node of a subgraph, not of this graph
+            if (not nested and len(names) == 2 and names[0] in nodes and node not in nodes
+                    and _PUSH in (meta.get("langgraph_triggers") or ())):
+                self.tasks[run_id] = (node, _input_digest(inputs))  # a @task of the entrypoint
+            elif nested and len(names) > 1:  # a node of a subgraph, not of this graph
                 self.names[run_id] = ":".join(names)
 
         def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+            task = self.tasks.pop(run_id, None)
+            if task is not None:
+                stop = run.task_step(task[0], task[1], outputs) if run.pending is None else None
+                if stop is not None:
+                    run.pending = stop
+                    control.request_drain("liveguard")
+                    raise NoProgressError(stop)
+                return
             name = self.names.pop(run_id, None)
             if name is None or run.pending is not None:
                 return
-            found = run.subgraph_step(name, outputs)
-            stop = decide(found) if found is not None else None
+            stop = run.subgraph_step(name, outputs)
             if stop is None:
                 return
             run.pending = stop
@@ -816,8 +1132,22 @@ def _watched(config: Any, run: _StreamRun, decide: Callable[[Violation], Violati
 
         def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
             self.names.pop(run_id, None)
+            self.tasks.pop(run_id, None)
 
-    return merge_configs(config, {"callbacks": [SubgraphWatch()]})
+    return merge_configs(config, {"callbacks": [Watch()]})
+
+
+def _checkpoint_of(config: Any) -> str | None:
+    """The checkpoint id a call names (a replay or a fork), or None (the latest)."""
+    configurable = (config or {}).get("configurable") or {}
+    found = configurable.get("checkpoint_id") if isinstance(configurable, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
+def _close(inner: Any) -> None:
+    """Close the inner stream; a task stopped by the watcher while it closes is expected."""
+    with suppress(NoProgressError):
+        inner.close()
 
 
 def _is_resume(input: Any) -> bool:

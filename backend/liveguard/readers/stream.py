@@ -16,6 +16,9 @@ One chunk is ``{node_name: update}``. For each node of a chunk:
 * any other update gives a **message step**: ``summary`` from the update's
   ``summary`` key (when it is text), ``output`` the last message's content, or the
   update minus its ``summary``/``steps`` bookkeeping keys;
+* a tool message already seen (same message id and tool call id, as
+  ``SummarizationMiddleware`` re-emits the messages it keeps) is not a new result; an
+  update of nothing but such messages is a contentless visit;
 * a list of updates (several tasks of one node in the same superstep, e.g. parallel
   tool calls) is read element by element;
 * anything else (``None``, a non-mapping such as a ``Command``) gives a contentless
@@ -63,6 +66,7 @@ class UpdateStepper:
             raise ValueError(f"max_calls must be at least 1, got {max_calls}")
         self._max_calls = max_calls
         self._calls: OrderedDict[str, tuple[str | None, Any]] = OrderedDict()
+        self._results: OrderedDict[tuple[str, str], None] = OrderedDict()  # tool messages seen
 
     def feed(self, chunk: Mapping[str, Any]) -> list[Step]:
         """The steps of one chunk (``{node: update}``), in the chunk's order."""
@@ -83,9 +87,12 @@ class UpdateStepper:
     def _steps(self, node: str, update: Any) -> list[Step]:
         if not isinstance(update, Mapping):
             return [Step(node=node)]
-        messages = _messages_of(update.get("messages"))
+        given = _messages_of(update.get("messages"))
+        messages = [m for m in given if not self._repeat(m)]
         for message in messages:
             self._remember(message)
+        if given and not messages:  # only messages already seen (a kept ToolMessage): a visit
+            return [Step(node=node)]
         summary = update.get("summary")
         summary = summary if isinstance(summary, str) else None
         if messages:
@@ -101,6 +108,25 @@ class UpdateStepper:
             if key not in BOOKKEEPING_KEYS and not (key == "messages" and not messages)
         }
         return [Step(node=node, summary=summary, output=rest or None)]
+
+    def _repeat(self, message: Any) -> bool:
+        """A tool message seen before (same message id and call id): not a new result.
+
+        ``SummarizationMiddleware`` re-emits the messages it keeps after a summary; the
+        kept ``ToolMessage`` is the same result, not another call.
+        """
+        if not is_tool_message(message):
+            return False
+        key = (field(message, "id"), field(message, "tool_call_id"))
+        if not isinstance(key[0], str) or not isinstance(key[1], str):
+            return False
+        seen = self._results
+        if key in seen:
+            return True
+        seen[key] = None
+        while len(seen) > self._max_calls:
+            seen.popitem(last=False)
+        return False
 
     def _tool_step(self, node: str, message: Any) -> Step:
         call_id = field(message, "tool_call_id")

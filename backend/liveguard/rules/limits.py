@@ -34,6 +34,8 @@ class StepLimits:
         self._run = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
+        if obs.node == "__input__":  # the user's turn (liveguard.thread_guard.INPUT_NODE)
+            return None
         run = self._run = self._run + 1
         thread = self._thread_steps = self._thread_steps + 1
         if run != self._run_limit + 1 and thread != self._thread_limit + 1:

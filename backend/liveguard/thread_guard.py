@@ -1,0 +1,259 @@
+"""The thread guard: one framework-free, sans-IO core for both live guards.
+
+``guard(graph)`` (:mod:`liveguard.integrations.langgraph`), ``LivenessMiddleware``
+(:mod:`liveguard.integrations.langchain`) and ``liveguard threads``
+(:mod:`liveguard.threads`) are drivers of this module: they read and write bytes
+(checkpoints, agent state), this module decides. It does no I/O and imports no
+framework. What it owns:
+
+The record (one schema)
+    A thread's liveness is two values:
+
+    * the **stop** (:func:`read_stop` / :func:`stop_value`): ``{"stop": <violation as a
+      dict> | None, "held": bool}``. It is thread-wide and written only when the guard
+      stops (or a person clears it), never with "not stopped" by a running call, so an
+      overlapping call cannot erase a stop.
+    * the **windows** (:func:`read_windows` / :func:`windows_value`): ``{"m": <Monitor
+      snapshot>, "v": RECORD_VERSION}``, saved with every checkpoint the graph writes
+      (``guard()``) or in the agent state (the middleware), so they follow the checkpoint
+      lineage: a call continues from the windows saved with the checkpoint it resumes
+      from, and a replay or a fork sees its own history only.
+
+A damaged record
+    A stop that does not validate, a record that is a list or ``None``: the guard never
+    forgets a stop because its record is damaged, and never raises pydantic's error at
+    the agent. :func:`read_stop` logs ``code=guard_error`` and keeps the thread stopped
+    with :data:`DAMAGED` (code ``guard_error``, ``detail={"reason": "damaged_record"}``)
+    until a person clears it. Damaged windows are logged and start afresh (the stop is
+    what must survive; a window only delays detection).
+
+The user's turn
+    :func:`input_step` turns a call's new input into ``Step(node=INPUT_NODE, ...)`` so the
+    rules see a new request between two replies: the same reply to a different request
+    is progress, the same request answered the same way is a repeat.
+
+The decision
+    :class:`Decider` applies the exit behaviour to what the Monitor found: which
+    violation stops the run (``"warn"`` never; ``"continue"`` at its ``ceiling``-th
+    violation; the others at the first), and logs each one by code, step, node, count and
+    digest prefix, never text.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from liveguard.model import Step, Violation
+from liveguard.monitor import Monitor
+
+if TYPE_CHECKING:
+    from liveguard.allowset import AllowSet
+    from liveguard.policy import Policy
+
+__all__ = [
+    "DAMAGED",
+    "EXIT_BEHAVIORS",
+    "GUARD_ERROR",
+    "INPUT_NODE",
+    "RECORD_VERSION",
+    "Decider",
+    "ExitBehavior",
+    "SeverityFloor",
+    "input_step",
+    "log_guard_failure",
+    "log_violation",
+    "read_stop",
+    "read_windows",
+    "stop_value",
+    "windows_value",
+]
+
+ExitBehavior = Literal["error", "end", "continue", "interrupt", "warn"]
+EXIT_BEHAVIORS: Final = ("error", "end", "continue", "interrupt", "warn")
+SeverityFloor = Literal["hard", "soft"]
+
+GUARD_ERROR: Final = "guard_error"
+"""Log code of a guard's own failure (the guard stands down; the agent runs on)."""
+
+INPUT_NODE: Final = "__input__"
+"""The node name of the user's input step (a message step: the new request's text)."""
+
+RECORD_VERSION: Final = 2
+"""Version of the windows value (``v``); version 1 records (one row, no ``v``) still read."""
+
+DAMAGED: Final = Violation(code=GUARD_ERROR, severity="hard", step=0, node="__liveguard__",
+                           count=0, detail={"reason": "damaged_record"})
+"""The stop a damaged stop record reads as: the thread stays stopped until it is cleared."""
+
+log = logging.getLogger("liveguard.guard")
+
+
+# -- logging (codes, counts, digests, step indices; never step text) ------------------------------
+def log_guard_failure(exc: BaseException, steps_seen: int = 0) -> None:
+    """One WARNING line for a guard's own failure: exception type and code location only.
+
+    Never the exception's message: it may quote the payload (a fingerprint path, a value).
+    """
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"
+    log.warning(
+        "liveguard: code=%s type=%s at=%s after %d steps; guard disabled for the rest "
+        "of this run, the agent continues",
+        GUARD_ERROR, type(exc).__name__, where, steps_seen,
+    )
+
+
+def log_violation(violation: Violation, outcome: str) -> None:
+    """One WARNING line: code, step, node, count and digest prefix; never step text."""
+    detail = violation.detail
+    digest = detail.get("digest")
+    if digest is None and isinstance(detail.get("digests"), list):
+        digest = ",".join(str(d) for d in detail["digests"])
+    log.warning(
+        "liveguard: %s at step %d (node=%s, count=%d, digest=%s); %s",
+        violation.code, violation.step, violation.node, violation.count, digest or "-", outcome,
+    )
+
+
+def _damaged(what: str) -> None:
+    log.warning("liveguard: code=%s reason=damaged_record part=%s; the thread stays stopped "
+                "until it is cleared (liveguard.clear / liveguard threads clear)", GUARD_ERROR, what)
+
+
+# -- the record ------------------------------------------------------------------------------------
+def read_stop(raw: Any, *, present: bool = True) -> tuple[Violation | None, bool]:
+    """(the thread's stop, held) from a saved stop value.
+
+    ``present=False``: nothing was saved (a thread never stopped). A saved value that is
+    not a mapping, or whose ``stop`` does not validate, reads as :data:`DAMAGED` (logged):
+    a damaged record never unblocks a thread.
+    """
+    if not present:
+        return None, False
+    if not isinstance(raw, Mapping):
+        _damaged(type(raw).__name__)
+        return DAMAGED, False
+    stop = raw.get("stop")
+    held = raw.get("held")
+    if stop is None:
+        return None, False
+    if isinstance(stop, Violation):
+        return stop, held is True
+    try:
+        return Violation.model_validate(stop), held is True
+    except Exception:  # pydantic's ValidationError, a TypeError on a weird payload
+        _damaged("stop")
+        return DAMAGED, False
+
+
+def stop_value(stop: Violation | None, *, held: bool = False) -> dict[str, Any]:
+    """The saved form of a stop (``None``: cleared)."""
+    return {"stop": None if stop is None else stop.model_dump(mode="json"),
+            "held": bool(held and stop is not None)}
+
+
+def read_windows(raw: Any, policy: Policy, allow_set: AllowSet | None) -> Monitor | None:
+    """The Monitor saved in a windows value, or ``None`` (nothing saved, or damaged: logged)."""
+    if raw is None:
+        return None
+    snapshot = raw.get("m") if isinstance(raw, Mapping) else None
+    if not snapshot:
+        if not isinstance(raw, Mapping):
+            _damaged("windows")
+        return None
+    try:
+        return Monitor.restore(snapshot, policy, allow_set)
+    except Exception as exc:  # a guard failure never kills the graph: start afresh
+        log_guard_failure(exc)
+        return None
+
+
+def windows_value(monitor: Monitor | None) -> dict[str, Any]:
+    """The saved form of a Monitor's windows."""
+    return {"v": RECORD_VERSION, "m": None if monitor is None else monitor.snapshot()}
+
+
+# -- the user's turn -------------------------------------------------------------------------------
+_HUMAN = frozenset({"human", "user"})
+
+
+def input_step(value: Any) -> Step | None:
+    """The step a call's new input gives, or ``None`` (a resume, no input, nothing human).
+
+    ``{"messages": [..., <human message>]}``: the last human message's text. Any other
+    mapping: the input itself (a custom chat graph's ``{"question": ...}``). ``None``, a
+    ``Command`` or a non-mapping: no step.
+    """
+    if value is None or not isinstance(value, Mapping):
+        return None
+    messages = value.get("messages")
+    if messages is not None:
+        items = messages if isinstance(messages, list | tuple) else [messages]
+        for message in reversed(items):
+            text = _human_text(message)
+            if text is not None:
+                return Step(node=INPUT_NODE, output=text)
+        return None
+    rest = {k: v for k, v in value.items() if isinstance(k, str) and not k.startswith("__")}
+    return Step(node=INPUT_NODE, output=rest) if rest else None
+
+
+def _human_text(message: Any) -> Any:
+    if isinstance(message, str):
+        return message
+    if isinstance(message, tuple) and len(message) == 2 and message[0] in _HUMAN:
+        return message[1]
+    if isinstance(message, Mapping):
+        role = message.get("role", message.get("type"))
+        return message.get("content") if role in _HUMAN else None
+    if getattr(message, "type", None) == "human":
+        return getattr(message, "content", None)
+    return None
+
+
+# -- the decision ----------------------------------------------------------------------------------
+class Decider:
+    """Which violation stops the run, for one exit behaviour.
+
+    ``severity="hard"`` acts on hard violations only. ``"warn"`` logs and never stops;
+    ``"continue"`` logs and stops at the ``ceiling``-th violation of the run; every other
+    behaviour stops at the first. A violation at the user's own input step
+    (:data:`INPUT_NODE`) is never acted on: the agent did not repeat itself.
+    """
+
+    __slots__ = ("behavior", "ceiling", "seen", "severity")
+
+    def __init__(self, behavior: ExitBehavior, severity: SeverityFloor = "hard",
+                 ceiling: int = 3) -> None:
+        if behavior not in EXIT_BEHAVIORS:
+            raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
+        if ceiling < 1:
+            raise ValueError("ceiling must be at least 1")
+        self.behavior: ExitBehavior = behavior
+        self.severity: SeverityFloor = severity
+        self.ceiling = ceiling
+        self.seen = 0
+
+    def decide(self, found: list[Violation]) -> Violation | None:
+        """The violation to stop on among ``found`` (each acted-on one is logged)."""
+        for violation in found:
+            if self.severity == "hard" and not violation.hard:
+                continue
+            if violation.node == INPUT_NODE:  # the user repeated a request: not the agent's loop
+                continue
+            if self.behavior == "warn":
+                log_violation(violation, "run continues (exit_behavior=warn)")
+                continue
+            if self.behavior == "continue":
+                self.seen += 1
+                if self.seen < self.ceiling:
+                    log_violation(violation, f"run continues ({self.seen}/{self.ceiling}, "
+                                             "exit_behavior=continue)")
+                    continue
+            log_violation(violation, "stopping the run")
+            return violation
+        return None
