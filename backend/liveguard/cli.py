@@ -194,7 +194,13 @@ class _Progress:
     def __init__(self, desc: str) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True, leave=False)
+        try:  # a terminal that reports no size (a bare pseudo-terminal) gets 80 x 24
+            size = os.get_terminal_size(sys.stderr.fileno())
+            columns, lines = size.columns or 80, size.lines or 24
+        except (OSError, ValueError):
+            columns, lines = 80, 24
+        self._bar = tqdm(desc=desc, unit=" run", file=sys.stderr, ncols=columns, nrows=lines,
+                         leave=False)
         self._done = 0
 
     @classmethod
@@ -338,8 +344,9 @@ def _junit(decision: GateDecision, rows: list[RunRow], path: str) -> None:
             failure.text = f"reason: {verdict.reason}; missing: {', '.join(verdict.missing) or '-'}"
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
-    tree = ET.ElementTree(ET.Element("testsuites", name="liveguard"))
-    tree.getroot().append(suite)
+    root = ET.Element("testsuites", name="liveguard")
+    root.append(suite)
+    tree = ET.ElementTree(root)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
@@ -490,7 +497,7 @@ def _table_row(r: RunRow) -> str:
     return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}{gaps}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one statement per option
     from liveguard import __version__
 
     parser = argparse.ArgumentParser(prog="liveguard", description=__doc__,

@@ -101,7 +101,7 @@ class GateDecision(BaseModel):
                 "rollback": len(self.rollback_runs), "unreadable": self.unreadable}
 
     def window_line(self) -> str:
-        """``window: all 120 runs`` or ``window: last 50 of 120 runs (left out: 70, 3 with hard findings)``."""
+        """``window: all 120 runs``, or ``window: last 50 of 120 runs (covered: 50, left out: 70, ...)``."""
         if self.window is None:
             return f"window: all {self.total} runs"
         hard = len(self.left_out_hard_runs)
@@ -169,7 +169,7 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     return lines
 
 
-def decide(
+def decide(  # noqa: PLR0915 - one decision rule, read top to bottom
     verdicts: Sequence[Verdict],
     *,
     window: int | None = None,

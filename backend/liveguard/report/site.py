@@ -120,7 +120,8 @@ def _row(number: int, run: ReportRow, prefix: str) -> str:
     head = (f'<tr class="run {mark}" data-run="{_e(run.run_id or "")}"><td class="run-id">{link}</td>'
             f'<td>{_e(run.graph or "—")}</td><td class="verdict {mark}">{mark}</td>')
     if verdict is None:
-        return f'{head}<td colspan="2"><code>{_e(run.source)}</code>: {_e(run.error or "not scored")}</td></tr>'
+        error = _e(run.error or "not scored")
+        return f'{head}<td colspan="2"><code>{_e(run.source)}</code>: {error}</td></tr>'
     score = "—" if verdict.composite is None else f"{verdict.composite:.2f}"
     return f"{head}<td>{score}</td><td>{_violations_html(verdict)}</td></tr>"
 
@@ -207,12 +208,13 @@ def _run_page(number: int, run: ReportRow, allow_sets: Mapping[str, AllowSet], l
                    "No allow-set for this graph: transitions not checked, no diagram.</p></section>")
     else:
         diagram = ""
-    violations = f'<section class="violations"><h2>Violations and path</h2>{_run_body(run, allow_sets)}</section>'
+    violations = ('<section class="violations"><h2>Violations and path</h2>'
+                  f"{_run_body(run, allow_sets)}</section>")
     body = f"<main>{_missing(verdict)}{violations}{diagram}{_scores(verdict)}</main>"
     return _page(f"{run.run_id or run.source} — liveguard", head + body)
 
 
-def _list_page(kind: str, page: int, pages: int, entries: Sequence[tuple[int, ReportRow]],
+def _list_page(kind: str, page: int, pages: int, entries: Sequence[tuple[int, ReportRow]], *,
                overview_name: str, title: str) -> str:
     heading = "All runs, failing first" if kind == "runs" else "Runs that did not pass"
     first = (page - 1) * PAGE_SIZE + 1
@@ -259,11 +261,14 @@ def write_report(
         (folder / _run_file(number)).write_text(page, encoding="utf-8")
         if progress is not None:
             progress(number)
-    for kind, entries, pages in (("runs", numbered, list_pages), ("failing", failing, failing_pages)):
-        for page in range(1, pages + 1):
-            chunk = entries[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-            (folder / _list_file(kind, page)).write_text(
-                _list_page(kind, page, pages, chunk, target.name, title), encoding="utf-8")
+    lists: list[tuple[str, list[tuple[int, ReportRow]], int]] = [
+        ("runs", numbered, list_pages), ("failing", failing, failing_pages)]
+    for kind, entries, pages in lists:
+        for number in range(1, pages + 1):
+            chunk = entries[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+            (folder / _list_file(kind, number)).write_text(
+                _list_page(kind, number, pages, chunk, overview_name=target.name, title=title),
+                encoding="utf-8")
 
     groups: dict[str | None, list[ReportRow]] = {}
     for run in ordered:
@@ -277,7 +282,8 @@ def write_report(
         return f"{prefix}{_run_file(numbers[id(run)])}"
 
     sections = [
-        _graph_section(index, collect(name, allow_sets[name], groups[name]), listed=_RUNS_PER_GRAPH, link=link)
+        _graph_section(index, collect(name, allow_sets[name], groups[name]),
+                       listed=_RUNS_PER_GRAPH, link=link)
         for index, name in enumerate(with_set, start=1)
     ]
     sections += [_no_allowset_section(name, groups[name], listed=_RUNS_PER_GRAPH, link=link)
