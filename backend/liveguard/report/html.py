@@ -426,7 +426,9 @@ Linker = Callable[[ReportRow], str]
 
 def _run_name(run: ReportRow, link: Linker | None) -> str:
     name = f"<code>{_e(run.run_id or run.source)}</code>"
-    return f'<a class="run-link" href="{_e(link(run))}">{name}</a>' if link is not None else name
+    if link is None:
+        return name
+    return f'<a class="run-link" href="{_e(link(run))}" data-run="{_e(run.run_id or "")}">{name}</a>'
 
 
 def _findings(data: GraphData, listed: int | None = None, link: Linker | None = None) -> str:

@@ -215,9 +215,8 @@ def _run_page(number: int, run: ReportRow, allow_sets: Mapping[str, AllowSet], l
 
 
 def _list_page(kind: str, page: int, pages: int, entries: Sequence[tuple[int, ReportRow]], *,
-               overview_name: str, title: str) -> str:
+               overview_name: str, title: str, first: int) -> str:
     heading = "All runs, failing first" if kind == "runs" else "Runs that did not pass"
-    first = (page - 1) * PAGE_SIZE + 1
     nav = _nav(kind, pages, page, "")
     body = (
         f'<p class="crumbs"><a href="../{_e(overview_name)}" data-nav="overview">overview</a></p>'
@@ -239,11 +238,17 @@ def write_report(
     policy: str | None = None,
     inputs: Sequence[str] | None = None,
     progress: Callable[[int], None] | None = None,
+    page_size: int = PAGE_SIZE,
+    overview_failing: int = OVERVIEW_FAILING,
 ) -> ReportFiles:
     """Write the overview at ``overview`` and its pages beside it (see the module docstring).
 
-    ``progress(n)`` is called with the number of run pages written so far.
+    ``progress(n)`` is called with the number of run pages written so far. ``page_size``
+    runs go on a page of the run list; the overview lists the first ``overview_failing``
+    runs that did not pass.
     """
+    if page_size < 1 or overview_failing < 0:
+        raise ValueError("page_size must be >= 1 and overview_failing >= 0")
     target = Path(overview)
     folder = pages_dir(target)
     folder.mkdir(parents=True, exist_ok=True)
@@ -253,11 +258,11 @@ def write_report(
     ordered = failing_first(runs)
     numbered = list(enumerate(ordered, start=1))
     failing = [(n, r) for n, r in numbered if verdict_label(r) != "PASS"]
-    list_pages = max(1, math.ceil(len(numbered) / PAGE_SIZE))
-    failing_pages = math.ceil(len(failing) / PAGE_SIZE)
+    list_pages = max(1, math.ceil(len(numbered) / page_size))
+    failing_pages = math.ceil(len(failing) / page_size)
 
     for number, run in numbered:
-        page = _run_page(number, run, allow_sets, (number - 1) // PAGE_SIZE + 1, target.name)
+        page = _run_page(number, run, allow_sets, (number - 1) // page_size + 1, target.name)
         (folder / _run_file(number)).write_text(page, encoding="utf-8")
         if progress is not None:
             progress(number)
@@ -265,9 +270,10 @@ def write_report(
         ("runs", numbered, list_pages), ("failing", failing, failing_pages)]
     for kind, entries, pages in lists:
         for number in range(1, pages + 1):
-            chunk = entries[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+            chunk = entries[(number - 1) * page_size : number * page_size]
             (folder / _list_file(kind, number)).write_text(
-                _list_page(kind, number, pages, chunk, overview_name=target.name, title=title),
+                _list_page(kind, number, pages, chunk, overview_name=target.name, title=title,
+                           first=(number - 1) * page_size + 1),
                 encoding="utf-8")
 
     groups: dict[str | None, list[ReportRow]] = {}
@@ -288,7 +294,7 @@ def write_report(
     ]
     sections += [_no_allowset_section(name, groups[name], listed=_RUNS_PER_GRAPH, link=link)
                  for name in without_set]
-    shown = failing[:OVERVIEW_FAILING]
+    shown = failing[:overview_failing]
     more = len(failing) - len(shown)
     failing_html = (
         f'<section class="failing"><h2>Runs that did not pass <span class="muted">({len(failing)}; '
@@ -299,7 +305,7 @@ def write_report(
     )
     all_runs = (
         f'<section class="runs"><h2>All runs <span class="muted">({len(numbered)}, failing first, '
-        f"{PAGE_SIZE} a page)</span></h2>{_nav('runs', list_pages, None, prefix)}</section>"
+        f"{page_size} a page)</span></h2>{_nav('runs', list_pages, None, prefix)}</section>"
     )
     body = "\n".join(part for part in (
         f"<header>{_missing_banner(decision)}<h1>{_e(title)}</h1>"
