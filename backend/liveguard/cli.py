@@ -120,6 +120,12 @@ def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
         rows = iter_scored(records, **common)
     try:
         yield from rows
+    except ConnectionError as exc:  # the Ray engine: a cluster that cannot be reached or joined
+        from liveguard.errors import LiveguardError
+
+        if not isinstance(exc, LiveguardError):
+            raise
+        raise UsageError(str(exc)) from None
     finally:
         if progress is not None:
             progress.close()
