@@ -11,23 +11,18 @@ Also: an address nothing listens on is a clear error, exit 2, well within 60 s.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks import ray_nodes
 
 from bulk_export import write_bulk_export
 from liveguard.allowset import load_allowsets
@@ -40,84 +35,15 @@ else:
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden_datasets"
-RAY = Path(sys.executable).with_name("ray")
 EXE = Path(sys.executable).with_name("liveguard")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _our_processes(sessions: set[int], marker: str) -> list[int]:
-    """Processes of the ``ray start`` sessions we opened, or naming our temp dir."""
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                session = int(f.read().rsplit(")", 1)[1].split()[4])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            continue
-        if session in sessions or marker in cmdline:
-            found.append(int(entry))
-    return found
-
-
-def _end(pids: list[int]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
-            time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[str]:
-    """A head node and a worker node (1 CPU each); yields the head's address."""
-    assert RAY.exists(), "the ray command is not installed beside python"
-    temp = tempfile.mkdtemp(prefix="lg-ray-", dir="/tmp")  # short: Ray's socket paths have a limit
-    ports = _free_ports(14)
-    head_port = ports[0]
-    address = f"127.0.0.1:{head_port}"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
-    common = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--disable-usage-stats",
-              "--node-ip-address", "127.0.0.1"]
-    head = [str(RAY), "start", "--head", "--port", str(head_port), "--temp-dir", temp,
-            "--include-dashboard", "false", "--resources", json.dumps({"head": 1}),
-            "--object-manager-port", str(ports[2]),
-            "--node-manager-port", str(ports[3]), "--dashboard-agent-listen-port", str(ports[4]),
-            "--dashboard-agent-grpc-port", str(ports[5]), "--runtime-env-agent-port", str(ports[6]),
-            "--metrics-export-port", str(ports[7]), *common]
-    worker = [str(RAY), "start", "--address", address, "--resources", json.dumps({"worker": 1}),
-              "--object-manager-port", str(ports[8]), "--node-manager-port", str(ports[9]),
-              "--dashboard-agent-listen-port", str(ports[10]), "--dashboard-agent-grpc-port", str(ports[11]),
-              "--runtime-env-agent-port", str(ports[12]), "--metrics-export-port", str(ports[13]), *common]
-    sessions: set[int] = set()
-    try:
-        for cmd in (head, worker):
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
-            sessions.add(proc.pid)  # the session id of a new session is its leader's pid
-            out, _ = proc.communicate(timeout=180)
-            assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
+    """A head node and a worker node (1 CPU each), stopped at teardown; yields the head's address."""
+    with ray_nodes.two_nodes() as address:
         yield address
-    finally:
-        _end(_our_processes(sessions, temp))
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _copies(traces: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
