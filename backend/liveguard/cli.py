@@ -23,6 +23,7 @@ The environment is read once, here (:class:`liveguard.settings.Settings`), and p
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import itertools
 import os
@@ -399,11 +400,15 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"-o {target}: {folder} (its pages folder) exists and is not a directory")
     rows = _rows(args)
     decision = _decision(args, rows)
+    # Every row and verdict lives until the end: out of the collector's sight, so writing
+    # 50,000 pages does not rescan them again and again.
+    gc.freeze()
     progress = _Progress("liveguard report: pages") if sys.stderr.isatty() else None
     try:
         files = write_report(rows, decision, args.allow_sets, target, policy=args.policy or "workflow",
                              inputs=args.paths, progress=progress)
     finally:
+        gc.unfreeze()  # main() may run inside a longer-lived process
         if progress is not None:
             progress.close()
     out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}; "
