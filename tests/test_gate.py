@@ -38,9 +38,38 @@ def test_promote_needs_pass_rate_and_min_runs() -> None:
 
 
 def test_window_keeps_only_the_last_runs() -> None:
-    runs = [verdict("old", codes=("tool_no_progress",))] + [verdict(f"r{i}") for i in range(10)]
-    assert decide(runs, window=10, min_runs=10).decision == "PROMOTE"
-    assert decide(runs, window=11, min_runs=10).decision == "ROLLBACK"
+    runs = [verdict("old", passed=False, composite=0.1)] + [verdict(f"r{i}") for i in range(10)]
+    windowed = decide(runs, window=10, min_runs=10, pass_rate=1.0)
+    assert (windowed.decision, windowed.runs, windowed.left_out, windowed.total) == ("PROMOTE", 10, 1, 11)
+    assert windowed.left_out_hard_runs == []  # a judged failure is not a hard finding
+    assert decide(runs, window=11, min_runs=10, pass_rate=1.0).decision == "HOLD"
+
+
+def test_by_default_the_gate_decides_over_every_run() -> None:
+    """2,575 looping runs among 50,000 used to PROMOTE: the default window was the last 50."""
+    runs = [verdict("loop", codes=("content_cycle",))] + [verdict(f"r{i}") for i in range(60)]
+    got = decide(runs, min_runs=10)
+    assert (got.decision, got.window, got.runs, got.left_out, got.total) == ("ROLLBACK", None, 61, 0, 61)
+    assert got.rollback_runs == ["loop"]
+    assert got.window_line() == "window: all 61 runs"
+
+
+def test_runs_left_out_with_hard_findings_hold_and_are_counted() -> None:
+    runs = ([verdict("old-loop", codes=("content_cycle",)), verdict("old-hop", codes=("illegal_transition",))]
+            + [verdict(f"r{i}") for i in range(50)])
+    got = decide(runs, window=50, min_runs=10)
+    assert got.decision == "HOLD"
+    assert (got.runs, got.left_out, got.total) == (50, 2, 52)
+    assert got.left_out_hard_runs == ["old-loop", "old-hop"]
+    assert "2 run(s) left out of the window (last 50) with hard findings" in got.reasons[0]
+    assert got.window_line() == ("window: last 50 of 52 runs (covered: 50, left out: 2, "
+                                 "2 of them with hard findings)")
+    assert got.counts() == {"given": 52, "covered": 50, "passed": 50, "failed": 0, "left_out": 2,
+                            "left_out_with_hard_findings": 2, "rollback": 0, "unreadable": 0}
+    # A hard finding inside the window still rolls back; the left-out ones are still counted.
+    inside = decide([*runs, verdict("new-loop", codes=("no_progress_stall",))], window=50, min_runs=10)
+    assert inside.decision == "ROLLBACK"
+    assert len(inside.left_out_hard_runs) == 2
 
 
 def test_judge_only_failures_hold_not_rollback() -> None:

@@ -137,4 +137,4 @@ def _report_body(page: str) -> str:
     """The report page without what differs between two invocations (its file name, time)."""
     import re
 
-    return re.sub(r"report-(local|ray)\.html|\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?", "", page)
+    return re.sub(r"report-(local|ray)(\.html|_pages)|\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?", "", page)

@@ -30,8 +30,9 @@ import pytest
 from liveguard import Policy, Step, TrajectoryReadError, check_trajectory, read_jsonl
 from liveguard.allowset import END, START, AllowSet, load_allowsets
 from liveguard.gate import GateDecision, decide
-from liveguard.model import Verdict
-from liveguard.report import COLORS, ReportRun, render_report
+from liveguard.model import LevelScore, Verdict
+from liveguard.report import COLORS, ReportRun, render_report, write_report
+from liveguard.report.aggregate import failing_first
 from prereq import require_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -519,3 +520,132 @@ def test_report_dom_after_parsing_in_chromium(tmp_path: Path) -> None:
     assert "looping" in parsed.nodes("campaign")["check_reply"]
     markers = [a for t, a, _ in parsed.elements if t == "marker"]
     assert len(markers) == 9
+
+
+# -- the report as a directory of pages (liveguard report) ----------------------------------------
+def judged_runs() -> list[ReportRun]:
+    """The golden runs, plus one judged run with scores and one with a failed judge."""
+    runs, _, allow_sets = golden()
+    allow = allow_sets["sql_agent"]
+    path = ("model", "tools", "model")
+    steps = [Step(node=n, summary=f"SECRET-{i}") for i, n in enumerate(path)]
+    base = verdict_for("x", "sql_agent", steps, Policy.tool_agent(), allow)
+    levels = {name: LevelScore(level=name, score=score, confidence=0.9, reason="ok", source="judge:fake")
+              for name, score in (("outcome", 0.91), ("step", 0.84), ("trajectory", 0.88))}
+    judged = base.model_copy(update={"run_id": "judged", "passed": True, "composite": 0.88, "judged": True,
+                                     "judges_skipped": None, "levels": levels, "reason": "judged"})
+    unjudged = base.model_copy(update={"run_id": "judge-failed", "passed": False, "judge_error": True,
+                                       "judges_skipped": None, "reason": "unjudged",
+                                       "missing": ["judge_error:outcome:http_5xx"]})
+    return [*runs, ReportRun("judged", "sql_agent", "j.jsonl", judged, path),
+            ReportRun("judge-failed", "sql_agent", "j.jsonl", unjudged, path)]
+
+
+class Links(HTMLParser):
+    """Every ``<a href>`` with its attributes, and the text of the page (for privacy checks)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[dict[str, str]] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.links.append({k: v or "" for k, v in attrs})
+
+
+def write_site(tmp_path: Path, runs: Sequence[ReportRun], **options: int) -> Path:
+    _, _, allow_sets = golden()
+    verdicts = [r.verdict for r in runs if r.verdict is not None]
+    overview = tmp_path / "site" / "report.html"
+    write_report(runs, decide(verdicts, min_runs=1), allow_sets, overview, generated_at=GENERATED, **options)
+    return overview
+
+
+def test_every_link_of_the_report_resolves_and_every_run_has_its_page(tmp_path: Path) -> None:
+    """Paginated lists: every run once in the run list, the failing ones in the failing list,
+    every link to an existing page, and each run's link leads to that run's page."""
+    runs = judged_runs()
+    overview = write_site(tmp_path, runs, page_size=5, overview_failing=4)
+    pages = sorted(overview.parent.rglob("*.html"))
+    listed: dict[str, list[str]] = {"runs": [], "failing": []}
+    for page in pages:
+        text = page.read_text()
+        assert "SECRET" not in text
+        for link in Links(text).links:
+            target = (page.parent / link["href"]).resolve()
+            assert target.is_file(), (page.name, link["href"])
+            if "run-link" in link.get("class", ""):
+                assert f'data-run="{link["data-run"]}" data-verdict' in target.read_text()
+                kind = page.name.split("-")[0]
+                if kind in listed and page.parent != overview.parent:
+                    listed[kind].append(link["data-run"])
+    expected = [r.run_id for r in failing_first(runs)]
+    assert listed["runs"] == expected
+    assert listed["failing"] == [r.run_id for r in failing_first(runs)
+                                 if not (r.verdict and r.verdict.passed)]
+    n_list = len(list((overview.parent / "report_pages").glob("runs-*.html")))
+    assert n_list == -(-len(runs) // 5)
+    assert len(list((overview.parent / "report_pages").glob("run-*.html"))) == len(runs)
+    failing_on_overview = re.search(r'<section class="failing">(.*?)</section>', overview.read_text(), re.S)
+    assert failing_on_overview is not None
+    assert failing_on_overview.group(1).count('class="run-link"') == 4  # the rest: on the failing pages
+    assert 'data-list="failing"' in failing_on_overview.group(1)
+
+
+def test_overview_size_does_not_grow_with_passing_runs(tmp_path: Path) -> None:
+    """The overview names the failing runs and links to list pages: 2,000 more passing runs
+    add a few bytes of page links, not a row each (the 50,000-run figure is a benchmark)."""
+    runs = judged_runs()
+    passing = [r for r in runs if r.verdict is not None and r.verdict.passed]
+
+    def more(n: int) -> list[ReportRun]:
+        return [ReportRun(f"more-{i}", r.graph, r.source,
+                          r.verdict.model_copy(update={"run_id": f"more-{i}"}), r.path)
+                for i, r in enumerate((passing * n)[:n]) if r.verdict is not None]
+
+    smaller = write_site(tmp_path / "a", [*runs, *more(500)], page_size=100).stat().st_size
+    larger = write_site(tmp_path / "b", [*runs, *more(2500)], page_size=100).stat().st_size
+    assert 0 < larger - smaller < 2_500, (smaller, larger)  # 20 more page links, about 60 B each
+
+
+def test_follow_a_link_from_the_overview_to_a_failing_run_in_chromium(tmp_path: Path) -> None:
+    """In headless Chromium: the overview's failing-run link leads to the run's page, which shows
+    its violations with step indices, its path on the allow-set diagram, its judge scores and
+    its missing evidence, and never its step text."""
+    runs = judged_runs()
+    overview = write_site(tmp_path, runs)
+    dom = chromium(tmp_path, "--dump-dom", overview.as_uri()).decode("utf-8")
+    assert 'data-decision="ROLLBACK"' in dom
+    links = [a for a in Links(dom).links if "run-link" in a.get("class", "")]
+    looping = next(a for a in links if a["data-run"] == "campaign-looping")
+    target = (overview.parent / looping["href"]).resolve()
+    page = chromium(tmp_path, "--dump-dom", target.as_uri()).decode("utf-8")
+    assert re.search(r'<h1 data-run="campaign-looping" data-verdict="FAIL">', page)
+    run = next(r for r in runs if r.run_id == "campaign-looping")
+    assert run.verdict is not None
+    for v in run.verdict.violations:  # every violation, at its step
+        assert f'<tr data-code="{v.code}" data-step="{v.step}">' in page
+    marked = {int(i) for i in re.findall(r'<li class="step marked" data-step="(\d+)"', page)}
+    assert marked == {v.step for v in run.verdict.violations}
+    structure = Structure(page)
+    assert structure.diagrams() == ["campaign"]
+    taken = {hop: count for hop, (classes, count) in structure.edges("campaign").items()
+             if count and hop[1] != END}
+    assert taken == dict(hop_counts([run.path]))  # the run's own path, hop by hop
+    assert "looping" in structure.nodes("campaign")["check_reply"]
+    assert re.search(r'<section class="judges">.*judges skipped: no_judges', page, re.S)
+    assert 'data-missing="0"' in page
+    back = [a for a in Links(page).links if a.get("data-nav") == "overview"]
+    assert (target.parent / back[0]["href"]).resolve() == overview.resolve()
+
+    # The judged run and the run whose judge failed: scores, and the missing evidence.
+    for run_id, expect in (("judged", ('data-level="outcome"', "0.91", "0.88")),
+                           ("judge-failed", ('data-missing="1"', "judge_error:outcome:http_5xx",
+                                             "judges failed: 1 run(s) unjudged"))):
+        link = next(a for a in links if a["data-run"] == run_id)
+        shown = chromium(tmp_path, "--dump-dom", (overview.parent / link["href"]).resolve().as_uri())
+        text = shown.decode("utf-8")
+        assert all(e in text for e in expect), (run_id, expect)
+        assert "SECRET" not in text

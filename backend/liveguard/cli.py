@@ -3,14 +3,19 @@
 Commands:
   score PATH...             score recorded runs (JSONL, LangSmith JSON exports, directories,
                             or --langsmith-project NAME [--push-feedback])
-  gate PATH...              release decision over the last runs: PROMOTE / HOLD / ROLLBACK
-  report PATH... -o FILE    a self-contained HTML report
+  gate PATH...              release decision over every run (or --window N): PROMOTE / HOLD /
+                            ROLLBACK; --format json, --junit FILE for CI
+  report PATH... -o FILE    a static HTML report: FILE (the overview) and FILE's pages folder
+                            (run lists, one drill-down page per run); --fail-on rollback|hold
   paths check FILE...       static checks of allow-sets
   paths derive MODULE:ATTR  write the allow-set YAML of a compiled LangGraph graph
 
 Exit status: 0 done; 1 ``score --strict`` with a failing run or ``paths check`` with an
 error finding; 2 bad input or usage (and ``gate``/``report`` refusing: duplicate run ids,
-unreadable runs); ``gate``: PROMOTE 0, HOLD 3, ROLLBACK 4; 70 a bug in liveguard itself.
+unreadable runs); ``gate`` (and ``report --fail-on``): PROMOTE 0, HOLD 3, ROLLBACK 4; 70 a
+bug in liveguard itself.
+
+Progress goes to stderr, and only when stderr is a terminal (never on a pipe or a file).
 
 The environment is read once, here (:class:`liveguard.settings.Settings`), and passed inward.
 """
@@ -18,6 +23,7 @@ The environment is read once, here (:class:`liveguard.settings.Settings`), and p
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import itertools
 import os
@@ -52,7 +58,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUG = 70  # EX_SOFTWARE: an internal error, never confused with --strict's 1
 DEFAULT_PATHS = "expected_paths"
-PROGRESS_EVERY = 100  # runs between progress updates on a terminal
 
 
 class UsageError(Exception):
@@ -93,7 +98,7 @@ def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     for p in args.paths:
         if not Path(p).exists() and "://" not in str(p):
             raise UsageError(f"{p}: no such file or directory")
-    progress = _progress if sys.stderr.isatty() else None
+    progress = _Progress.on_terminal(args.command)
     common: dict[str, Any] = {"allow_sets": allow_sets, "default_policy": default,
                               "judges": args.judges, "jobs": args.jobs, "progress": progress,
                               "settings": settings, "explicit_policy": explicit,
@@ -114,9 +119,17 @@ def _iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
             args.langsmith_items = [(f"langsmith:{project}", item) for item in _langsmith_items(project)]
             records = itertools.chain(records, args.langsmith_items)
         rows = iter_scored(records, **common)
-    yield from rows
-    if progress is not None:
-        sys.stderr.write("\n")
+    try:
+        yield from rows
+    except ConnectionError as exc:  # the Ray engine: a cluster that cannot be reached or joined
+        from liveguard.errors import LiveguardError
+
+        if not isinstance(exc, LiveguardError):
+            raise
+        raise UsageError(str(exc)) from None
+    finally:
+        if progress is not None:
+            progress.close()
 
 
 def _rows(args: argparse.Namespace) -> list[RunRow]:
@@ -182,10 +195,31 @@ def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO
     return pushed
 
 
-def _progress(done: int) -> None:
-    if done % PROGRESS_EVERY == 0:
-        sys.stderr.write(f"\r{done} runs scored")
-        sys.stderr.flush()
+class _Progress:
+    """A tqdm counter of scored runs on stderr; built only when stderr is a terminal."""
+
+    def __init__(self, desc: str) -> None:
+        from tqdm import tqdm
+
+        try:  # a terminal that reports no size (a bare pseudo-terminal) gets 80 x 24
+            size = os.get_terminal_size(sys.stderr.fileno())
+            columns, lines = size.columns or 80, size.lines or 24
+        except (OSError, ValueError):
+            columns, lines = 80, 24
+        self._bar = tqdm(desc=desc, unit=" run", file=sys.stderr, ncols=columns, nrows=lines,
+                         leave=False)
+        self._done = 0
+
+    @classmethod
+    def on_terminal(cls, command: str) -> _Progress | None:
+        return cls(f"liveguard {command}: scoring") if sys.stderr.isatty() else None
+
+    def __call__(self, done: int) -> None:
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def close(self) -> None:
+        self._bar.close()
 
 
 def _score(args: argparse.Namespace, out: TextIO) -> int:
@@ -240,23 +274,101 @@ def _write_decision(decision: GateDecision, rows: list[RunRow], out: TextIO) -> 
         out.write(f"  missing: {line}\n")
     rate = "n/a" if decision.pass_rate is None else f"{decision.pass_rate:.2f}"
     order = "by start time" if decision.order == "start_time" else "input order"
-    out.write(f"  runs: {decision.runs} (window {decision.window}, {order}, min {decision.min_runs}), "
+    out.write(f"  {decision.window_line()}\n")
+    out.write(f"  runs: {decision.runs} ({order}, min {decision.min_runs}), "
               f"passed: {decision.passed}, pass rate: {rate}, threshold: {decision.threshold:.2f}\n")
-    verdicts = {r.run_id: r.verdict for r in rows if r.verdict is not None}
-    for run_id in decision.rollback_runs:
-        verdict = verdicts.get(run_id)
-        if verdict is None:
-            continue
-        hits = ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
+    for run_id, hits in _hard_hits(decision.rollback_runs, rows):
         out.write(f"  rollback evidence: {run_id}: {hits}\n")
+    for run_id, hits in _hard_hits(decision.left_out_hard_runs[:_LISTED], rows):
+        out.write(f"  left out with hard findings: {run_id}: {hits}\n")
+    if len(decision.left_out_hard_runs) > _LISTED:
+        out.write(f"  left out with hard findings: +{len(decision.left_out_hard_runs) - _LISTED} more\n")
+
+
+_LISTED = 20  # left-out runs named one by one in the text output
+
+
+def _hard_hits(run_ids: Sequence[str], rows: list[RunRow]) -> Iterator[tuple[str, str]]:
+    """(run id, ``code@step, ...`` of its hard violations) for each of ``run_ids``."""
+    wanted = set(run_ids)
+    verdicts = {r.run_id: r.verdict for r in rows if r.run_id in wanted and r.verdict is not None}
+    for run_id in run_ids:
+        verdict = verdicts.get(run_id)
+        if verdict is not None:
+            yield run_id, ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
+
+
+def _decision_json(decision: GateDecision, rows: list[RunRow]) -> dict[str, Any]:
+    """``gate --format json``: the decision, its evidence and the counts (codes, ids, steps)."""
+    def hits(run_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return [{"run_id": run_id, "hard": hard.split(", ") if hard else []}
+                for run_id, hard in _hard_hits(run_ids, rows)]
+
+    return {
+        "decision": decision.decision,
+        "exit_code": decision.exit_code,
+        "reasons": decision.reasons,
+        "missing": decision.missing,
+        "window": decision.window,
+        "order": decision.order,
+        "min_runs": decision.min_runs,
+        "pass_rate": decision.pass_rate,
+        "threshold": decision.threshold,
+        "structural_only": decision.structural_only,
+        "counts": decision.counts(),
+        "evidence": {
+            "rollback_codes": decision.rollback_codes,
+            "rollback": hits(decision.rollback_runs),
+            "left_out_with_hard_findings": hits(decision.left_out_hard_runs),
+            "unreadable": [r.source for r in rows if r.verdict is None],
+        },
+    }
+
+
+def _junit(decision: GateDecision, rows: list[RunRow], path: str) -> None:
+    """``gate --junit FILE``: one test case per run (failure: not passed; error: unreadable)."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="liveguard gate", tests=str(len(rows)))
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("decision", decision.decision), ("window", str(decision.window or "all")),
+                       *((k, str(v)) for k, v in decision.counts().items())):
+        ET.SubElement(props, "property", name=key, value=value)
+    failures = errors = 0
+    for row in rows:
+        case = ET.SubElement(suite, "testcase", classname=f"liveguard.{row.graph or 'run'}",
+                             name=row.run_id or row.source, file=row.source)
+        verdict = row.verdict
+        if verdict is None:
+            errors += 1
+            ET.SubElement(case, "error", message=row.error or "not scored", type="unreadable")
+        elif not verdict.passed:
+            failures += 1
+            hard = ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
+            kind = "hard" if hard else "missing" if verdict.missing else "score"
+            failure = ET.SubElement(case, "failure", type=kind,
+                                    message=hard or ", ".join(verdict.missing) or verdict.reason)
+            failure.text = f"reason: {verdict.reason}; missing: {', '.join(verdict.missing) or '-'}"
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    root = ET.Element("testsuites", name="liveguard")
+    root.append(suite)
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _gate(args: argparse.Namespace, out: TextIO) -> int:
     rows = _rows(args)
+    decision = _decision(args, rows)
+    if args.junit:
+        _junit(decision, rows, args.junit)
+    if args.format == "json":
+        out.write(orjson.dumps(_decision_json(decision, rows), option=orjson.OPT_INDENT_2).decode() + "\n")
+        return decision.exit_code
     for r in rows:
         if r.verdict is None:
             out.write(f"ERROR  {r.source}: {r.error}\n")
-    decision = _decision(args, rows)
     _write_decision(decision, rows, out)
     return decision.exit_code
 
@@ -269,30 +381,50 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _report(args: argparse.Namespace, out: TextIO) -> int:
-    from liveguard.report import render_report
+    from liveguard.report.site import pages_dir, write_report
 
     target = Path(args.output)
+    folder = pages_dir(target)
     inputs: list[Path] = []
     allow_dir = args.paths_dir or (DEFAULT_PATHS if Path(DEFAULT_PATHS).is_dir() else None)
     for p in [*args.paths, *([allow_dir] if allow_dir else [])]:
         path = Path(p)
-        inputs += [q for q in path.iterdir() if q.is_file()] if path.is_dir() else [path]
+        inputs += [q for q in path.rglob("*") if q.is_file()] if path.is_dir() else [path]
     clash = next((p for p in inputs if _same_file(p, target)), None)
     if clash is not None:
         raise UsageError(f"-o {target}: refusing to overwrite the input file {clash}")
+    inside = next((p for p in inputs if p.resolve().is_relative_to(folder.resolve())), None)
+    if inside is not None:
+        raise UsageError(f"-o {target}: its pages folder {folder}/ holds the input file {inside}")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"-o {target}: {folder} (its pages folder) exists and is not a directory")
     rows = _rows(args)
     decision = _decision(args, rows)
-    page = render_report(rows, decision, args.allow_sets, policy=args.policy or "workflow",
-                         inputs=args.paths)
-    target.write_text(page, encoding="utf-8")
-    out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
+    # Every row and verdict lives until the end: out of the collector's sight, so writing
+    # 50,000 pages does not rescan them again and again.
+    gc.freeze()
+    progress = _Progress("liveguard report: pages") if sys.stderr.isatty() else None
+    try:
+        files = write_report(rows, decision, args.allow_sets, target, policy=args.policy or "workflow",
+                             inputs=args.paths, progress=progress)
+    finally:
+        gc.unfreeze()  # main() may run inside a longer-lived process
+        if progress is not None:
+            progress.close()
+    out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}; "
+              f"{files.run_pages} run page(s) and {files.list_pages + files.failing_pages} list page(s) "
+              f"in {files.pages}/\n")
+    out.write(f"  {decision.window_line()}\n")
     for line in decision.missing:
         out.write(f"  missing: {line}\n")
     if decision.decision == "REFUSE":
         for reason in decision.reasons:
             print(f"liveguard: refused: {reason}", file=sys.stderr)
         return EXIT_USAGE
-    return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
+    if any(r.error for r in rows):
+        return EXIT_USAGE
+    failing = {"rollback": ("ROLLBACK",), "hold": ("ROLLBACK", "HOLD")}.get(args.fail_on or "", ())
+    return decision.exit_code if decision.decision in failing else EXIT_OK
 
 
 @dataclass
@@ -376,7 +508,7 @@ def _table_row(r: RunRow) -> str:
     return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}{gaps}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one statement per option
     from liveguard import __version__
 
     parser = argparse.ArgumentParser(prog="liveguard", description=__doc__,
@@ -401,7 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "needs liveguard[semantic]); same as AGENT_EVAL_SEMANTIC=1")
 
     def window(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--window", type=int, default=50, help="decide over the last N runs")
+        p.add_argument("--window", type=_positive_int, default=None, metavar="N",
+                       help="decide over the last N runs only (default: every run given); runs "
+                            "left out with hard findings hold the decision")
         p.add_argument("--min-runs", type=int, default=10, help="runs needed to PROMOTE")
         p.add_argument("--pass-rate", type=float, default=GATE_PASS_RATE,
                        help="share of runs in the window that must pass to PROMOTE")
@@ -423,17 +557,26 @@ def build_parser() -> argparse.ArgumentParser:
     engine(score)
     score.set_defaults(handler=_score)
 
-    gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over the last runs")
+    gate = sub.add_parser("gate", help="PROMOTE / HOLD / ROLLBACK over every run (or --window N)")
     inputs(gate)
     window(gate)
     engine(gate)
+    gate.add_argument("--format", choices=("text", "json"), default="text",
+                      help="json: the decision, its evidence and the counts, on stdout")
+    gate.add_argument("--junit", metavar="FILE", default=None,
+                      help="also write a JUnit XML file: one test case per run")
     gate.set_defaults(handler=_gate)
 
-    report = sub.add_parser("report", help="write a self-contained HTML report")
+    report = sub.add_parser("report", help="write a static HTML report (overview and pages)")
     inputs(report)
     window(report)
     engine(report)
-    report.add_argument("-o", "--output", default="report.html")
+    report.add_argument("-o", "--output", default="report.html",
+                        help="the overview page; the other pages go to a folder beside it "
+                             "(report.html: report_pages/)")
+    report.add_argument("--fail-on", choices=("rollback", "hold"), default=None,
+                        help="exit as the gate does: rollback: 4 on ROLLBACK; hold: also 3 on HOLD "
+                             "(default: 0 once the report is written)")
     report.set_defaults(handler=_report)
 
     paths = sub.add_parser("paths", help="allow-sets: static checks and derivation")

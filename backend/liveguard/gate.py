@@ -1,12 +1,17 @@
 """The release gate and the auto-approve check: where verdicts become decisions.
 
-``decide(verdicts)`` looks at the last ``window`` runs and decides. The window is "the
-last N runs by start time" when every run carries a readable ISO start time
-(``Verdict.start_time``, from the run's ``metadata.start_time``), else the last N in
-input order (``GateDecision.order`` says which). In this order:
+``decide(verdicts)`` decides over every run it is given. ``window=N`` (explicit, never a
+default) narrows the decision to the last N runs: "the last N by start time" when every
+run carries a readable ISO start time (``Verdict.start_time``, from the run's
+``metadata.start_time``), else the last N in input order (``GateDecision.order`` says
+which). The decision states the window, how many runs it covered (``runs``), how many
+it left out (``left_out``) and which of those carry hard findings
+(``left_out_hard_runs``). In this order:
 
 * duplicate run ids or unreadable runs in the input → REFUSE (exit 2, naming them);
-* any hard liveness violation (a structural code: loops, stalls, illegal hops) → ROLLBACK;
+* any hard liveness violation in the window (a structural code: loops, stalls, illegal
+  hops) → ROLLBACK;
+* any run left out of the window with a hard finding → HOLD: a window never silences one;
 * any missing evidence in the window (``Verdict.missing``: judges failed or skipped,
   no steps, a graph without an allow-set, a rule family switched off) → HOLD;
 * fewer than ``min_runs`` runs → HOLD;
@@ -65,7 +70,9 @@ class GateDecision(BaseModel):
 
     decision: Decision
     runs: int
-    window: int
+    """Runs the decision covered (the window's runs)."""
+    window: int | None
+    """The explicit window (the last N runs), or None: every run given."""
     min_runs: int
     threshold: float
     passed: int
@@ -77,6 +84,29 @@ class GateDecision(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list)
     """One human line per piece of missing evidence (the report's banner)."""
+    total: int = 0
+    """Runs given (scored verdicts), in the window or not."""
+    left_out: int = 0
+    """Runs given but outside the window."""
+    left_out_hard_runs: list[str] = Field(default_factory=list)
+    """Run ids outside the window with a hard finding (they hold the decision)."""
+    unreadable: int = 0
+    """Input runs that gave no verdict (they refuse the decision)."""
+
+    def counts(self) -> dict[str, int]:
+        """The decision's counts, by name (``gate --format json``)."""
+        return {"given": self.total, "covered": self.runs, "passed": self.passed,
+                "failed": self.runs - self.passed, "left_out": self.left_out,
+                "left_out_with_hard_findings": len(self.left_out_hard_runs),
+                "rollback": len(self.rollback_runs), "unreadable": self.unreadable}
+
+    def window_line(self) -> str:
+        """``window: all 120 runs``, or ``window: last 50 of 120 runs (covered: 50, left out: 70, ...)``."""
+        if self.window is None:
+            return f"window: all {self.total} runs"
+        hard = len(self.left_out_hard_runs)
+        return (f"window: last {self.window} of {self.total} runs (covered: {self.runs}, "
+                f"left out: {self.left_out}, {hard} of them with hard findings)")
 
     @property
     def exit_code(self) -> int:
@@ -139,22 +169,22 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     return lines
 
 
-def decide(
+def decide(  # noqa: PLR0915 - one decision rule, read top to bottom
     verdicts: Sequence[Verdict],
     *,
-    window: int = 50,
+    window: int | None = None,
     min_runs: int = 10,
     pass_rate: float = GATE_PASS_RATE,
     unreadable: Sequence[str] = (),
     duplicates: Sequence[str] = (),
 ) -> GateDecision:
-    """PROMOTE / HOLD / ROLLBACK / REFUSE over the last ``window`` verdicts.
+    """PROMOTE / HOLD / ROLLBACK / REFUSE over every verdict, or the last ``window`` ones.
 
     ``unreadable`` names input runs that gave no verdict (``file:line``); ``duplicates``
     run ids seen more than once in the input (duplicates among ``verdicts`` are found
     here too). Either refuses the decision.
     """
-    if window < 1 or min_runs < 0 or not 0.0 <= pass_rate <= 1.0:
+    if (window is not None and window < 1) or min_runs < 0 or not 0.0 <= pass_rate <= 1.0:
         raise ValueError("window must be >= 1, min_runs >= 0 and pass_rate within [0, 1]")
     counts = Counter(v.run_id for v in verdicts)
     dupes = sorted(set(duplicates) | {rid for rid, n in counts.items() if n > 1})
@@ -163,7 +193,9 @@ def decide(
     ordered = ([v for _, _, v in sorted(zip(instants, range(len(verdicts)), verdicts, strict=True),
                                         key=lambda x: (x[0], x[1]))]
                if timed else list(verdicts))
-    recent = ordered[-window:]
+    recent = ordered if window is None else ordered[-window:]
+    older = ordered[: len(ordered) - len(recent)]
+    left_hard = [v.run_id for v in older if v.hard_codes]
     passed = sum(1 for v in recent if v.passed)
     rate = passed / len(recent) if recent else None
     rollback = [v for v in recent if v.liveness_codes]
@@ -181,6 +213,11 @@ def decide(
     elif rollback:
         decision = "ROLLBACK"
         reasons.append(f"{len(rollback)} run(s) with hard liveness violations: {', '.join(codes)}")
+    elif left_hard:
+        decision = "HOLD"
+        left_codes = sorted({c for v in older if v.hard_codes for c in v.hard_codes})
+        reasons.append(f"{len(left_hard)} run(s) left out of the window (last {window}) with hard "
+                       f"findings: {', '.join(left_codes)}: {_ids(left_hard)}")
     elif missing:
         decision = "HOLD"
         incomplete = sum(1 for v in recent if v.missing)
@@ -215,6 +252,10 @@ def decide(
         rollback_codes=codes,
         reasons=reasons,
         missing=missing,
+        total=len(ordered),
+        left_out=len(older),
+        left_out_hard_runs=left_hard,
+        unreadable=len(unreadable),
     )
 
 

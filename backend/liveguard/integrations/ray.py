@@ -19,6 +19,13 @@ Judges under Ray: one global bound on judge calls in flight, held by a named Ray
 settings, kill switch included, are read once on the driver and shipped to the workers.
 A judge failure is a ``judge_error`` level as locally; any exception an error row.
 
+Every scored row crosses with the id of the Ray node that scored it; ``nodes`` (a dict
+the caller passes) counts rows per node, which shows the work spread over a cluster.
+
+A cluster address that cannot be reached (``--ray-address 127.0.0.1:1``) is a
+:class:`ClusterUnreachableError` within seconds (a TCP probe of the address before
+``ray.init``, which would otherwise retry for minutes); the CLI exits 2 with its message.
+
 Install with ``pip install 'liveguard[ray]'`` (Ray Data and pyarrow). ``ray`` is
 imported when the engine is used, never at ``import liveguard``.
 """
@@ -29,22 +36,23 @@ import asyncio
 import logging
 import pickle
 import shutil
+import socket
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import xxhash
 
 from liveguard.engine.scorer import Record, ScoreOptions, Scorer
-from liveguard.errors import TrajectoryReadError
+from liveguard.errors import LiveguardError, TrajectoryReadError
 
 if TYPE_CHECKING:
     from liveguard.judges import JudgeClient, JudgeConfig, JudgeResult
     from liveguard.model import Level
     from liveguard.scoring import RunRow
 
-__all__ = ["LIMITER_NAME", "iter_rows_ray"]
+__all__ = ["LIMITER_NAME", "PROBE_SECONDS", "ClusterUnreachableError", "iter_rows_ray"]
 
 LIMITER_NAME = "liveguard-judge-limiter"
 BATCH = 64
@@ -54,8 +62,41 @@ READ_BATCH = 256
 BLOCK_BYTES = 2 * 1024 * 1024
 """Target block size while scoring (Ray's default, 128 MiB, would put a whole file in one block)."""
 
+PROBE_SECONDS = 10.0
+"""How long the TCP probe of an explicit cluster address waits."""
+
 _SCORERS: dict[str, Scorer] = {}
 """One scorer per Ray worker process and options (built on the first batch)."""
+
+
+class ClusterUnreachableError(LiveguardError, ConnectionError):
+    """The Ray cluster named by an address cannot be reached (the message names the address)."""
+
+
+def _probe(address: str) -> None:
+    """Raise :class:`ClusterUnreachableError` unless ``host:port`` (or ``ray://host:port``)
+    accepts a TCP connection within :data:`PROBE_SECONDS`. ``auto`` and ``local`` are Ray's
+    own lookups and are left to ``ray.init``."""
+    target = address.split("://", 1)[1] if "://" in address else address
+    if target in ("auto", "local") or not target:
+        return
+    host, sep, port_text = target.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ClusterUnreachableError(f"Ray address {address!r}: expected HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=PROBE_SECONDS):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise ClusterUnreachableError(
+            f"Ray cluster at {address} cannot be reached ({reason}); is `ray start --head` running there?"
+        ) from None
+
+
+def _node_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def _import_ray() -> Any:
@@ -156,7 +197,8 @@ def _score_batch(batch: Mapping[str, Any], options: ScoreOptions, limiter: Any) 
     if scorer is None:
         scorer = _SCORERS[key] = _RayScorer(options, limiter)
     rows = scorer.score_chunk([_unpickle(b) for b in batch["record"]])
-    return {"row": np.array([pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in rows], dtype=object)}
+    return {"row": np.array([pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in rows], dtype=object),
+            "node": np.array([_node_id()] * len(rows), dtype=object)}
 
 
 def _unpickle(blob: bytes) -> Record:
@@ -194,19 +236,29 @@ def _limiter(ray: Any, slots: int) -> Any:
 
 
 def iter_rows_ray(
-    paths: Sequence[str | Path], options: ScoreOptions, *, address: str | None = None
+    paths: Sequence[str | Path], options: ScoreOptions, *, address: str | None = None,
+    nodes: MutableMapping[str, int] | None = None,
 ) -> Iterator[RunRow]:
     """One row per run of ``paths``, in input order, scored on a Ray cluster.
 
     ``address``: the cluster to join (``None``: ``RAY_ADDRESS`` if set, else a new local
-    cluster, shut down again at the end). A cluster the caller already initialised is used
-    as it is.
+    cluster, shut down again at the end); one that cannot be reached raises
+    :class:`ClusterUnreachableError`. A cluster the caller already initialised is used as
+    it is. ``nodes``, when given, counts the rows each Ray node scored (by node id).
     """
     ray = _import_ray()
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        if address:
+            _probe(address)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        except (ConnectionError, TimeoutError) as exc:
+            raise ClusterUnreachableError(
+                f"Ray cluster at {address or 'RAY_ADDRESS'} cannot be joined ({type(exc).__name__})"
+            ) from None
     config = options.judge_config()
     judging = options.judges and config.skip_reason() is None
     limiter = _limiter(ray, config.concurrency) if judging else None
@@ -230,6 +282,8 @@ def iter_rows_ray(
         ds = ds.map_batches(_score_batch, batch_size=BATCH,
                             fn_kwargs={"options": options, "limiter": limiter})
         for item in ds.iter_rows():
+            if nodes is not None:
+                nodes[item["node"]] = nodes.get(item["node"], 0) + 1
             yield pickle.loads(item["row"])
     finally:
         (context.execution_options.preserve_order, context.enable_progress_bars,

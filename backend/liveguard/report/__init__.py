@@ -1,5 +1,13 @@
 """The static HTML report: gate decision, verdicts, and allow-set diagrams with observed paths.
 
+Two forms. ``write_report(runs, decision, allow_sets, "report.html")`` (what ``liveguard
+report`` writes) is a directory of static pages that scales to 50,000 runs and more: an
+overview (decision, evidence, per-graph diagrams, the failing runs, links to the pages of
+the run list) and, in ``report_pages/``, the paginated run lists and one drill-down page
+per run (its violations with step indices, its path on the allow-set diagram, its judge
+scores, its missing evidence); see :mod:`liveguard.report.site`. ``render_report`` below
+is the one-page form for a handful of runs (every run's section on one page).
+
 Three modules: :mod:`~liveguard.report.aggregate` (what the page shows, read from the
 verdicts' violations), :mod:`~liveguard.report.layout` (the diagram's geometry) and
 :mod:`~liveguard.report.html` (the page). Runs are listed failing first; each run has a
@@ -39,5 +47,6 @@ from __future__ import annotations
 
 from liveguard.report.aggregate import LOOP_CODES, ReportRow, ReportRun
 from liveguard.report.html import COLORS, render_report
+from liveguard.report.site import ReportFiles, write_report
 
-__all__ = ["COLORS", "LOOP_CODES", "ReportRow", "ReportRun", "render_report"]
+__all__ = ["COLORS", "LOOP_CODES", "ReportFiles", "ReportRow", "ReportRun", "render_report", "write_report"]

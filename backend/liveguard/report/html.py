@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 
@@ -171,13 +171,17 @@ def _decision_block(decision: GateDecision | None, runs: Sequence[ReportRow]) ->
             f'style="background:{color}">{_e(decision.decision)}</span>'
         )
         rate = "—" if decision.pass_rate is None else f"{decision.pass_rate:.0%}"
+        window = ("all runs" if decision.window is None
+                  else f"last {decision.window}: {decision.runs} covered, {decision.left_out} left out")
         stats = [
-            ("gate window", f"{decision.runs} of last {decision.window}"),
+            ("gate window", window),
             ("pass rate", f"{rate} (needs {decision.threshold:.0%})"),
             ("passed in window", f"{decision.passed}/{decision.runs}"),
             ("min runs", str(decision.min_runs)),
             *stats,
         ]
+        if decision.window is not None:
+            stats.append(("left out with hard findings", str(len(decision.left_out_hard_runs))))
         items = [f"<li>{_e(r)}</li>" for r in decision.reasons]
         if decision.rollback_runs:
             shown = decision.rollback_runs[:_MAX_LISTED]
@@ -416,21 +420,37 @@ def _graph_svg(index: int, data: GraphData) -> str:
     return "".join(out)
 
 
-def _findings(data: GraphData) -> str:
+Linker = Callable[[ReportRow], str]
+"""A run's page, relative to the page that links to it (the directory report)."""
+
+
+def _run_name(run: ReportRow, link: Linker | None) -> str:
+    name = f"<code>{_e(run.run_id or run.source)}</code>"
+    if link is None:
+        return name
+    return f'<a class="run-link" href="{_e(link(run))}" data-run="{_e(run.run_id or "")}">{name}</a>'
+
+
+def _findings(data: GraphData, listed: int | None = None, link: Linker | None = None) -> str:
+    """The graph's runs (the first ``listed``, failing first), illegal hops, loops, dead ends."""
     parts: list[str] = []
+    shown = data.runs if listed is None else data.runs[:listed]
     chips = "".join(
-        f'<li><code>{_e(r.run_id or r.source)}</code> '
+        f"<li>{_run_name(r, link)} "
         f'<span class="verdict {verdict_label(r)}">{verdict_label(r)}</span>'
         + (f' <span class="muted">{_e(", ".join(r.verdict.hard_codes))}</span>'
            if r.verdict is not None and r.verdict.hard_codes else "")
         + "</li>"
-        for r in data.runs
+        for r in shown
     )
-    parts.append(f"<h4>Runs ({len(data.runs)})</h4><ul>{chips}</ul>")
+    more = len(data.runs) - len(shown)
+    tail = f'<p class="muted">and {more} more in the run list</p>' if more else ""
+    parts.append(f"<h4>Runs ({len(data.runs)})</h4><ul>{chips}</ul>{tail}")
     if data.illegal_runs:
         items = "".join(
             f"<li><code>{_e(s)} → {_e(t)}</code> ×{data.edge_counts[(s, t)]} "
-            f'<span class="muted">({_e(", ".join(ids))})</span></li>'
+            f'<span class="muted">({_e(", ".join(ids if listed is None else ids[:listed]))}'
+            f"{'' if listed is None or len(ids) <= listed else f', +{len(ids) - listed} more'})</span></li>"
             for (s, t), ids in sorted(data.illegal_runs.items())
         )
         parts.append(f"<h4>Illegal hops</h4><ul>{items}</ul>")
@@ -456,7 +476,8 @@ def _findings(data: GraphData) -> str:
     return "".join(parts)
 
 
-def _graph_section(index: int, data: GraphData) -> str:
+def _graph_section(index: int, data: GraphData, listed: int | None = None,
+                   link: Linker | None = None) -> str:
     allow = data.allow
     assert allow is not None
     n_edges = sum(len(t) for t in allow.transitions.values())
@@ -466,11 +487,12 @@ def _graph_section(index: int, data: GraphData) -> str:
         f"<h3>{_e(data.name)} <span class=\"muted\">— {len(data.runs)} run(s), {passed} passed; "
         f"allow-set: {len(allow.nodes)} nodes, {n_edges} edges</span></h3>"
         f'<div class="graph-row"><div class="diagram">{_graph_svg(index, data)}</div>'
-        f'<div class="findings">{_findings(data)}</div></div></section>'
+        f'<div class="findings">{_findings(data, listed, link)}</div></div></section>'
     )
 
 
-def _no_allowset_section(name: str | None, runs: Sequence[ReportRow]) -> str:
+def _no_allowset_section(name: str | None, runs: Sequence[ReportRow], listed: int | None = None,
+                         link: Linker | None = None) -> str:
     data = collect(name or "", None, runs)
     label = name if name is not None else "(no graph)"
     visited = ", ".join(
@@ -482,7 +504,7 @@ def _no_allowset_section(name: str | None, runs: Sequence[ReportRow]) -> str:
         f'<section class="graph-section no-allowset" data-graph="{_e(name or "")}">'
         f"<h3>{_e(label)} <span class=\"muted\">— {len(runs)} run(s); no allow-set: "
         "transitions not checked, no diagram</span></h3>"
-        f'<div class="findings">{_findings(data)}'
+        f'<div class="findings">{_findings(data, listed, link)}'
         + (f'<p class="muted">Visited nodes: {visited}</p>' if visited else "")
         + "</div></section>"
     )
@@ -573,6 +595,13 @@ def _run_section(index: int, run: ReportRow, allow_sets: Mapping[str, AllowSet])
     )
     if verdict is None:
         return f'{head}<p><code>{_e(run.source)}</code>: {_e(run.error or "not scored")}</p></section>'
+    return f"{head}{_run_body(run, allow_sets)}</section>"
+
+
+def _run_body(run: ReportRow, allow_sets: Mapping[str, AllowSet]) -> str:
+    """A scored run's node path with the violation steps marked, and its violations."""
+    verdict = run.verdict
+    assert verdict is not None
     by_step: dict[int, list[str]] = {}
     for v in verdict.violations:
         by_step.setdefault(v.step, []).append(v.code)
@@ -605,7 +634,7 @@ def _run_section(index: int, run: ReportRow, allow_sets: Mapping[str, AllowSet])
     )
     has_set = run.graph is not None and run.graph in allow_sets
     note = "" if has_set else '<p class="muted">No allow-set for this graph: transitions not checked.</p>'
-    return f"{head}{path}{table}{note}</section>"
+    return f"{path}{table}{note}"
 
 
 def _run_sections(runs: Sequence[ReportRow], allow_sets: Mapping[str, AllowSet]) -> str:
