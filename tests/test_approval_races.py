@@ -205,11 +205,11 @@ def test_reject_after_a_failed_claim_sends_nothing(url: str, thread: str, tmp_pa
         # A plain continue does not replay the approve whose claim failed.
         again = graph.invoke(None, cfg(thread))
         assert "sent" not in again, "the approve whose claim failed was replayed"
-        assert again["__interrupt__"][0].value["draft"] == "draft 1"
+        assert again["__interrupt__"][0].value["action_requests"][0]["args"]["draft"] == "draft 1"
         out = graph.invoke(Command(resume={"decisions": [{"type": "reject"}], "by": "bob"}), cfg(thread))
         assert "sent" not in out
         assert [r["action"] for r in out["approvals"]] == ["reject"]
-        assert out["__interrupt__"][0].value["draft"] == "draft 2"
+        assert out["__interrupt__"][0].value["action_requests"][0]["args"]["draft"] == "draft 2"
     assert isinstance(failed.value, ApprovalClaimError)
     assert "nothing was decided" in str(failed.value)
     assert sent_lines(log) == []
@@ -248,12 +248,12 @@ def test_nul_in_by_on_postgres_is_exit_2_and_the_thread_is_not_stuck(
     err = capsys.readouterr().err
     assert status == 2
     assert len(err.strip().splitlines()) == 1
-    assert "resume.by" in err
+    assert "by: contains a control character" in err
     # The library path: the answer is refused and asked again, nothing stored that replays.
     with open_saver(postgres_url) as saver:
         graph = approval_graphs.build(saver)
         out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "a\x00b"}), cfg(thread))
-        assert "resume.by" in out["__interrupt__"][0].value["error"]
+        assert "by: contains a control character" in out["__interrupt__"][0].value["error"]
     status, _ = cli("approvals", "approve", thread, "--by", "ann", *argv)
     assert status == 0, capsys.readouterr().err
     assert len(sent_lines(log)) == 1
@@ -335,7 +335,7 @@ def test_a_decision_pinned_to_a_stale_interrupt_is_refused(
     with open_saver(url) as saver:
         state = approval_graphs.build(saver).get_state(cfg("pin"))
         assert [r["action"] for r in state.values["approvals"]] == ["reject"]
-        assert state.interrupts[0].value["draft"] == "draft 2"
+        assert state.interrupts[0].value["action_requests"][0]["args"]["draft"] == "draft 2"
     status, _ = cli("approvals", "approve", "pin", "--by", "ann", "--interrupt", second, *argv)
     assert status == 0, capsys.readouterr().err
 

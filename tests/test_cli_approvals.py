@@ -104,7 +104,8 @@ def test_show_gives_the_draft_and_verdict_to_the_person(url: str) -> None:
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.nope:graph"], "cannot load"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:check_scenario"], "no arguments"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:GRAPH_NAME"], "not a compiled"),
-        (["approve", "held-ok", "--by", " ", "--graph", GRAPH], "resume.by"),
+        (["approve", "held-ok", "--by", " ", "--graph", GRAPH], "by: expected a non-empty string"),
+        (["approve", "held-ok", "--by", "a\x1b[8mb", "--graph", GRAPH], "by: contains a control character"),
         (["edit", "held-ok", "--by", "a", "--graph", GRAPH, "--draft-file", "/no/f"], "--draft-file"),
     ],
 )
