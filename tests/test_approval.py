@@ -152,7 +152,8 @@ def test_interrupt_payload_shape(judges: FakeOpenAI, sqlite_url: str) -> None:
     assert payload["kind"] == KIND
     (action,) = payload["action_requests"]
     assert (action["name"], action["args"]) == ("send_draft", {"draft": out["draft"]})
-    assert "content_cycle" in action["description"] and out["draft"] not in action["description"]
+    assert "content_cycle" in action["description"]
+    assert out["draft"] not in action["description"]
     assert payload["review_configs"] == [{"action_name": "send_draft",
                                           "allowed_decisions": ["approve", "edit", "reject"]}]
     assert payload["codes"] == LOOP_CODES
@@ -200,7 +201,7 @@ def test_approve_sends_once_and_keeps_an_audit_record(
     with open_saver(sqlite_url) as saver:
         draft = start(saver, "ping_pong", "approve")["draft"]
         requests = len(judges.requests)
-        out = resume(saver, "ping_pong", "approve", {"decisions": [{"type": "approve"}], "by": "ann", "note": "ok for once"})
+        out = resume(saver, "ping_pong", "approve", approve("ann", note="ok for once"))
         assert out["sent"] == draft
         (record,) = out["approvals"]
         assert record["actor"] == "person"
@@ -224,7 +225,8 @@ def test_approve_sends_once_and_keeps_an_audit_record(
 def test_reject_goes_back_to_revise_and_sends_nothing(judges: FakeOpenAI, sqlite_url: str) -> None:
     with open_saver(sqlite_url) as saver:
         start(saver, "healthy", "reject")
-        out = resume(saver, "healthy", "reject", {"decisions": [{"type": "reject"}], "by": "bob", "note": "tone"})
+        out = resume(saver, "healthy", "reject",
+                     {"decisions": [{"type": "reject"}], "by": "bob", "note": "tone"})
         assert "sent" not in out
         assert out["draft"].startswith("v3:"), "compose_touch wrote a new draft"
         assert [r["action"] for r in out["approvals"]] == ["reject"]
@@ -304,8 +306,8 @@ BAD_ANSWERS = [
 
 
 def edit_answer(draft: str, by: str = "ann") -> dict[str, Any]:
-    return {"decisions": [{"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": draft}}}],
-            "by": by}
+    edit = {"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": draft}}}
+    return {"decisions": [edit], "by": by}
 
 
 @pytest.mark.parametrize(("answer", "message"), BAD_ANSWERS)
@@ -434,7 +436,7 @@ def test_async_sqlite_saver(judges: FakeOpenAI, sqlite_url: str, monkeypatch: py
                 campaign.initial_input("healthy"), cfg("a-auto"))
             graph = campaign.build_graph("ping_pong", checkpointer=saver)
             held = await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("a-loop"))
-            done = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}], "by": "ann"}), cfg("a-loop"))
+            done = await graph.ainvoke(Command(resume=approve("ann")), cfg("a-loop"))
             return auto, held, done
 
     auto, held, done = asyncio.run(scenario())
@@ -495,7 +497,7 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
     assert result_of(worker(url, thread, "ping_pong", "start"))["pending"] is True
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{who}" for who in ("w1", "w2")]
-    procs = [worker(url, thread, "ping_pong", "resume", json.dumps({"decisions": [{"type": "approve"}], "by": who}),
+    procs = [worker(url, thread, "ping_pong", "resume", json.dumps(approve(who)),
                     str(flag), str(go)) for who, flag in zip(("w1", "w2"), ready, strict=True)]
     deadline = time.monotonic() + 60
     while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
@@ -548,7 +550,7 @@ def test_postgres_end_to_end(
         async with aopen_saver(postgres_url) as saver:
             graph = campaign.build_graph("ping_pong", checkpointer=saver)
             await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("pg-async"))
-            out: dict[str, Any] = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}], "by": "a"}),
+            out: dict[str, Any] = await graph.ainvoke(Command(resume=approve("a")),
                                                       cfg("pg-async"))
             return out
 

@@ -43,6 +43,8 @@ WORKER = TESTS / "race_worker.py"
 LIVEGUARD = Path(sys.executable).with_name("liveguard")
 GRAPH = "approval_graphs:build"
 GOOD = {"score": 0.9, "confidence": 0.9, "reason": "fine"}
+APPROVE_ANN = {"decisions": [{"type": "approve"}], "by": "ann"}
+APPROVE_BOB = {"decisions": [{"type": "approve"}], "by": "bob"}
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def test_a_resumer_that_did_not_win_never_sends(url: str, thread: str, tmp_path:
     log, dir_a, dir_b = tmp_path / "sent.log", tmp_path / "a", tmp_path / "b"
     dir_a.mkdir()
     dir_b.mkdir()
-    b = worker(url, thread, "resume", json.dumps({"decisions": [{"type": "approve"}], "by": "bob"}), "--look", str(dir_b),
+    b = worker(url, thread, "resume", json.dumps(APPROVE_BOB), "--look", str(dir_b),
                env={"APPROVAL_SEND_LOG": str(log)})
     wait_for(dir_b / "looked.ready", b)
     a = worker(url, thread, "resume", json.dumps({"decisions": [{"type": "approve"}], "by": "ann"}),
@@ -297,7 +299,7 @@ def test_users_own_postgres_saver_is_approved_from_another_process(
     env = {"APPROVAL_SEND_LOG": str(log)}
     held = result_of(worker(url, "own", "start", "--user-saver", env=env))
     assert held["pending"] is True
-    done = result_of(worker(url, "own", "resume", json.dumps({"decisions": [{"type": "approve"}], "by": "ann"}),
+    done = result_of(worker(url, "own", "resume", json.dumps(APPROVE_ANN),
                             "--user-saver", env=env))
     assert done.get("ok"), done
     assert done["sent"] == "draft 1", done

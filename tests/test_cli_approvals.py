@@ -39,7 +39,8 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             graph = campaign.build_graph(scenario, checkpointer=saver)
             graph.invoke(campaign.initial_input(scenario), {"configurable": {"thread_id": thread}})
         done = campaign.build_graph(
-            "healthy", checkpointer=saver, approver=lambda p: {"decisions": [{"type": "approve"}], "by": "script"}
+            "healthy", checkpointer=saver,
+            approver=lambda p: {"decisions": [{"type": "approve"}], "by": "script"},
         )
         done.invoke(campaign.initial_input("healthy"), {"configurable": {"thread_id": "finished"}})
     return url
