@@ -2,12 +2,17 @@
 
 ``compose`` writes a draft; ``approve_send`` (``liveguard.approval.approval_gate``) evaluates
 the thread and, because no judge is configured (so nothing can be auto-approved), holds the
-draft with ``interrupt()``; the thread waits in the SQLite checkpointer. The script then runs
-what a person would::
+draft with ``interrupt()``: its value is a LangChain ``HITLRequest`` (one ``send_draft`` action
+with the draft in ``args``, a description, the allowed decisions), which Agent Chat UI and Agent
+Inbox can answer too. The thread waits in the SQLite checkpointer. The script then runs what a
+person would::
 
     liveguard approvals list --checkpoint sqlite:///PATH
+    liveguard approvals show THREAD --checkpoint sqlite:///PATH
     liveguard approvals approve THREAD --by ana --graph approval_cli:graph --checkpoint sqlite:///PATH
 
+(the CLI resumes with ``{"decisions": [{"type": "approve"}], "by": "ana", "note": ...}``, the
+answer a review UI sends)
 and the draft is sent exactly once (``send`` appends it to an outbox file). A second
 approve finds nothing waiting and sends nothing.
 
@@ -80,16 +85,20 @@ def main(tmp: Path) -> int:
     if "__interrupt__" not in held:
         print("not held: the draft was expected to wait for a person")
         return 1
-    print(f"held for a person: {held['__interrupt__'][0].value.get('reasons')}")
+    request = held["__interrupt__"][0].value
+    print(f"held for a person: {request['reasons']}")
+    (action,), (review,) = request["action_requests"], request["review_configs"]
+    print(f"asks: {action['name']}, allowed: {', '.join(review['allowed_decisions'])}")
     listed = liveguard_cli("approvals", "list", "--checkpoint", url)
+    shown = liveguard_cli("approvals", "show", "lead-17", "--checkpoint", url)
     approved = liveguard_cli("approvals", "approve", "lead-17", "--by", "ana", "--note", "looks good",
                              "--graph", "approval_cli:graph", "--checkpoint", url)
     twice = liveguard_cli("approvals", "approve", "lead-17", "--by", "ana",
                           "--graph", "approval_cli:graph", "--checkpoint", url)
     sent = outbox.read_text(encoding="utf-8").splitlines() if outbox.exists() else []
     print(f"outbox: {len(sent)} message(s) sent")
-    ok = ("lead-17" in listed.stdout and approved.returncode == 0 and twice.returncode != 0
-          and sent == [held["draft"]])
+    ok = ("lead-17" in listed.stdout and "allowed decisions: approve, edit, reject" in shown.stdout
+          and approved.returncode == 0 and twice.returncode != 0 and sent == [action["args"]["draft"]])
     return 0 if ok else 1
 
 

@@ -83,7 +83,9 @@ def drive(url: str) -> int:
         run(thread_id, "campaign", input={"lead_id": 17, "lead_name": "Ada Park", "steps": []})
         thread = client.threads.get(thread_id)
         (held,) = [i["value"] for items in thread["interrupts"].values() for i in items]
-        print(f"campaign: {thread['status']}, draft held for a person: {held['reasons']}")
+        print(f"campaign: {thread['status']}, draft held for a person: {held['reasons']}; "
+              f"asks {held['action_requests'][0]['name']} "
+              f"({', '.join(held['review_configs'][0]['allowed_decisions'])})")
         done = run(thread_id, "campaign",
                    command={"resume": {"decisions": [{"type": "approve"}], "by": "ana", "note": "ok"}})
         sends = done.get("steps", []).count("send_touch")

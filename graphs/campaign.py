@@ -292,7 +292,8 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
 
 
-SCRIPTED_DECISION: dict[str, str] = {"action": "approve", "by": "script", "note": "scripted approval"}
+SCRIPTED_DECISION: dict[str, Any] = {
+    "decisions": [{"type": "approve"}], "by": "script", "note": "scripted approval"}
 """The approval step's answer in :func:`scripted_graph`."""
 SCRIPTED_CLOCK = datetime(2025, 1, 1, tzinfo=UTC)
 """The audit clock of :func:`scripted_graph`, so its runs replay byte for byte."""

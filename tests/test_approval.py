@@ -147,9 +147,17 @@ def test_interrupt_payload_shape(judges: FakeOpenAI, sqlite_url: str) -> None:
     with open_saver(sqlite_url) as saver:
         out = start(saver, "ping_pong", "shape")
     payload = payload_of(out)
-    assert set(payload) == {"kind", "draft", "verdict", "reasons"}
+    assert set(payload) == {"action_requests", "review_configs", "kind", "codes", "reasons", "edit_key",
+                            "interrupt_id", "verdict"}
     assert payload["kind"] == KIND
-    assert payload["draft"] == out["draft"]
+    (action,) = payload["action_requests"]
+    assert (action["name"], action["args"]) == ("send_draft", {"draft": out["draft"]})
+    assert "content_cycle" in action["description"]
+    assert out["draft"] not in action["description"]
+    assert payload["review_configs"] == [{"action_name": "send_draft",
+                                          "allowed_decisions": ["approve", "edit", "reject"]}]
+    assert payload["codes"] == LOOP_CODES
+    assert payload["interrupt_id"] == out["__interrupt__"][0].id
     row = payload["verdict"]
     assert set(row) == ROW_KEYS
     assert row["run_id"] == "shape"
@@ -193,7 +201,7 @@ def test_approve_sends_once_and_keeps_an_audit_record(
     with open_saver(sqlite_url) as saver:
         draft = start(saver, "ping_pong", "approve")["draft"]
         requests = len(judges.requests)
-        out = resume(saver, "ping_pong", "approve", {"action": "approve", "by": "ann", "note": "ok for once"})
+        out = resume(saver, "ping_pong", "approve", approve("ann", note="ok for once"))
         assert out["sent"] == draft
         (record,) = out["approvals"]
         assert record["actor"] == "person"
@@ -217,7 +225,8 @@ def test_approve_sends_once_and_keeps_an_audit_record(
 def test_reject_goes_back_to_revise_and_sends_nothing(judges: FakeOpenAI, sqlite_url: str) -> None:
     with open_saver(sqlite_url) as saver:
         start(saver, "healthy", "reject")
-        out = resume(saver, "healthy", "reject", {"action": "reject", "by": "bob", "note": "tone"})
+        out = resume(saver, "healthy", "reject",
+                     {"decisions": [{"type": "reject"}], "by": "bob", "note": "tone"})
         assert "sent" not in out
         assert out["draft"].startswith("v3:"), "compose_touch wrote a new draft"
         assert [r["action"] for r in out["approvals"]] == ["reject"]
@@ -247,7 +256,7 @@ def _plain_graph(saver: Any, **options: Any) -> Any:
 def test_reject_without_revise_ends_the_run() -> None:
     graph = _plain_graph(InMemorySaver())
     graph.invoke({}, cfg("t"))
-    out = graph.invoke(Command(resume={"action": "reject", "by": "x"}), cfg("t"))
+    out = graph.invoke(Command(resume={"decisions": [{"type": "reject"}], "by": "x"}), cfg("t"))
     assert "sent" not in out
     assert "__interrupt__" not in out
     assert graph.get_state(cfg("t")).next == ()
@@ -257,7 +266,7 @@ def test_edit_replaces_the_draft_then_sends(judges: FakeOpenAI, sqlite_url: str)
     new = "v9: Hi Ada, short and with an unsubscribe link."
     with open_saver(sqlite_url) as saver:
         old = start(saver, "ping_pong", "edit")["draft"]
-        out = resume(saver, "ping_pong", "edit", {"action": "edit", "by": "cy", "draft": new})
+        out = resume(saver, "ping_pong", "edit", edit_answer(new, by="cy"))
         assert out["sent"] == new
         (record,) = out["approvals"]
         assert (record["draft_digest"], record["edited_digest"]) == (draft_digest(old), draft_digest(new))
@@ -265,37 +274,69 @@ def test_edit_replaces_the_draft_then_sends(judges: FakeOpenAI, sqlite_url: str)
         assert sends(saver, "edit") == 1
 
 
+def approve(by: str | None = None, **extra: Any) -> dict[str, Any]:
+    """LangChain's HITLResponse approving, ``by`` (and ``note``) beside ``decisions``."""
+    return {"decisions": [{"type": "approve"}], **({"by": by} if by is not None else {}), **extra}
+
+
+APPROVE_EDITED = {"type": "approve", "edited_action": {"name": "send_draft", "args": {"draft": "x"}}}
 BAD_ANSWERS = [
-    pytest.param({"action": "approve"}, "resume.by", id="missing-by"),
-    pytest.param({"action": "approve", "by": "  "}, "resume.by", id="blank-by"),
-    pytest.param({"action": "send", "by": "ann"}, "resume.action", id="unknown-action"),
-    pytest.param("approve", "expected a dict", id="not-a-dict"),
-    pytest.param({"action": "approve", "by": 7}, "resume.by", id="by-wrong-type"),
-    pytest.param({"action": "approve", "by": "ann", "note": 3}, "resume.note", id="note-wrong-type"),
-    pytest.param({"action": "edit", "by": "ann"}, "resume.draft", id="edit-without-draft"),
-    pytest.param({"action": "approve", "by": "ann", "draft": "x"}, "resume.draft", id="draft-without-edit"),
-    pytest.param({"action": "approve", "by": "ann", "extra": 1}, "unknown key", id="unknown-key"),
+    pytest.param(approve("  "), "by: expected a non-empty string", id="blank-by"),
+    pytest.param({"decisions": [{"type": "send"}], "by": "ann"}, "decisions[0].type: expected one of",
+                 id="unknown-type"),
+    pytest.param({"decisions": [{"type": "respond", "message": "call me"}], "by": "ann"},
+                 "decisions[0].type: respond is not allowed here", id="respond-refused"),
+    pytest.param("approve", "resume: expected", id="not-a-dict"),
+    pytest.param({"action": "approve", "by": "ann"}, "resume: expected", id="old-dialect"),
+    pytest.param(approve(7), "by: expected a string", id="by-wrong-type"),
+    pytest.param(approve("a\x00b"), "by: contains a control character", id="by-control-char"),
+    pytest.param(approve("ann", note=3), "note: expected a string", id="note-wrong-type"),
+    pytest.param({"decisions": [{"type": "edit", "edited_action": {"name": "send_draft", "args": {}}}],
+                  "by": "ann"}, "decisions[0].edited_action.args.draft: required", id="edit-without-draft"),
+    pytest.param({"decisions": [{"type": "edit", "edited_action": {"name": "wire_money",
+                                                                    "args": {"draft": "x"}}}], "by": "ann"},
+                 "decisions[0].edited_action.name", id="edit-renames-the-action"),
+    pytest.param({"decisions": [APPROVE_EDITED], "by": "ann"}, "unknown key(s) edited_action for approve",
+                 id="draft-without-edit"),
+    pytest.param({"decisions": [{"type": "approve"}, {"type": "approve"}], "by": "ann"},
+                 "decisions: expected exactly one decision", id="two-decisions"),
+    pytest.param({"decisions": [{"type": "approve"}], "by": "ann", "extra": 1}, "unknown key",
+                 id="unknown-key"),
 ]
+
+
+def edit_answer(draft: str, by: str = "ann") -> dict[str, Any]:
+    edit = {"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": draft}}}
+    return {"decisions": [edit], "by": by}
 
 
 @pytest.mark.parametrize(("answer", "message"), BAD_ANSWERS)
 def test_bad_resume_is_rejected_and_the_thread_stays_interrupted(
     judges: FakeOpenAI, sqlite_url: str, answer: Any, message: str
 ) -> None:
-    with pytest.raises(ApprovalError, match=message):
-        parse_decision(answer)
+    """A malformed answer is stored, never claimed, never sent on: the thread is asked again
+    (a new interrupt, its value the same request plus ``error``), and a valid answer then
+    sends once."""
     with open_saver(sqlite_url) as saver:
-        first = payload_of(start(saver, "ping_pong", "bad"))
+        out0 = start(saver, "ping_pong", "bad")
+        first = payload_of(out0)
+        with pytest.raises(ApprovalError, match=re.escape(message)):
+            parse_decision(answer, first)
         out = resume(saver, "ping_pong", "bad", answer)
         again = payload_of(out)
         assert message in again["error"]
-        assert {k: v for k, v in again.items() if k != "error"} == first
+        same = {"error", "interrupt_id"}
+        assert {k: v for k, v in again.items() if k not in same} == {
+            k: v for k, v in first.items() if k not in same}
+        assert again["interrupt_id"] == out["__interrupt__"][0].id != first["interrupt_id"]
         assert "sent" not in out
         assert sends(saver, "bad") == 0
         state = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg("bad"))
         assert state.next == ("approve_send",)
+        # nothing was claimed: a malformed answer decides nothing
+        assert saver.conn.execute("SELECT claim_key FROM liveguard_approval_claims").fetchall() == []
         # A valid answer afterwards is taken, once.
-        done = resume(saver, "ping_pong", "bad", {"action": "approve", "by": "ann"})
+        done = resume(saver, "ping_pong", "bad", approve("ann"))
         assert done["sent"] == done["draft"]
         assert [r["by"] for r in done["approvals"]] == ["ann"]
         assert sends(saver, "bad") == 1
@@ -334,7 +375,7 @@ def test_a_graph_without_checkpointer_is_refused() -> None:
         graph.invoke({}, cfg("none"))
 
 
-@pytest.mark.parametrize(("answer", "message"), BAD_ANSWERS[:4])
+@pytest.mark.parametrize(("answer", "message"), BAD_ANSWERS[:5])
 def test_resume_approval_raises_before_resuming(
     judges: FakeOpenAI, sqlite_url: str, answer: Any, message: str
 ) -> None:
@@ -342,15 +383,15 @@ def test_resume_approval_raises_before_resuming(
         graph = campaign.build_graph("ping_pong", checkpointer=saver)
         first = payload_of(graph.invoke(campaign.initial_input("ping_pong"), cfg("checked")))
         before = len(list(saver.list(None)))
-        with pytest.raises(ApprovalError, match=message):
+        with pytest.raises(ApprovalError, match=re.escape(message)):
             resume_approval(graph, cfg("checked"), answer)
         assert len(list(saver.list(None))) == before, "nothing was resumed"
         assert "error" not in payload_of({"__interrupt__": graph.get_state(cfg("checked")).interrupts})
         assert graph.get_state(cfg("checked")).interrupts[0].value == first
-        done = resume_approval(graph, cfg("checked"), {"action": "approve", "by": "ann"})
+        done = resume_approval(graph, cfg("checked"), {"decisions": [{"type": "approve"}], "by": "ann"})
         assert done["sent"] == done["draft"]
         with pytest.raises(ApprovalError, match="not waiting for approval"):
-            resume_approval(graph, cfg("checked"), {"action": "approve", "by": "ann"})
+            resume_approval(graph, cfg("checked"), {"decisions": [{"type": "approve"}], "by": "ann"})
         assert sends(saver, "checked") == 1
 
 
@@ -359,10 +400,10 @@ def test_aresume_approval(judges: FakeOpenAI, sqlite_url: str) -> None:
         async with aopen_saver(sqlite_url) as saver:
             graph = campaign.build_graph("ping_pong", checkpointer=saver)
             await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("achecked"))
-            with pytest.raises(ApprovalError, match=r"resume\.by"):
-                await aresume_approval(graph, cfg("achecked"), {"action": "approve"})
+            with pytest.raises(ApprovalError, match=r"^by: expected a non-empty"):
+                await aresume_approval(graph, cfg("achecked"), approve(""))
             out: dict[str, Any] = await aresume_approval(
-                graph, cfg("achecked"), {"action": "reject", "by": "ann", "note": "no"})
+                graph, cfg("achecked"), {"decisions": [{"type": "reject"}], "by": "ann", "note": "no"})
             return out
 
     out = asyncio.run(scenario())
@@ -376,13 +417,13 @@ def test_in_memory_saver(judges: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) ->
     saver = InMemorySaver()
     assert start(saver, "healthy", "mem")["sent"].startswith("v2:")
     assert "__interrupt__" in start(saver, "ping_pong", "mem-loop")
-    out = resume(saver, "ping_pong", "mem-loop", {"action": "approve", "by": "ann"})
+    out = resume(saver, "ping_pong", "mem-loop", {"decisions": [{"type": "approve"}], "by": "ann"})
     assert out["sent"]
     graph = campaign.build_graph("ping_pong", checkpointer=saver)
     parent = list(graph.get_state_history(cfg("mem-loop")))
     interrupted = next(s for s in parent if s.next == ("approve_send",))
     with pytest.raises(ApprovalConflict):  # the same interrupt, decided twice in one process
-        graph.invoke(Command(resume={"action": "approve", "by": "bob"}), interrupted.config)
+        graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "bob"}), interrupted.config)
     assert sends(saver, "mem-loop") == 1
 
 
@@ -395,7 +436,7 @@ def test_async_sqlite_saver(judges: FakeOpenAI, sqlite_url: str, monkeypatch: py
                 campaign.initial_input("healthy"), cfg("a-auto"))
             graph = campaign.build_graph("ping_pong", checkpointer=saver)
             held = await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("a-loop"))
-            done = await graph.ainvoke(Command(resume={"action": "approve", "by": "ann"}), cfg("a-loop"))
+            done = await graph.ainvoke(Command(resume=approve("ann")), cfg("a-loop"))
             return auto, held, done
 
     auto, held, done = asyncio.run(scenario())
@@ -456,7 +497,7 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
     assert result_of(worker(url, thread, "ping_pong", "start"))["pending"] is True
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{who}" for who in ("w1", "w2")]
-    procs = [worker(url, thread, "ping_pong", "resume", json.dumps({"action": "approve", "by": who}),
+    procs = [worker(url, thread, "ping_pong", "resume", json.dumps(approve(who)),
                     str(flag), str(go)) for who, flag in zip(("w1", "w2"), ready, strict=True)]
     deadline = time.monotonic() + 60
     while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
@@ -475,7 +516,7 @@ def _other_process_and_concurrency(url: str, tmp_path: Path) -> None:
         graph = campaign.build_graph("ping_pong", checkpointer=saver)
         stale = next(s for s in graph.get_state_history(cfg(thread)) if s.next == ("approve_send",))
         stale_id = stale.config["configurable"]["checkpoint_id"]
-    answer = json.dumps({"action": "approve", "by": "w3"})
+    answer = json.dumps({"decisions": [{"type": "approve"}], "by": "w3"})
     late = result_of(worker(url, thread, "ping_pong", "resume", answer, "-", "-", stale_id))
     assert "already decided (approve by w" in late["conflict"]
     with open_saver(url) as saver:
@@ -497,10 +538,10 @@ def test_postgres_end_to_end(
     with open_saver(postgres_url) as saver:
         assert start(saver, "healthy", "pg-auto")["sent"].startswith("v2:")
         start(saver, "ping_pong", "pg-edit")
-        out = resume(saver, "ping_pong", "pg-edit", {"action": "edit", "by": "ann", "draft": "v2: fixed"})
+        out = resume(saver, "ping_pong", "pg-edit", edit_answer("v2: fixed", by="ann"))
         assert out["sent"] == "v2: fixed"
         start(saver, "ping_pong", "pg-reject")
-        rejected = resume(saver, "ping_pong", "pg-reject", {"action": "reject", "by": "bob"})
+        rejected = resume(saver, "ping_pong", "pg-reject", {"decisions": [{"type": "reject"}], "by": "bob"})
         assert "sent" not in rejected
         assert payload_of(rejected)["kind"] == KIND
         assert (sends(saver, "pg-auto"), sends(saver, "pg-edit"), sends(saver, "pg-reject")) == (1, 1, 0)
@@ -509,7 +550,7 @@ def test_postgres_end_to_end(
         async with aopen_saver(postgres_url) as saver:
             graph = campaign.build_graph("ping_pong", checkpointer=saver)
             await graph.ainvoke(campaign.initial_input("ping_pong"), cfg("pg-async"))
-            out: dict[str, Any] = await graph.ainvoke(Command(resume={"action": "approve", "by": "a"}),
+            out: dict[str, Any] = await graph.ainvoke(Command(resume=approve("a")),
                                                       cfg("pg-async"))
             return out
 

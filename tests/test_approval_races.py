@@ -43,6 +43,8 @@ WORKER = TESTS / "race_worker.py"
 LIVEGUARD = Path(sys.executable).with_name("liveguard")
 GRAPH = "approval_graphs:build"
 GOOD = {"score": 0.9, "confidence": 0.9, "reason": "fine"}
+APPROVE_ANN = {"decisions": [{"type": "approve"}], "by": "ann"}
+APPROVE_BOB = {"decisions": [{"type": "approve"}], "by": "bob"}
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -124,10 +126,10 @@ def test_a_resumer_that_did_not_win_never_sends(url: str, thread: str, tmp_path:
     log, dir_a, dir_b = tmp_path / "sent.log", tmp_path / "a", tmp_path / "b"
     dir_a.mkdir()
     dir_b.mkdir()
-    b = worker(url, thread, "resume", json.dumps({"action": "approve", "by": "bob"}), "--look", str(dir_b),
+    b = worker(url, thread, "resume", json.dumps(APPROVE_BOB), "--look", str(dir_b),
                env={"APPROVAL_SEND_LOG": str(log)})
     wait_for(dir_b / "looked.ready", b)
-    a = worker(url, thread, "resume", json.dumps({"action": "approve", "by": "ann"}),
+    a = worker(url, thread, "resume", json.dumps({"decisions": [{"type": "approve"}], "by": "ann"}),
                env={"APPROVAL_SEND_LOG": str(log), "APPROVAL_SEND_PAUSE": str(dir_a)})
     wait_for(dir_a / "sending.ready", a)
     deadline = time.monotonic() + 60
@@ -200,16 +202,16 @@ def test_reject_after_a_failed_claim_sends_nothing(url: str, thread: str, tmp_pa
     with open_saver(url) as saver:
         graph = approval_graphs.build(saver)
         with pytest.raises(Exception) as failed:  # noqa: PT011 - its type is checked below
-            graph.invoke(Command(resume={"action": "approve", "by": "ann"}), cfg(thread))
+            graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "ann"}), cfg(thread))
         _fail_claims(url, thread, on=False)
         # A plain continue does not replay the approve whose claim failed.
         again = graph.invoke(None, cfg(thread))
         assert "sent" not in again, "the approve whose claim failed was replayed"
-        assert again["__interrupt__"][0].value["draft"] == "draft 1"
-        out = graph.invoke(Command(resume={"action": "reject", "by": "bob"}), cfg(thread))
+        assert again["__interrupt__"][0].value["action_requests"][0]["args"]["draft"] == "draft 1"
+        out = graph.invoke(Command(resume={"decisions": [{"type": "reject"}], "by": "bob"}), cfg(thread))
         assert "sent" not in out
         assert [r["action"] for r in out["approvals"]] == ["reject"]
-        assert out["__interrupt__"][0].value["draft"] == "draft 2"
+        assert out["__interrupt__"][0].value["action_requests"][0]["args"]["draft"] == "draft 2"
     assert isinstance(failed.value, ApprovalClaimError)
     assert "nothing was decided" in str(failed.value)
     assert sent_lines(log) == []
@@ -248,12 +250,12 @@ def test_nul_in_by_on_postgres_is_exit_2_and_the_thread_is_not_stuck(
     err = capsys.readouterr().err
     assert status == 2
     assert len(err.strip().splitlines()) == 1
-    assert "resume.by" in err
+    assert "by: contains a control character" in err
     # The library path: the answer is refused and asked again, nothing stored that replays.
     with open_saver(postgres_url) as saver:
         graph = approval_graphs.build(saver)
-        out = graph.invoke(Command(resume={"action": "approve", "by": "a\x00b"}), cfg(thread))
-        assert "resume.by" in out["__interrupt__"][0].value["error"]
+        out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "a\x00b"}), cfg(thread))
+        assert "by: contains a control character" in out["__interrupt__"][0].value["error"]
     status, _ = cli("approvals", "approve", thread, "--by", "ann", *argv)
     assert status == 0, capsys.readouterr().err
     assert len(sent_lines(log)) == 1
@@ -297,7 +299,7 @@ def test_users_own_postgres_saver_is_approved_from_another_process(
     env = {"APPROVAL_SEND_LOG": str(log)}
     held = result_of(worker(url, "own", "start", "--user-saver", env=env))
     assert held["pending"] is True
-    done = result_of(worker(url, "own", "resume", json.dumps({"action": "approve", "by": "ann"}),
+    done = result_of(worker(url, "own", "resume", json.dumps(APPROVE_ANN),
                             "--user-saver", env=env))
     assert done.get("ok"), done
     assert done["sent"] == "draft 1", done
@@ -335,7 +337,7 @@ def test_a_decision_pinned_to_a_stale_interrupt_is_refused(
     with open_saver(url) as saver:
         state = approval_graphs.build(saver).get_state(cfg("pin"))
         assert [r["action"] for r in state.values["approvals"]] == ["reject"]
-        assert state.interrupts[0].value["draft"] == "draft 2"
+        assert state.interrupts[0].value["action_requests"][0]["args"]["draft"] == "draft 2"
     status, _ = cli("approvals", "approve", "pin", "--by", "ann", "--interrupt", second, *argv)
     assert status == 0, capsys.readouterr().err
 
@@ -513,7 +515,7 @@ def test_a_winner_that_dies_inside_its_send_is_never_repeated(tmp_path: Path) ->
     start(url, "dies")
     pause, log = tmp_path / "pause", tmp_path / "sent.log"
     pause.mkdir()
-    a = worker(url, "dies", "resume", json.dumps({"action": "approve", "by": "ann"}),
+    a = worker(url, "dies", "resume", json.dumps({"decisions": [{"type": "approve"}], "by": "ann"}),
                env={"APPROVAL_SEND_PAUSE": str(pause), "APPROVAL_SEND_LOG": str(log)})
     wait_for(pause / "sending.ready", a)
     a.send_signal(signal.SIGKILL)

@@ -39,7 +39,8 @@ def url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             graph = campaign.build_graph(scenario, checkpointer=saver)
             graph.invoke(campaign.initial_input(scenario), {"configurable": {"thread_id": thread}})
         done = campaign.build_graph(
-            "healthy", checkpointer=saver, approver=lambda p: {"action": "approve", "by": "script"}
+            "healthy", checkpointer=saver,
+            approver=lambda p: {"decisions": [{"type": "approve"}], "by": "script"},
         )
         done.invoke(campaign.initial_input("healthy"), {"configurable": {"thread_id": "finished"}})
     return url
@@ -83,13 +84,19 @@ def test_list_shows_pending_threads_only(url: str) -> None:
 
 
 def test_show_gives_the_draft_and_verdict_to_the_person(url: str) -> None:
+    """``show`` prints the HITL request: its description, the allowed decisions, the draft."""
     status, text = cli("approvals", "show", "held-loop", "--checkpoint", url, "--format", "json")
     assert status == 0
     shown = json.loads(text)
     assert shown["draft"].startswith("v1: Hi Ada Park")
     assert shown["verdict"]["passed"] is False
+    assert shown["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert shown["description"].startswith("liveguard holds this draft for a person")
+    assert "content_cycle" in shown["description"]
     status, table = cli("approvals", "show", "held-loop", "--checkpoint", url)
     assert status == 0
+    assert "allowed decisions: approve, edit, reject\n" in table
+    assert f"description:\n{shown['description']}\n" in table
     assert "draft:\nv1: Hi Ada Park" in table
 
 
@@ -104,7 +111,8 @@ def test_show_gives_the_draft_and_verdict_to_the_person(url: str) -> None:
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.nope:graph"], "cannot load"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:check_scenario"], "no arguments"),
         (["approve", "held-ok", "--by", "ann", "--graph", "graphs.campaign:GRAPH_NAME"], "not a compiled"),
-        (["approve", "held-ok", "--by", " ", "--graph", GRAPH], "resume.by"),
+        (["approve", "held-ok", "--by", " ", "--graph", GRAPH], "by: expected a non-empty string"),
+        (["approve", "held-ok", "--by", "a\x1b[8mb", "--graph", GRAPH], "by: contains a control character"),
         (["edit", "held-ok", "--by", "a", "--graph", GRAPH, "--draft-file", "/no/f"], "--draft-file"),
     ],
 )
@@ -151,11 +159,14 @@ def test_approve_from_another_process_sends_once(url: str) -> None:
 
 def test_reject_then_edit(url: str, tmp_path: Path) -> None:
     # --graph names a compiled graph here (the module-level one, compiled without a checkpointer).
-    status, text = cli("approvals", "reject", "held-ok", "--by", "bob", "--graph", "graphs.campaign:graph",
-                       "--checkpoint", url)
+    status, text = cli("approvals", "reject", "held-ok", "--by", "bob", "--message", "too long",
+                       "--note", "n", "--graph", "graphs.campaign:graph", "--checkpoint", url)
     assert status == 0
     assert text.strip() == "thread held-ok: reject by bob; waiting for approval again"
     assert "sent" not in state(url, "held-ok")
+    (rejected,) = state(url, "held-ok")["approvals"]
+    assert (rejected["action"], rejected["by"], rejected["note"], rejected["message"]) == (
+        "reject", "bob", "n", "too long")
     draft = tmp_path / "draft.txt"
     draft.write_text("v9: Hi Ada, one line.", encoding="utf-8")
     status, text = cli("approvals", "edit", "held-ok", "--by", "cy", "--draft-file", str(draft),

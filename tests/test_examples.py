@@ -29,6 +29,8 @@ CASES = {
     ],
     "approval_cli.py": [
         "held for a person: ['autoapprove_off', 'unjudged:no_api_key']",
+        "asks: send_draft, allowed: approve, edit, reject",
+        "allowed decisions: approve, edit, reject",
         "thread lead-17: approve by ana; finished",
         "liveguard: thread lead-17: not waiting for approval",
         "outbox: 1 message(s) sent",

@@ -257,26 +257,16 @@ def test_approval_is_a_pending_interrupt_on_the_server(client: SyncLangGraphClie
 
 
 HITL_ANSWER = {"decisions": [{"type": "approve"}], "by": "ana", "note": "ok"}
-LEGACY_ANSWER = {"action": "approve", "by": "ana", "note": "ok"}
 
 
-@pytest.mark.parametrize("answer", [
-    pytest.param(HITL_ANSWER, id="hitl", marks=pytest.mark.xfail(strict=True, reason=(
-        "approval_gate still resumes with {'action', 'by'}; it answers LangChain HITL decisions "
-        "once liveguard.hitl is wired into liveguard/approval.py (issue 19 item 1)"))),
-    # today's dialect: delete this case when issue 19 item 1 replaces it
-    pytest.param(LEGACY_ANSWER, id="legacy"),
-])
-def test_approval_answered_through_sdk_sends_once(client: SyncLangGraphClient,
-                                                  answer: dict[str, Any]) -> None:
-    """Approve through the SDK (``command={"resume": ...}``): the draft is sent, once."""
+def test_approval_answered_through_sdk_sends_once(client: SyncLangGraphClient) -> None:
+    """Approve through the SDK with HITL decisions (``command={"resume": ...}``): sent, once."""
+    answer = HITL_ANSWER
     thread_id, pending = _held_approval(client)
     value = pending["value"]
-    if "decisions" in answer:
-        assert value["action_requests"][0]["name"] == "send_draft"
-        draft = value["action_requests"][0]["args"]["draft"]
-    else:
-        draft = value["draft"]
+    assert value["action_requests"][0]["name"] == "send_draft"
+    assert value["interrupt_id"] == pending["id"]
+    draft = value["action_requests"][0]["args"]["draft"]
     result, status = _run(client, thread_id, "campaign", command={"resume": answer})
     assert status == "success"
     assert result["steps"].count("send_touch") == 1
@@ -287,9 +277,6 @@ def test_approval_answered_through_sdk_sends_once(client: SyncLangGraphClient,
     _run(client, thread_id, "campaign", command={"resume": answer})
     assert client.threads.get_state(thread_id)["values"]["steps"].count("send_touch") == 1
 
-@pytest.mark.xfail(strict=True, reason=(
-    "its last step answers the approval with HITL decisions; flips once liveguard.hitl is wired "
-    "into liveguard/approval.py (issue 19 item 1)"))
 def test_server_client_example(server: str, tmp_path: Path) -> None:
     """examples/server_client.py against this server: stop, stays stopped, clear, approve once."""
     done = subprocess.run([sys.executable, str(EXAMPLES / "server_client.py"), "--url", server],

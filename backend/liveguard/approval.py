@@ -30,26 +30,42 @@ The node (sync and async callers alike) does, in order:
 2. **Verdict.** The trajectory goes through the eval graph (:func:`~liveguard.eval_graph.build_eval_graph`,
    compiled with ``checkpointer=False``), run in a fresh context (its own thread or task),
    so nothing of it is written into the caller's thread and the caller's callbacks and
-   config do not reach it. Judges come from the environment (``AGENT_EVAL_*``). If the
-   evaluation itself fails, the draft is held (``unjudged:eval_error``) and the run goes on.
+   config do not reach it. Settings (judges, policy, auto-approve switch) are resolved once
+   per visit, from ``settings=`` or else the environment (``AGENT_EVAL_*``), and the sync
+   and async bodies use the same values. If the evaluation itself fails, the draft is held
+   (``unjudged:eval_error``) and the run goes on.
 3. **Decision.** If :func:`~liveguard.gate.verdict_clears_autoapprove` holds, the node goes to
-   ``send``. Otherwise it calls ``interrupt(payload)`` with::
+   ``send``. Otherwise it calls ``interrupt(request)`` with a LangChain ``HITLRequest``
+   (:func:`liveguard.hitl.approval_request`): one ``send_draft`` action request with the
+   draft in ``args``, a ``description`` in words, a ``review_config`` allowing
+   ``approve``/``edit``/``reject``, and liveguard's evidence in extra keys::
 
-       {"kind": "liveguard.approval", "draft": <the draft>,
-        "verdict": <a `liveguard score --format json` row>,
-        "reasons": ["autoapprove_off", "hard:content_cycle", "unjudged:no_api_key", ...]}
+       {"action_requests": [{"name": "send_draft", "args": {"draft": <the draft>},
+                             "description": "liveguard holds this draft for a person ..."}],
+        "review_configs": [{"action_name": "send_draft",
+                            "allowed_decisions": ["approve", "edit", "reject"]}],
+        "kind": "liveguard.approval", "codes": [...], "edit_key": "draft",
+        "reasons": ["autoapprove_off", "hard:content_cycle", "unjudged:no_api_key", ...],
+        "verdict": <a `liveguard score --format json` row>, "interrupt_id": <its id>}
 
-   When the thread is resumed, the verdict is **not** recomputed: the payload stored with
+   When the thread is resumed, the verdict is **not** recomputed: the request stored with
    the interrupt (in the checkpoint's pending writes) is reused, so the person decides
-   on what they saw and a resume costs no judge call.
-4. **Resume** with ``Command(resume={"action": "approve" | "reject" | "edit", "by": str,
-   "note": str, "draft": str})``: approve goes to ``send``; reject to ``revise`` (or END);
-   edit replaces the draft (``draft`` required) and goes to ``send``. A malformed answer
-   (missing ``by``, unknown action, a wrong type, unknown keys) is logged and answered with
-   a new ``interrupt()`` whose payload adds ``"error"``: the thread stays interrupted and
-   nothing is sent. :func:`resume_approval` / :func:`aresume_approval` check the answer
-   (:func:`parse_decision`) and that the thread waits for an approval *before* resuming,
-   and raise :class:`ApprovalError` otherwise (the approvals CLI does the same).
+   on what they saw and a resume costs no judge call. ``notifiers`` (see
+   :mod:`liveguard.notify`) are called once per hold, when the interrupt is raised for the
+   first time (not when a run replays it); a failing notifier is logged and changes nothing.
+4. **Resume** with LangChain's ``HITLResponse``, ``Command(resume={"decisions": [{"type":
+   "approve"}], "by": "ann", "note": "..."})``: approve goes to ``send``; ``{"type": "edit",
+   "edited_action": {"name": "send_draft", "args": {"draft": "..."}}}`` replaces the draft and
+   goes to ``send``; ``{"type": "reject", "message": "..."}`` goes to ``revise`` (or END).
+   ``by`` and ``note`` (optional, beside ``decisions`` or inside the decision) go into the
+   audit record; an answer without ``by`` (a review UI that sends none) is recorded with
+   ``by: None`` (unattributed). The answer is parsed by :func:`liveguard.hitl.parse_resume`;
+   a malformed one (``respond``, an unknown type or key, a wrong type, an edit without a
+   draft) is logged and answered with a new ``interrupt()`` whose value adds ``"error"``
+   (:func:`liveguard.hitl.with_error`): the thread stays interrupted and nothing is sent.
+   :func:`resume_approval` / :func:`aresume_approval` check the answer against the pending
+   request and that the thread waits for an approval *before* resuming, and raise
+   :class:`ApprovalError` otherwise (the approvals CLI does the same).
 5. **Exactly once** (the precise guarantee: ``docs/approval.md``). A person's decision is
    claimed (:func:`liveguard.checkpoints.claim`: one row per interrupted task in the
    checkpointer's own database) inside ``interrupt()``'s validation of the resume answer,
@@ -87,6 +103,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict
 
+from liveguard import hitl
 from liveguard.errors import LiveguardError
 from liveguard.model import Step, Trajectory, Verdict
 from liveguard.readers.stream import UpdateStepper
@@ -94,19 +111,22 @@ from liveguard.readers.stream import UpdateStepper
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
+    from liveguard.notify import Notifier
+    from liveguard.settings import Settings
+
 __all__ = [
-    "ACTIONS",
     "KIND",
+    "UNATTRIBUTED",
     "ApprovalClaimError",
     "ApprovalConflict",
     "ApprovalError",
     "ApprovalState",
-    "Decision",
     "approval_gate",
     "approval_send",
     "aresume_approval",
     "draft_digest",
     "parse_decision",
+    "pending_approval",
     "pending_interrupt_id",
     "read_thread",
     "reasons_for",
@@ -115,16 +135,18 @@ __all__ = [
 
 log = logging.getLogger("liveguard.approval")
 
-KIND: Final = "liveguard.approval"
-ACTIONS: Final = ("approve", "reject", "edit")
+KIND: Final = hitl.APPROVAL_KIND
+UNATTRIBUTED: Final = "(unattributed)"
+"""Who decided, in the claims table, when the answer named nobody (a review UI sends no ``by``)."""
 HISTORY_WAIT: Final = 5.0
 """Default seconds the node waits for its own step's checkpoint to become readable."""
-_RESUME_KEYS: Final = frozenset({"action", "by", "note", "draft"})
 _CONF: Final = "configurable"
 _CHECKPOINTER_KEY: Final = "__pregel_checkpointer"
 _TASK_ID_KEY: Final = "__pregel_task_id"
 _INTERRUPT: Final = "__interrupt__"
 _NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+_SENDS: Final = ("approve", "edit")
+"""The decision types that send (and that :func:`approval_send` sends on)."""
 _WON: set[tuple[str, str]] = set()
 """Claims this process won and has not sent on yet: ``(thread, claim key)``. Only the
 process that won a decision's claim may send on it (:func:`approval_send`)."""
@@ -163,60 +185,44 @@ class ApprovalState(TypedDict, total=False):
     approval: dict[str, Any]
 
 
-class Decision(TypedDict, total=False):
-    action: str
-    by: str
-    note: str
-    draft: str
+def parse_decision(
+    answer: Any, request: Mapping[str, Any], *, require_by: bool = False
+) -> hitl.ReviewDecision:
+    """The typed decision in a resume answer to the approval ``request``; raise :class:`ApprovalError`.
 
-
-def parse_decision(answer: Any) -> Decision:
-    """Validate a resume answer; raise :class:`ApprovalError` saying what is wrong."""
-    if not isinstance(answer, Mapping):
-        raise ApprovalError(f"resume: expected a dict with action and by, got {type(answer).__name__}")
-    unknown = sorted(str(k) for k in answer if k not in _RESUME_KEYS)
-    if unknown:
-        raise ApprovalError(f"resume: unknown key(s) {', '.join(unknown)}; allowed: action, by, note, draft")
-    action = answer.get("action")
-    if not isinstance(action, str) or action not in ACTIONS:
-        raise ApprovalError(f"resume.action: expected one of {', '.join(ACTIONS)}, got {action!r}")
-    by = answer.get("by")
-    if not isinstance(by, str) or not by.strip():
-        raise ApprovalError("resume.by: required, a non-empty string naming who decided")
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in by):
-        raise ApprovalError("resume.by: contains a control character (NUL, newline, escape...); "
-                            "name who decided in plain text")
-    note = answer.get("note")
-    if note is not None and not isinstance(note, str):
-        raise ApprovalError(f"resume.note: expected a string, got {type(note).__name__}")
-    draft = answer.get("draft")
-    if action == "edit" and (not isinstance(draft, str) or not draft):
-        raise ApprovalError("resume.draft: action edit needs the new draft, a non-empty string")
-    if action != "edit" and draft is not None:
-        raise ApprovalError(f"resume.draft: only action edit takes a draft, got it with {action}")
-    decision: Decision = {"action": action, "by": by.strip()}
-    if note is not None:
-        decision["note"] = note
-    if isinstance(draft, str):
-        decision["draft"] = draft
-    return decision
+    ``answer`` is LangChain's ``{"decisions": [...]}`` (see :func:`liveguard.hitl.parse_resume`
+    for every shape accepted); ``require_by``: the answer must name who decided (the approvals
+    CLI always does). The error says where the answer is wrong, never its text.
+    """
+    parsed = hitl.parse_resume(answer, request, require_by=require_by)
+    if isinstance(parsed, hitl.DecisionError):
+        raise ApprovalError(str(parsed))
+    return parsed
 
 
 STRICT_RESUME_KEY: Final = "__pregel_strict_resume"
 """LangGraph's strict resume switch: a resume naming an interrupt that is not pending is refused."""
 
 
-def pending_interrupt_id(snapshot: Any) -> str | None:
-    """The id of the approval interrupt a thread's state snapshot waits on, else None."""
+def pending_approval(snapshot: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(interrupt id, request)`` of the approval interrupt a thread's state snapshot waits on."""
     for item in getattr(snapshot, "interrupts", ()) or ():
         value = getattr(item, "value", None)
         if isinstance(value, Mapping) and value.get("kind") == KIND:
-            return str(getattr(item, "id", "")) or None
+            interrupt_id = str(getattr(item, "id", "") or "")
+            if interrupt_id:
+                return interrupt_id, dict(value)
     return None
 
 
-def pinned(config: Any, interrupt_id: str, decision: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """``Command(resume={interrupt_id: decision})`` and a strict-resume config for it.
+def pending_interrupt_id(snapshot: Any) -> str | None:
+    """The id of the approval interrupt a thread's state snapshot waits on, else None."""
+    found = pending_approval(snapshot)
+    return found[0] if found is not None else None
+
+
+def pinned(config: Any, interrupt_id: str, answer: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``Command(resume={interrupt_id: answer})`` and a strict-resume config for it.
 
     LangGraph refuses the resume (``UnknownInterruptError``, before anything is written) when
     that interrupt is no longer pending, so a decision never lands on another interrupt.
@@ -225,7 +231,7 @@ def pinned(config: Any, interrupt_id: str, decision: Mapping[str, Any]) -> tuple
 
     conf = dict((config or {}).get(_CONF) or {})
     conf[STRICT_RESUME_KEY] = True
-    return Command(resume={interrupt_id: dict(decision)}), {**(config or {}), _CONF: conf}
+    return Command(resume={interrupt_id: dict(answer)}), {**(config or {}), _CONF: conf}
 
 
 def _not_waiting(config: Any) -> ApprovalError:
@@ -233,20 +239,28 @@ def _not_waiting(config: Any) -> ApprovalError:
     return ApprovalError(f"thread {thread}: not waiting for approval")
 
 
+def _checked(snapshot: Any, config: Any, answer: Any) -> tuple[str, dict[str, Any]]:
+    found = pending_approval(snapshot)
+    if found is None:
+        raise _not_waiting(config)
+    interrupt_id, request = found
+    decision = parse_decision(answer, request)
+    return interrupt_id, hitl.to_hitl_response(decision)
+
+
 def resume_approval(graph: Any, config: Any, answer: Any) -> Any:
     """Resume a thread held by the approval step with a checked decision, pinned to its interrupt.
 
-    Raises :class:`ApprovalError` (nothing resumed, nothing sent) when ``answer`` is not a
-    valid decision or the thread is not waiting for an approval (also when another worker
-    decided it between the check and the resume); returns what ``graph.invoke`` returns.
+    ``answer`` is ``{"decisions": [{"type": "approve" | "edit" | "reject", ...}], "by": ...,
+    "note": ...}``. Raises :class:`ApprovalError` (nothing resumed, nothing sent) when the
+    thread is not waiting for an approval (also when another worker decided it between the
+    check and the resume) or ``answer`` is not a valid decision for the pending request;
+    returns what ``graph.invoke`` returns.
     """
     from langgraph.errors import UnknownInterruptError
 
-    decision = parse_decision(answer)
-    interrupt_id = pending_interrupt_id(graph.get_state(config))
-    if interrupt_id is None:
-        raise _not_waiting(config)
-    command, strict = pinned(config, interrupt_id, decision)
+    interrupt_id, response = _checked(graph.get_state(config), config, answer)
+    command, strict = pinned(config, interrupt_id, response)
     try:
         return graph.invoke(command, strict)
     except UnknownInterruptError:
@@ -257,11 +271,8 @@ async def aresume_approval(graph: Any, config: Any, answer: Any) -> Any:
     """Async :func:`resume_approval`."""
     from langgraph.errors import UnknownInterruptError
 
-    decision = parse_decision(answer)
-    interrupt_id = pending_interrupt_id(await graph.aget_state(config))
-    if interrupt_id is None:
-        raise _not_waiting(config)
-    command, strict = pinned(config, interrupt_id, decision)
+    interrupt_id, response = _checked(await graph.aget_state(config), config, answer)
+    command, strict = pinned(config, interrupt_id, response)
     try:
         return await graph.ainvoke(command, strict)
     except UnknownInterruptError:
@@ -274,15 +285,24 @@ def draft_digest(draft: Any) -> str:
     return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def reasons_for(verdict: Verdict | None, cleared: bool, env: Mapping[str, str] | None = None) -> list[str]:
-    """Why a send was not auto-approved: codes only (empty when it was)."""
+def reasons_for(
+    verdict: Verdict | None, cleared: bool, env: Mapping[str, str] | None = None,
+    *, autoapprove: bool | None = None,
+) -> list[str]:
+    """Why a send was not auto-approved: codes only (empty when it was).
+
+    ``autoapprove`` is the switch (the settings value); None reads it from ``env``.
+    """
     if cleared:
         return []
     from liveguard.gate import verdict_clears_autoapprove
-    from liveguard.settings import Settings
 
+    if autoapprove is None:
+        from liveguard.settings import Settings
+
+        autoapprove = Settings.from_env(env).autoapprove
     reasons: list[str] = []
-    if not Settings.from_env(env).autoapprove:
+    if not autoapprove:
         reasons.append("autoapprove_off")
     if verdict is None:
         return [*reasons, "unjudged:no_verdict"]
@@ -480,15 +500,17 @@ def read_thread(
                       metadata={"source": "checkpoint"})
 
 
-def _stored_payload(target: Any, task_id: str) -> dict[str, Any] | None:
-    """The payload this task interrupted with before (a resume re-runs the node)."""
+def _stored_request(target: Any, task_id: str) -> tuple[dict[str, Any], str | None] | None:
+    """The request this task interrupted with before (a resume re-runs the node), and its id."""
     for write_task, channel, value in target.pending_writes or ():
         if write_task != task_id or channel != _INTERRUPT:
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
-            payload = getattr(item, "value", None)
-            if isinstance(payload, Mapping) and payload.get("kind") == KIND:
-                return {k: v for k, v in payload.items() if k != "error"}
+            request = getattr(item, "value", None)
+            if isinstance(request, Mapping) and request.get("kind") == KIND:
+                held = getattr(item, "id", None)
+                return ({k: v for k, v in request.items() if k != "error"},
+                        None if held is None else str(held))
     return None
 
 
@@ -505,6 +527,8 @@ class _Gate:
         graph_name: str | None,
         allow_set: Any,
         policy: Any,
+        settings: Settings | None,
+        notifiers: Sequence[Notifier],
         decide: Callable[[dict[str, Any]], Any] | None,
         clock: Callable[[], datetime],
         history_wait: float,
@@ -518,8 +542,20 @@ class _Gate:
         self.graph_name = graph_name
         self.allow_set = allow_set
         self.policy = policy
+        self.settings = settings
+        self.notifiers = tuple(notifiers)
         self.decide = decide
         self.clock = clock
+
+    # -- settings, resolved once per visit (the edge), the same for the sync and async bodies --
+    def _settings(self) -> Settings:
+        from liveguard.settings import Settings
+
+        return self.settings if self.settings is not None else Settings.from_env()
+
+    def _policy(self, settings: Settings) -> Any:
+        """The given policy, else the settings' (environment overrides on the defaults)."""
+        return self.policy if self.policy is not None else settings.policy()
 
     # -- evaluation ------------------------------------------------------------------------
     def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:
@@ -531,39 +567,47 @@ class _Gate:
         return Trajectory(run_id=thread, graph=self.graph_name, steps=steps, status="interrupted",
                           metadata={"source": "checkpoint"})
 
-    def _evaluate_sync(self, trajectory: Trajectory) -> Verdict:
+    def _evaluate_sync(self, trajectory: Trajectory, settings: Settings) -> Verdict:
         from liveguard.eval_graph import evaluate_trajectory
 
+        policy = self._policy(settings)
+
         def run() -> Verdict:
-            return evaluate_trajectory(trajectory, allow_set=self.allow_set, policy=self.policy)
+            return evaluate_trajectory(trajectory, allow_set=self.allow_set, policy=policy, settings=settings)
 
         # A fresh thread: its own event loop, and none of the caller's context (config, callbacks).
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="liveguard-eval") as pool:
             return pool.submit(contextvars.Context().run, run).result()
 
-    async def _evaluate_async(self, trajectory: Trajectory) -> Verdict:
+    async def _evaluate_async(self, trajectory: Trajectory, settings: Settings) -> Verdict:
         from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-        from liveguard.judges import Gateway, JudgeConfig
+        from liveguard.judges import JudgeClient
+
+        policy = self._policy(settings)
 
         async def run() -> Verdict:
-            gate = Gateway(JudgeConfig.from_env())
+            client = JudgeClient(settings.judge_config())
             try:
                 return await aevaluate_trajectory(
-                    trajectory, allow_set=self.allow_set, policy=self.policy,
-                    graph=build_eval_graph(gateway=gate),
+                    trajectory, allow_set=self.allow_set, policy=policy, settings=settings,
+                    graph=build_eval_graph(client=client, settings=settings),
                 )
             finally:
-                await gate.aclose()
+                await client.aclose()
 
         return await asyncio.create_task(run(), context=contextvars.Context())
 
-    def _payload(self, thread: str, draft: Any, verdict: Verdict | None, error: str | None) -> dict[str, Any]:
+    def _payload(
+        self, thread: str, draft: Any, verdict: Verdict | None, error: str | None, settings: Settings
+    ) -> dict[str, Any]:
+        """The interrupt value (:func:`liveguard.hitl.approval_request`), plus ``_cleared``."""
         from liveguard.gate import verdict_clears_autoapprove
         from liveguard.scoring import RunRow
 
         try:
-            cleared = verdict_clears_autoapprove(verdict)
-            reasons = reasons_for(verdict, cleared)
+            switch = settings.autoapprove
+            cleared = verdict_clears_autoapprove(verdict, enabled=switch)
+            reasons = reasons_for(verdict, cleared, autoapprove=switch)
         except Exception as exc:  # a bad setting: the check cannot clear anything
             log.warning("approval thread=%s autoapprove_check_error=%s", thread, type(exc).__name__)
             cleared, reasons = False, ["autoapprove_check_error"]
@@ -571,35 +615,38 @@ class _Gate:
             reasons = [r for r in reasons if r != "unjudged:no_verdict"] + [f"unjudged:{error}"]
         row = RunRow(source="checkpoint", run_id=thread, graph=self.graph_name, verdict=verdict,
                      error=None if verdict is not None else f"unjudged:{error or 'no_verdict'}").as_json()
-        return {"kind": KIND, "draft": draft, "verdict": row, "reasons": reasons, "_cleared": cleared}
+        request: dict[str, Any] = dict(hitl.approval_request(draft, reasons=reasons, verdict=row))
+        request["_cleared"] = cleared
+        return request
 
     # -- decision --------------------------------------------------------------------------
     def _record(
-        self, payload: Mapping[str, Any], actor: str, decision: Decision, draft: Any,
+        self, payload: Mapping[str, Any], actor: str, decision: hitl.ReviewDecision, draft: Any,
         claim_key: str | None = None,
     ) -> dict[str, Any]:
         row = payload.get("verdict") or {}
-        codes = sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
         record: dict[str, Any] = {
             "kind": KIND,
             "actor": actor,
-            "action": decision["action"],
-            "by": decision["by"],
+            "action": decision.type,
+            "by": decision.by,  # None: the answer named nobody (unattributed)
             "at": self.clock().isoformat(),
-            "note": decision.get("note"),
-            "codes": codes,
+            "note": decision.note,
+            "codes": [str(c) for c in payload.get("codes") or []],
             "reasons": list(payload.get("reasons") or []),
             "passed": row.get("passed"),
             "score": row.get("score"),
             "draft_digest": draft_digest(draft),
         }
-        if decision["action"] == "edit":
-            record["edited_digest"] = draft_digest(decision.get("draft"))
+        if isinstance(decision, hitl.Edit):
+            record["edited_digest"] = draft_digest(decision.value)
+        if isinstance(decision, hitl.Reject) and decision.message is not None:
+            record["message"] = decision.message
         if claim_key is not None:
             record["claim"] = claim_key  # what approval_send checks before it sends
         return record
 
-    def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: Decision,
+    def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: hitl.ReviewDecision,
                  draft: Any, *, claim_key: str | None = None) -> Any:
         from langgraph.graph import END
         from langgraph.types import Command
@@ -607,18 +654,17 @@ class _Gate:
         record = self._record(payload, actor, decision, draft, claim_key)
         row = dict(payload.get("verdict") or {})
         update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: row}
-        action = decision["action"]
-        if action == "edit":
-            update[self.draft_key] = decision["draft"]
-        goto = self.send if action in ("approve", "edit") else (self.revise or END)
+        if isinstance(decision, hitl.Edit):
+            update[self.draft_key] = decision.value
+        goto = self.send if decision.type in _SENDS else (self.revise or END)
         log.info(
-            "approval thread=%s action=%s actor=%s codes=%s reasons=%s draft=%s goto=%s",
-            thread, action, actor, ",".join(record["codes"]) or "-", ",".join(record["reasons"]) or "-",
-            record.get("edited_digest", record["draft_digest"]), goto,
+            "approval thread=%s action=%s actor=%s attributed=%d codes=%s reasons=%s draft=%s goto=%s",
+            thread, decision.type, actor, decision.by is not None, ",".join(record["codes"]) or "-",
+            ",".join(record["reasons"]) or "-", record.get("edited_digest", record["draft_digest"]), goto,
         )
         return Command(update=update, goto=goto)
 
-    def _ask(self, payload: dict[str, Any], visit: _Visit) -> Decision:
+    def _ask(self, payload: dict[str, Any], visit: _Visit) -> hitl.ReviewDecision:
         """The person's decision, claimed before LangGraph stores it (see the module docstring, 5)."""
         from langgraph.errors import GraphInterrupt
         from langgraph.types import interrupt
@@ -626,48 +672,54 @@ class _Gate:
 
         shown = {k: v for k, v in payload.items() if not k.startswith("_")}
         if self.decide is not None:
-            return parse_decision(self.decide(shown))
-        value = shown
+            return parse_decision(self.decide(dict(shown)), shown)
+        value = dict(shown)
         while True:
             outcome: dict[str, Any] = {}
 
             def check(answer: Any, outcome: dict[str, Any] = outcome) -> Any:
-                return self._claim_answer(visit, answer, outcome)
+                return self._claim_answer(visit, answer, shown, outcome)
 
             schema: Any = Annotated[Any, AfterValidator(check)]
             try:
                 answer = interrupt(value, response_schema=schema)
             except GraphInterrupt as exc:
-                self._index(visit, exc)
+                self._held(visit, exc)
                 raise
             except _ClaimAbort:
                 raise self._not_claimed(visit, outcome) from None
-            try:
-                return parse_decision(answer)
-            except ApprovalError as exc:
-                log.warning("approval thread=%s bad_resume=%s", visit.thread, type(answer).__name__)
-                value = {**shown, "error": str(exc)}
+            parsed = hitl.parse_resume(answer, shown)
+            if not isinstance(parsed, hitl.DecisionError):
+                return parsed
+            # Stored, never claimed, never sent on: the thread is asked again, with the error.
+            log.warning("approval thread=%s bad_resume=%s", visit.thread, parsed.location)
+            value = dict(hitl.with_error(shown, parsed))
 
-    def _claim_answer(self, visit: _Visit, answer: Any, outcome: dict[str, Any]) -> Any:
-        """Runs inside ``interrupt()`` before LangGraph stores the answer: a failed claim stores nothing."""
+    def _claim_answer(
+        self, visit: _Visit, answer: Any, request: Mapping[str, Any], outcome: dict[str, Any]
+    ) -> Any:
+        """Runs inside ``interrupt()`` before LangGraph stores the answer: a failed claim stores nothing.
+
+        Only a valid decision (:func:`liveguard.hitl.parse_resume`) is claimed; a malformed
+        answer is stored and answered with a new interrupt, and decides nothing.
+        """
         from liveguard.checkpoints import claim
 
-        try:
-            decision = parse_decision(answer)
-        except ApprovalError:
-            return answer  # a malformed answer is stored and answered with a new interrupt
+        decision = hitl.parse_resume(answer, request)
+        if isinstance(decision, hitl.DecisionError):
+            return answer
         if (visit.thread, visit.claim_key) in _WON:
             return answer  # this process claimed it already (a replay of its own answer)
         try:
-            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision["by"],
-                        action=decision["action"], at=self.clock().isoformat())
+            won = claim(visit.saver, visit.thread, visit.claim_key, by=decision.by or UNATTRIBUTED,
+                        action=decision.type, at=self.clock().isoformat())
         except Exception as exc:
             outcome["error"] = exc
             raise _ClaimAbort from None
         if not won.won:
             outcome["conflict"] = won
             raise _ClaimAbort
-        if decision["action"] in ("approve", "edit"):  # the decisions approval_send sends on
+        if decision.type in _SENDS:  # the decisions approval_send sends on
             _WON.add((visit.thread, visit.claim_key))
         return answer
 
@@ -693,31 +745,53 @@ class _Gate:
         except Exception as exc:  # the database is down: a pinned resume (CLI, resume_approval) stores none
             log.warning("approval thread=%s forget_answer_error=%s", visit.thread, type(exc).__name__)
 
-    def _index(self, visit: _Visit, exc: Any) -> None:
-        """Write the pending-approval index row before LangGraph stores the interrupt (a superset)."""
+    def _held(self, visit: _Visit, exc: Any) -> None:
+        """The interrupt is raised: stamp its id, index it, and wake a person (once per hold)."""
         from liveguard.checkpoints import index_pending, pause_point
 
+        item = None
         try:
             item = exc.args[0][0]
-            value = item.value if isinstance(item.value, Mapping) else {}
-            row = value.get("verdict") or {}
-            codes = sorted({str(v.get("code")) for v in row.get("violations") or []
-                            if isinstance(v, Mapping)})
-            index_pending(visit.saver, visit.thread, visit.claim_key, interrupt_id=str(item.id),
+            value = item.value if isinstance(item.value, dict) else {}
+            interrupt_id = str(item.id)
+            value["interrupt_id"] = interrupt_id  # the same object LangGraph is about to store
+            # Written before LangGraph stores the interrupt: the index is a superset.
+            index_pending(visit.saver, visit.thread, visit.claim_key, interrupt_id=interrupt_id,
                           at=self.clock().isoformat(), reasons=[str(r) for r in value.get("reasons") or []],
-                          codes=codes, error=value.get("error"))
+                          codes=[str(c) for c in value.get("codes") or []], error=value.get("error"))
         except Exception as error:  # the draft is held all the same; `approvals list --scan` still finds it
             log.warning("approval thread=%s index_error=%s", visit.thread, type(error).__name__)
         pause_point("approval_indexed")
+        self._notify(visit, item)
+
+    def _notify(self, visit: _Visit, item: Any) -> None:
+        """Call the notifiers, unless this interrupt was raised (and stored) before: a replay."""
+        from liveguard.notify import Coords, notify_all
+
+        if not self.notifiers or item is None:
+            return
+        held = str(getattr(item, "id", ""))
+        if visit.stored_id is not None and held == visit.stored_id:
+            return  # the same hold, replayed (a run without an answer): the person was woken already
+        value = item.value if isinstance(item.value, Mapping) else {}
+        notify_all(self.notifiers, value, Coords(thread_id=visit.thread, checkpoint_ns=visit.node_ns,
+                                                 interrupt_id=held or None))
 
     # -- entry points ----------------------------------------------------------------------
     def _begin(self, config: Any) -> _Visit:
         thread, task_id, ns, checkpoint_id = self._where_or_scripted(config)
-        saver = (config.get(_CONF) or {}).get(_CHECKPOINTER_KEY)
-        visit = _Visit(thread, task_id, ns, checkpoint_id, saver=saver, node=_node_of(config))
+        conf = config.get(_CONF) or {}
+        visit = _Visit(thread, task_id, ns, checkpoint_id, saver=conf.get(_CHECKPOINTER_KEY),
+                       node=_node_of(config))
+        visit.node_ns = str(conf.get("checkpoint_ns") or "")
         visit.ancestors = _ancestors(config, ns) if checkpoint_id else []
         visit.root_checkpoint = (visit.ancestors[0][1] if visit.ancestors else checkpoint_id) or None
         return visit
+
+    def _reuse(self, visit: _Visit, target: Any) -> None:
+        found = _stored_request(target, visit.task_id)
+        if found is not None:
+            visit.payload, visit.stored_id = found
 
     def _read_failed(self, visit: _Visit, exc: Exception) -> None:
         if isinstance(exc, _HistoryError):
@@ -731,14 +805,14 @@ class _Gate:
         log.warning("approval thread=%s eval_error=%s", visit.thread, type(exc).__name__)
         visit.error = "eval_error"
 
-    def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None) -> Any:
+    def _auto(self, visit: _Visit, draft: Any, verdict: Verdict | None, settings: Settings) -> Any:
         """Build the payload; return the auto-approve Command when the verdict clears, else None."""
         from liveguard.checkpoints import claim
 
-        visit.payload = self._payload(visit.thread, draft, verdict, visit.error)
+        visit.payload = self._payload(visit.thread, draft, verdict, visit.error, settings)
         if not visit.payload.pop("_cleared"):
             return None
-        decision: Decision = {"action": "approve", "by": "liveguard"}
+        decision = hitl.Approve(by="liveguard")
         key = None
         if visit.saver is not None and self.decide is None:
             key = visit.claim_key
@@ -748,7 +822,7 @@ class _Gate:
             except Exception as exc:  # no claim, no auto-send: a person decides
                 log.warning("approval thread=%s claim_error=%s", visit.thread, type(exc).__name__)
                 visit.error = "claim_error"
-                visit.payload = self._payload(visit.thread, draft, None, visit.error)
+                visit.payload = self._payload(visit.thread, draft, None, visit.error, settings)
                 visit.payload.pop("_cleared")
                 return None
             if not won.won:
@@ -760,6 +834,11 @@ class _Gate:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
         return ApprovalConflict(visit.thread, won.decided_by, won.action, won.decided_at)
 
+    def _person(self, visit: _Visit, decision: hitl.ReviewDecision, draft: Any) -> Any:
+        assert visit.payload is not None
+        key = visit.claim_key if self.decide is None else None
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
+
     def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         visit = self._begin(config)
         draft = state.get(self.draft_key)
@@ -769,23 +848,22 @@ class _Gate:
                     visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
                     ancestors=visit.ancestors,
                 )
-                visit.payload = _stored_payload(target, visit.task_id)
+                self._reuse(visit, target)
             except Exception as exc:
                 self._read_failed(visit, exc)
         if visit.payload is None:
+            settings = self._settings()
             verdict = None
             if visit.chunks is not None:
                 try:
-                    verdict = self._evaluate_sync(visit.trajectory(self))
+                    verdict = self._evaluate_sync(visit.trajectory(self), settings)
                 except Exception as exc:
                     self._eval_failed(visit, exc)
-            auto = self._auto(visit, draft, verdict)
+            auto = self._auto(visit, draft, verdict, settings)
             if auto is not None:
                 return auto
         assert visit.payload is not None
-        decision = self._ask(visit.payload, visit)
-        key = visit.claim_key if self.decide is None else None
-        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
+        return self._person(visit, self._ask(visit.payload, visit), draft)
 
     async def acall(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         visit = self._begin(config)
@@ -796,28 +874,28 @@ class _Gate:
                     visit.saver, visit.thread, visit.ns, visit.checkpoint_id, self.history_wait,
                     ancestors=visit.ancestors,
                 )
-                visit.payload = _stored_payload(target, visit.task_id)
+                self._reuse(visit, target)
             except Exception as exc:
                 self._read_failed(visit, exc)
         if visit.payload is None:
+            settings = self._settings()
             verdict = None
             if visit.chunks is not None:
                 try:
-                    verdict = await self._evaluate_async(visit.trajectory(self))
+                    verdict = await self._evaluate_async(visit.trajectory(self), settings)
                 except Exception as exc:
                     self._eval_failed(visit, exc)
-            auto = await asyncio.to_thread(self._auto, visit, draft, verdict)
+            auto = await asyncio.to_thread(self._auto, visit, draft, verdict, settings)
             if auto is not None:
                 return auto
         assert visit.payload is not None
         if self.decide is None:
             # In a worker thread, so that the claim (a blocking call inside interrupt()) can
-            # run an async saver's query on this event loop.
+            # run an async saver's query on this event loop, and the notifiers run off it.
             decision = await asyncio.to_thread(self._ask, visit.payload, visit)
         else:
             decision = self._ask(visit.payload, visit)
-        key = visit.claim_key if self.decide is None else None
-        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
+        return self._person(visit, decision, draft)
 
     def _where_or_scripted(self, config: Any) -> tuple[str, str, str, str]:
         """Where the node runs. With a scripted ``decide``, a graph without a checkpointer may run it."""
@@ -847,6 +925,9 @@ class _Visit:
         self.error: str | None = None if saver is not None and checkpoint_id else "no_history"
         self.ancestors: list[tuple[str, str]] = []
         self.root_checkpoint: str | None = None
+        self.node_ns = ""
+        self.stored_id: str | None = None
+        """The id of the interrupt this task raised before (read back from the checkpoint)."""
 
     @property
     def readable(self) -> bool:
@@ -871,6 +952,8 @@ def approval_gate(
     graph_name: str | None = None,
     allow_set: Any = None,
     policy: Any = None,
+    settings: Settings | None = None,
+    notifiers: Sequence[Notifier] = (),
     decide: Callable[[dict[str, Any]], Any] | None = None,
     clock: Callable[[], datetime] | None = None,
     history_wait: float = HISTORY_WAIT,
@@ -880,11 +963,17 @@ def approval_gate(
 
     ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run).
     ``graph_name``, ``allow_set`` and ``policy`` are passed to the eval graph (the allow-set
-    turns on the transition rules). ``decide`` replaces the person for non-interactive runs
+    turns on the transition rules). ``settings`` (:class:`liveguard.settings.Settings`):
+    judges, auto-approve switch and, when ``policy`` is None, the policy; None reads the
+    environment once per visit, the same for the sync and async bodies. ``notifiers``
+    (:class:`liveguard.notify.Notifier`, e.g. :class:`~liveguard.notify.WebhookNotifier`)
+    are called with the interrupt value and the thread coordinates each time a draft is
+    held (once per hold, not when a run replays it); a failing notifier is logged and
+    never releases or sends the draft. ``decide`` replaces the person for non-interactive runs
     (recording, batch replays): it gets the payload and returns the resume answer, which is
-    validated like one; no ``interrupt()`` happens and no claim is taken. ``clock`` stamps the
-    audit records (default: now, UTC). ``history_wait`` bounds the wait for the step's own
-    checkpoint (seconds).
+    validated like one (:func:`parse_decision`); no ``interrupt()`` happens and no claim is
+    taken. ``clock`` stamps the audit records (default: now, UTC). ``history_wait`` bounds
+    the wait for the step's own checkpoint (seconds).
     """
     # LangGraph's own node wrapper (one traced run per visit, sync and async bodies); the public
     # RunnableLambda would add a nested run of the same name.
@@ -892,9 +981,15 @@ def approval_gate(
 
     if not isinstance(send, str) or not send:
         raise ApprovalError("approval_gate: send must name a node")
+    listed = list(notifiers)
+    for index, notifier in enumerate(listed):
+        if not callable(notifier):
+            raise ApprovalError(f"approval_gate: notifiers[{index}] is not callable "
+                                f"(got {type(notifier).__name__}); a notifier is notifier(payload, coords)")
     gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
-                 decide=decide, clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
+                 settings=settings, notifiers=listed, decide=decide,
+                 clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
     return RunnableCallable(gate, gate.acall, name=name, trace=False)
 
 

@@ -5,7 +5,7 @@
     liveguard approvals list   [--checkpoint URL] [--format table|json] [--scan]
     liveguard approvals show   THREAD [--checkpoint URL] [--format table|json]
     liveguard approvals approve THREAD --by NAME [--interrupt ID] [--note TEXT] --graph MODULE:ATTR
-    liveguard approvals reject  THREAD --by NAME [--interrupt ID] [--note TEXT] --graph MODULE:ATTR
+    liveguard approvals reject  THREAD --by NAME [--message TEXT] [--interrupt ID] [--note TEXT] --graph ...
     liveguard approvals edit    THREAD --by NAME --draft-file F [--interrupt ID] [--note TEXT] --graph ...
 
 ``--checkpoint`` defaults to ``AGENT_EVAL_CHECKPOINT_URL``, else the embedded SQLite file
@@ -23,6 +23,12 @@ longer the pending one): it never lands on a later draft. A thread that is unkno
 waiting for approval, a stale interrupt id, a malformed decision, an interrupt another
 worker already decided, a database that cannot be reached, opened or written: exit 2 with
 one line on stderr.
+
+The held draft is a LangChain ``HITLRequest`` (see :mod:`liveguard.hitl`); ``show`` prints
+its description and allowed decisions. A decision is sent as the same ``HITLResponse`` a
+review UI sends, ``{"decisions": [{"type": "approve" | "edit" | "reject", ...}], "by": NAME,
+"note": TEXT}`` (edit: ``edited_action.args.draft`` is the file's text; reject: ``message``),
+and always names who decided.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from liveguard import hitl
 from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision, pinned
 from liveguard.checkpoints import (
     DEFAULT_CHECKPOINT_URL,
@@ -71,8 +78,28 @@ class Pending:
 
     @property
     def codes(self) -> list[str]:
-        row = self.payload.get("verdict") or {}
-        return sorted({str(v.get("code")) for v in row.get("violations") or [] if isinstance(v, Mapping)})
+        return [str(c) for c in self.payload.get("codes") or []]
+
+    def _action(self) -> Mapping[str, Any]:
+        actions = self.payload.get("action_requests")
+        first = actions[0] if isinstance(actions, list) and actions else None
+        return first if isinstance(first, Mapping) else {}
+
+    @property
+    def draft(self) -> Any:
+        args = self._action().get("args")
+        return args.get("draft") if isinstance(args, Mapping) else None
+
+    @property
+    def description(self) -> str:
+        return str(self._action().get("description") or "")
+
+    @property
+    def allowed_decisions(self) -> list[str]:
+        configs = self.payload.get("review_configs")
+        first = configs[0] if isinstance(configs, list) and configs else None
+        allowed = first.get("allowed_decisions") if isinstance(first, Mapping) else None
+        return [str(a) for a in allowed] if isinstance(allowed, list) else []
 
     def as_json(self, *, with_draft: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -85,7 +112,9 @@ class Pending:
         if "error" in self.payload:
             out["error"] = self.payload["error"]
         if with_draft:
-            out["draft"] = self.payload.get("draft")
+            out["description"] = self.description
+            out["allowed_decisions"] = self.allowed_decisions
+            out["draft"] = self.draft
             out["verdict"] = self.payload.get("verdict")
         return out
 
@@ -158,6 +187,8 @@ def add_parser(sub: Any) -> None:
         p.add_argument("--interrupt", metavar="ID", default=None,
                        help="the interrupt this decision is for (from list/show); refused when stale")
         p.add_argument("--note", default=None)
+        if action == "reject":
+            p.add_argument("--message", default=None, help="why not (kept in the audit record)")
         p.add_argument("--graph", required=True, metavar="MODULE:ATTR",
                        help="the compiled graph, or a zero-argument factory returning it")
         p.add_argument("--format", choices=("table", "json"), default="table")
@@ -270,9 +301,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"thread:  {found.thread_id}\ninterrupt: {found.interrupt_id}\nwhen:    {found.at}\n")
     out.write(f"reasons: {', '.join(found.reasons) or '-'}\ncodes:   {', '.join(found.codes) or '-'}\n")
     out.write(f"passed:  {row.get('passed')}  score: {row.get('score')}\n")
+    out.write(f"allowed decisions: {', '.join(found.allowed_decisions) or '-'}\n")
     if "error" in found.payload:
         out.write(f"last resume rejected: {found.payload['error']}\n")
-    out.write(f"draft:\n{found.payload.get('draft')}\n")
+    out.write(f"description:\n{found.description}\n")
+    out.write(f"draft:\n{found.draft}\n")
     return EXIT_OK
 
 
@@ -296,19 +329,31 @@ def _load_graph(spec: str) -> Any:
     return target
 
 
+def _answer(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``HITLResponse`` this command sends: one decision, ``by`` and ``note`` beside it."""
+    decision: dict[str, Any] = {"type": args.action}
+    if args.action == "edit":
+        decision["edited_action"] = {"name": hitl.APPROVAL_ACTION, "args": {"draft": args.draft}}
+    elif args.action == "reject" and args.message is not None:
+        decision["message"] = args.message
+    answer: dict[str, Any] = {"decisions": [decision], "by": args.by}
+    if args.note is not None:
+        answer["note"] = args.note
+    return answer
+
+
 def _decide(args: argparse.Namespace, out: TextIO) -> int:
     from langgraph.errors import UnknownInterruptError
 
-    answer: dict[str, Any] = {"action": args.action, "by": args.by}
-    if args.note is not None:
-        answer["note"] = args.note
     try:
+        args.draft = None
         if args.action == "edit":
             try:
-                answer["draft"] = Path(args.draft_file).read_text(encoding="utf-8")
+                args.draft = Path(args.draft_file).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 return _fail(f"--draft-file {args.draft_file}: {type(exc).__name__}: cannot read UTF-8 text")
-        decision = parse_decision(answer)
+        # Checked before anything is loaded: the shape every approval request has.
+        parse_decision(_answer(args), hitl.approval_request(None, reasons=[]), require_by=True)
         graph = _load_graph(args.graph)
         with open_saver(args.checkpoint, must_exist=True) as saver:
             found = _lookup(saver, args.thread)
@@ -317,10 +362,12 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
             if args.interrupt is not None and args.interrupt != found.interrupt_id:
                 return _fail(f"thread {args.thread}: interrupt {args.interrupt} is not pending "
                              f"(the thread waits on {found.interrupt_id}); nothing decided")
+            answer = _answer(args)
+            decision = parse_decision(answer, found.payload, require_by=True)  # this request's rules
             pause_point("cli_looked_up")
             app = graph.copy(update={"checkpointer": saver})
             config = {"configurable": {"thread_id": args.thread}, "recursion_limit": 200}
-            command, strict = pinned(config, found.interrupt_id, decision)
+            command, strict = pinned(config, found.interrupt_id, answer)
             try:
                 app.invoke(command, strict)
             except UnknownInterruptError:
@@ -335,8 +382,8 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
         return _fail(_env_error(exc))
     result = {
         "thread_id": args.thread,
-        "action": decision["action"],
-        "by": decision["by"],
+        "action": decision.type,
+        "by": decision.by,
         "pending": after is not None,
         "next": list(state.next),
         "error": after.payload.get("error") if after is not None else None,
@@ -346,5 +393,5 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
     else:
         status = "waiting for approval again" if after is not None else (
             f"next: {', '.join(state.next)}" if state.next else "finished")
-        out.write(f"thread {args.thread}: {decision['action']} by {decision['by']}; {status}\n")
+        out.write(f"thread {args.thread}: {decision.type} by {decision.by}; {status}\n")
     return EXIT_OK

@@ -404,15 +404,21 @@ async def aevaluate_trajectory(
     graph: Any = None,
     allowsets_in_use: bool = False,
     structural_only: bool = False,
+    settings: Settings | None = None,
 ) -> Verdict:
     """Run the eval graph on one trajectory and return its (final, escalated) verdict.
 
     ``allowsets_in_use=True`` with ``allow_set=None`` records ``no_allowset`` (missing
     evidence). ``structural_only`` applies only when ``graph`` is None (a given graph
-    was compiled with its own).
+    was compiled with its own). ``policy=None`` is ``settings.policy()``, as in
+    :func:`evaluate_trajectory`; ``settings=None`` reads the environment once, here (an
+    edge), for the policy and for the graph it builds.
     """
-    compiled = graph if graph is not None else build_eval_graph(structural_only=structural_only)
-    state = await compiled.ainvoke(_inputs(trajectory, allow_set, policy, outcome, allowsets_in_use))
+    cfg = settings if settings is not None else Settings.from_env()
+    resolved = policy if policy is not None else cfg.policy()
+    compiled = graph if graph is not None else build_eval_graph(structural_only=structural_only,
+                                                                 settings=cfg)
+    state = await compiled.ainvoke(_inputs(trajectory, allow_set, resolved, outcome, allowsets_in_use))
     verdict: Verdict = state["verdict"]
     return verdict
 
@@ -446,8 +452,7 @@ def evaluate_trajectory(
         judge_client = given if given is not None else JudgeClient(cfg.judge_config())
         try:
             return await aevaluate_trajectory(
-                trajectory, allow_set=allow_set,
-                policy=policy if policy is not None else cfg.policy(), outcome=outcome,
+                trajectory, allow_set=allow_set, policy=policy, outcome=outcome, settings=cfg,
                 graph=build_eval_graph(client=judge_client, structural_only=structural_only,
                                        settings=cfg),
             )
@@ -462,12 +467,18 @@ async def aevaluate_many(
     *,
     graph: Any,
     jobs: int = 4,
+    settings: Settings | None = None,
 ) -> list[Verdict]:
-    """Evaluate a batch concurrently (at most ``jobs`` runs at once); order preserved."""
+    """Evaluate a batch concurrently (at most ``jobs`` runs at once); order preserved.
+
+    A ``None`` policy is ``settings.policy()`` (``settings=None``: the environment, read once).
+    """
     limit = asyncio.Semaphore(max(1, jobs))
+    cfg = settings if settings is not None else Settings.from_env()
 
     async def one(item: tuple[Trajectory, AllowSet | None, Policy | None]) -> Verdict:
         async with limit:
-            return await aevaluate_trajectory(item[0], allow_set=item[1], policy=item[2], graph=graph)
+            return await aevaluate_trajectory(item[0], allow_set=item[1], policy=item[2], graph=graph,
+                                              settings=cfg)
 
     return list(await asyncio.gather(*(one(i) for i in items)))

@@ -410,6 +410,10 @@ def _audit(outer: Mapping[str, Any], inner: Mapping[str, Any], where: str) -> tu
         found[key] = value.strip() if key == "by" and value is not None else value
     if found["by"] == "":
         raise _Bad("by", "expected a non-empty string naming who decided")
+    if found["by"] is not None and any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in found["by"]):
+        # kept in audit records and claim rows (PostgreSQL refuses a NUL): plain text only
+        raise _Bad("by", "contains a control character (NUL, newline, escape...); "
+                   "name who decided in plain text")
     return found["by"], found["note"]
 
 
