@@ -80,7 +80,7 @@ class JudgeCase:
     responder: Callable[[RecordedRequest], Reply] | None
     env: dict[str, str]
     missing: list[str]
-    requests: int  # requests that must reach the server
+    requests: int | None  # requests that must reach the server (None: not a fixed number)
     refused: bool = False  # point the client at a port nothing listens on
 
 
@@ -110,7 +110,10 @@ JUDGE_CASES = [
     JudgeCase("slow_past_deadline", lambda r: Reply.slow(3.0, GOOD),
               {"AGENT_EVAL_MAX_RETRIES": "0", "AGENT_EVAL_TIMEOUT": "0.3"},
               ["judge_error:outcome:timeout", "judge_error:step:timeout",
-               "judge_error:trajectory:timeout"], requests=3),
+               "judge_error:trajectory:timeout"],
+              # A request past its deadline may be cut before or after it reaches the server:
+              # the count depends on the machine's load, the missing evidence does not.
+              requests=None),
     JudgeCase("connection_refused", None, {"AGENT_EVAL_MAX_RETRIES": "0"},
               ["judge_error:outcome:connection", "judge_error:step:connection",
                "judge_error:trajectory:connection"], requests=0, refused=True),
@@ -137,7 +140,8 @@ def test_failed_judges_are_missing_evidence(case: JudgeCase, fake_openai: FakeOp
     assert row["provenance"]["reason"].endswith("unjudged")
     assert row["provenance"]["missing"] == case.missing
     assert row["score"] is None  # never reported as if complete
-    assert len(fake_openai.requests) == case.requests
+    if case.requests is not None:
+        assert len(fake_openai.requests) == case.requests
     before = len(fake_openai.requests)
     if case.name == "panel_failing":
         fake_openai.responder = _panel_fails()  # a fresh script for the gate's own scoring
@@ -148,7 +152,8 @@ def test_failed_judges_are_missing_evidence(case: JudgeCase, fake_openai: FakeOp
     assert "missing: judges failed: 1 run(s) unjudged" in gate.stdout
     assert f"reason: 1 unjudged run(s) in the window: {', '.join(sorted(codes))}" in gate.stdout
     assert all(code in gate.stdout for code in codes)
-    assert len(fake_openai.requests) - before == case.requests
+    if case.requests is not None:
+        assert len(fake_openai.requests) - before == case.requests
 
 
 def test_a_failed_panel_never_clears_autoapprove(fake_openai: FakeOpenAI) -> None:
