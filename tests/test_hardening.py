@@ -4,6 +4,13 @@ children, Parquet exports without ``trace_id``, and input faults that are exit 2
 
 from __future__ import annotations
 
+import json
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
 import pytest
 from pydantic import SecretStr, ValidationError
 
@@ -39,3 +46,123 @@ def test_https_and_loopback_http_are_accepted(url: str) -> None:
 
 def test_plain_http_without_a_key_sends_nothing_secret_and_is_allowed() -> None:
     assert JudgeConfig(base_url="http://api.example.com/v1").skip_reason() == "no_api_key"
+
+
+# -- a corrupt embedder is missing evidence, never a pass ---------------------------------------
+
+REVIEW_LOOP = [
+    ("coder", "Here is add(): def add(a, b): return a - b"),
+    ("reviewer", "add() returns a minus b; it should return their sum. Please fix the operator."),
+    ("coder", "Updated add() as requested, please take another look."),
+    ("reviewer", "The function still subtracts instead of adding. Change the minus to a plus."),
+    ("coder", "I revised add(); could you review it again?"),
+    ("reviewer", "This still computes a - b rather than a + b. The operator needs to be a plus sign."),
+]
+
+
+def _corrupt_model(tmp_path: Path, how: str) -> Path:
+    """A copy of the real MiniLM folder whose weights are broken in the test (NaN, zeros, or a
+    last LayerNorm that maps every token to one constant vector)."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    from liveguard.semantic.minilm import model_dir
+
+    source = model_dir()
+    folder = tmp_path / how
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(source / name, folder / name)
+    weights = load_file(str(source / "model.safetensors"))
+    if how == "nan":
+        weights = {k: np.full_like(v, np.nan) if v.dtype.kind == "f" else v for k, v in weights.items()}
+    elif how == "zeros":
+        weights = {k: np.zeros_like(v) for k, v in weights.items()}
+    else:  # constant: the last layer's LayerNorm scales every token to 0 and adds one bias
+        last = max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer."))
+        prefix = f"encoder.layer.{last}.output.LayerNorm"
+        weights[f"{prefix}.weight"] = np.zeros_like(weights[f"{prefix}.weight"])
+        weights[f"{prefix}.bias"] = np.linspace(-1, 1, weights[f"{prefix}.bias"].size).astype(np.float32)
+    save_file(weights, str(folder / "model.safetensors"))
+    return folder
+
+
+@pytest.mark.parametrize(("how", "reason"), [("nan", "non_finite"), ("zeros", "zero_vector"),
+                                             ("constant", "constant_vector")])
+def test_a_corrupt_local_model_is_missing_evidence_and_holds_the_gate(
+    tmp_path: Path, how: str, reason: str
+) -> None:
+    from liveguard import Policy, Step, Trajectory, check_trajectory, evaluate_trajectory
+    from liveguard.gate import decide
+    from liveguard.semantic import EmbeddingError, register_embedder
+    from liveguard.semantic.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder(_corrupt_model(tmp_path, how), runtime="numpy")
+    name = f"corrupt-{how}"
+    register_embedder(name, lambda: embedder)
+    policy = Policy(semantic=True, semantic_embedder=name)
+    steps = [Step(node=node, summary=text) for node, text in REVIEW_LOOP]
+    found = check_trajectory(steps, policy)
+    unavailable = [v for v in found if v.code == "semantic_unavailable"]
+    assert [v.detail["reason"] for v in unavailable] == [reason]
+    runs = [Trajectory(run_id=f"r{i}", steps=steps) for i in range(10)]
+    verdicts = [evaluate_trajectory(run, policy=policy, structural_only=True) for run in runs]
+    assert all(f"semantic_unavailable:{reason}" in v.missing and not v.passed for v in verdicts)
+    assert decide(verdicts).decision == "HOLD"
+    assert getattr(embedder, "fault", None) == reason  # found at load
+    with pytest.raises(EmbeddingError, match=reason):
+        embedder.embed(["one text", "another text"])
+
+
+def test_the_local_model_checks_every_batch(tmp_path: Path) -> None:
+    """A model that passed at load and then yields NaN for a batch raises on that batch."""
+    import numpy as np
+
+    from liveguard.semantic import EmbeddingError
+    from liveguard.semantic.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder(runtime="numpy")
+    assert embedder.fault is None
+    assert embedder.embed(["a", "b"]).shape == (2, 384)
+    assert embedder._numpy is not None
+    embedder._numpy._ln_w = np.full_like(embedder._numpy._ln_w, np.nan)  # weights going bad in memory
+    with pytest.raises(EmbeddingError, match="non_finite"):
+        embedder.embed(["a", "b"])
+
+
+class _ConstantEmbeddings(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /embeddings endpoint that answers one vector for every text."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = [{"object": "embedding", "index": i, "embedding": [0.6, 0.8, 0.0]}
+                for i, _ in enumerate(body["input"])]
+        payload = json.dumps({"object": "list", "data": data, "model": body["model"],
+                              "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_the_remote_embedder_refuses_one_vector_for_different_texts() -> None:
+    from liveguard.semantic import EmbeddingError
+    from liveguard.semantic.remote import OpenAIEmbedder
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ConstantEmbeddings)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        embedder = OpenAIEmbedder(JudgeConfig(base_url=url, api_key=SecretStr("k"), max_retries=0, timeout=5))
+        assert embedder.embed(["same", "same"]).shape == (2, 3)  # one text twice: one vector is right
+        with pytest.raises(EmbeddingError, match="constant_vector"):
+            embedder.embed(["one text", "a different text"])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=3)
