@@ -225,7 +225,8 @@ def test_a_void_verdict_keeps_the_partial_score_and_names_why(fake_openai: FakeO
     client = JudgeClient(JudgeConfig(base_url=fake_openai.base_url, api_key=SecretStr("k"), max_retries=0))
     verdict = evaluate_trajectory(_runs(1, 1)[0], policy=Policy.workflow(), client=client)
     assert verdict.missing == ["judge_void:evaluator_injection_suspected"]
-    assert (verdict.passed, verdict.reason, verdict.judged, verdict.composite) == (False, "unjudged", False, None)
+    assert (verdict.passed, verdict.reason, verdict.judged) == (False, "unjudged", False)
+    assert verdict.composite is None
     assert verdict.evidence["partial_composite"] > 0.8  # above the mark: only the void rule holds it
     assert not verdict_clears_autoapprove(verdict, enabled=True)
     healthy = evaluate_trajectory(_runs(0, 1)[0], policy=Policy.workflow(), client=client)

@@ -143,11 +143,11 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
         lines.append(f"no allow-set: transition rules did not run for graph(s) {graphs}")
     for family in sorted(families):
         lines.append(f"rule family off: {family} ({_FAMILY_FLAGS.get(family, 'environment')})")
-    for code, ids in sorted(void.items()):
+    for code, runs in sorted(void.items()):
         lines.append(f"judge scores void ({code}: the run's text addressed the evaluator): "
-                     f"{len(ids)} run(s) unjudged: {_ids(sorted(set(ids)))}")
-    for code, ids in sorted(other.items()):
-        lines.append(f"missing evidence {code}: {len(set(ids))} run(s): {_ids(sorted(set(ids)))}")
+                     f"{len(runs)} run(s) unjudged: {_ids(sorted(set(runs)))}")
+    for code, runs in sorted(other.items()):
+        lines.append(f"missing evidence {code}: {len(set(runs))} run(s): {_ids(sorted(set(runs)))}")
     return lines
 
 
