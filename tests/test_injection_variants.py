@@ -103,6 +103,14 @@ def test_normalise() -> None:
     assert normalise("plain ascii") == "plain ascii"
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(max_codepoint=255), max_size=30))
+def test_the_latin1_shortcut_is_the_slow_path(text: str) -> None:
+    assert normalise(text) == injection._normalise_slow(text)
+    for code in range(256):
+        assert normalise(chr(code) + "é") == injection._normalise_slow(chr(code) + "é")
+
+
 # -- the fast path equals the definition ---------------------------------------------------------
 
 _FRAGMENTS = sorted({

@@ -219,6 +219,29 @@ _CONFUSABLES: Final = str.maketrans({
 """Letters of other scripts that look like Latin ones (the common homoglyphs)."""
 
 
+def _latin1_table() -> tuple[bytes, re.Pattern[bytes]]:
+    """:func:`_normalise_slow` of each Latin-1 character that it maps to one Latin-1 character,
+    as a ``bytes.translate`` table; the others (``½``, ``µ``, the soft hyphen, ...) as a pattern."""
+    table = bytearray(range(256))
+    slow = []
+    for b in range(128, 256):
+        out = _normalise_slow(chr(b))
+        if len(out) == 1 and ord(out) < 256:
+            table[b] = ord(out)
+        else:
+            slow.append(b)
+    return bytes(table), re.compile(b"[" + b"".join(re.escape(bytes([b])) for b in slow) + b"]")
+
+
+_CONFUSABLE: Final = re.compile("[" + "".join(chr(c) for c in _CONFUSABLES) + "]")
+_COMBINING: Final = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc"
+    "\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u0900-\u0903\u093a-\u094f\u0951-\u0957"
+    "\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f]"
+)
+"""Combining marks (accents and the like) that NFKD splits off letters."""
+
+
 def normalise(text: str) -> str:
     """``text`` as the patterns read it: NFKC (fullwidth and styled letters, ligatures), no
     invisible characters (:data:`_INVISIBLE`: zero-width splits, bidi controls), Cyrillic and
@@ -226,10 +249,27 @@ def normalise(text: str) -> str:
     is returned as is. Letter spacing is handled apart (:data:`_SPACED`)."""
     if text.isascii():
         return text
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).translate(_CONFUSABLES)
+    try:  # most non-ASCII text is Latin-1 (accents): one table look-up a byte
+        data = text.encode("latin-1")
+    except UnicodeEncodeError:
+        pass
+    else:
+        if _LATIN1_SLOW.search(data) is None:
+            return data.translate(_LATIN1_TABLE).decode("latin-1")
+    return _normalise_slow(text)
+
+
+def _normalise_slow(text: str) -> str:
+    """:func:`normalise` step by step (any text; :func:`normalise` takes a shortcut for Latin-1)."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    if _CONFUSABLE.search(text) is not None:
+        text = text.translate(_CONFUSABLES)
     if text.isascii():
         return text
-    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
+
+
+_LATIN1_TABLE, _LATIN1_SLOW = _latin1_table()
 
 
 _FIELDS: Final = ("summary", "output", "args", "result", "error")
