@@ -18,7 +18,7 @@ from pydantic import SecretStr, ValidationError
 from fake_openai import FakeOpenAI, RecordedRequest, Reply
 from liveguard.errors import PolicyError
 from liveguard.judges import JudgeConfig
-from liveguard.model import Trajectory
+from liveguard.model import Step, Trajectory
 
 # -- keys only over https, except loopback ------------------------------------------------------
 
@@ -231,3 +231,123 @@ def test_a_void_verdict_keeps_the_partial_score_and_names_why(fake_openai: FakeO
     assert not verdict_clears_autoapprove(verdict, enabled=True)
     healthy = evaluate_trajectory(_runs(0, 1)[0], policy=Policy.workflow(), client=client)
     assert (healthy.passed, healthy.missing) == (True, [])  # the look-alike without injection passes
+
+
+# -- escapes from run data are made visible on every terminal output -----------------------------
+
+CRAFTED = "r0\r\x1b[2K\x1b[1APROMOTE\u202e"
+
+
+def test_visible_escapes_controls_and_bidi() -> None:
+    from liveguard.terminal import visible, visible_json
+
+    assert visible(CRAFTED) == "r0\\r\\x1b[2K\\x1b[1APROMOTE\\u202e"
+    assert visible("a\nb\tc\x9b\x7f") == "a\\nb\\tc\\x9b\\x7f"
+    assert visible("Dear Ada,\n\tP.S. \x1b[8mwire it\x1b[0m", multiline=True) == \
+        "Dear Ada,\n\tP.S. \\x1b[8mwire it\\x1b[0m"
+    assert visible("Zürich, 東京, naïve") == "Zürich, 東京, naïve"  # ordinary text is untouched
+    raw = json.dumps({"id": CRAFTED + "\x9b"}, ensure_ascii=False)
+    safe = visible_json(raw)
+    assert json.loads(safe) == json.loads(raw)
+    assert not any(ch in safe for ch in "\x1b\r\u202e\x9b")
+
+
+def _raw_controls(text: str) -> list[str]:
+    return [ch for ch in text if (ord(ch) < 32 and ch not in "\n") or 0x7f <= ord(ch) <= 0x9f
+            or ch in "\u202e\u2066\u200b"]
+
+
+def test_a_crafted_run_id_cannot_paint_over_the_gate_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from liveguard.cli import main
+    from liveguard.readers.jsonl import write_jsonl
+    from liveguard.testing import ping_pong, trajectory
+
+    monkeypatch.chdir(tmp_path)
+    runs = [trajectory(CRAFTED if i == 0 else f"r{i}", ping_pong(rounds=6) if i == 0 else
+                       [Step(node="a", summary=f"step {i}"), Step(node="b", summary="done")])
+            for i in range(10)]
+    path = tmp_path / "runs.jsonl"
+    write_jsonl(path, runs)
+    for command in (["gate"], ["score"], ["score", "--format", "json"], ["score", "--format", "jsonl"]):
+        out = io.StringIO()
+        status = main([*command, str(path), "--no-judges"], out=out)
+        text = out.getvalue()
+        assert _raw_controls(text) == [], (command, text)
+        if command == ["gate"]:
+            assert status == 4
+            assert text.splitlines()[0] == "ROLLBACK"
+            assert "r0\\r\\x1b[2K\\x1b[1APROMOTE\\u202e" in text  # the id, shown as escapes
+
+
+def test_approvals_show_and_list_make_a_hidden_draft_visible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from liveguard.checkpoints import open_saver
+    from liveguard.cli import main
+    from test_injection_variants import _graph
+
+    for var in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
+                "AGENT_EVAL_CHECKPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    url = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    draft = "Hi Ada,\nthanks for the call.\x1b[8m P.S. wire the deposit to IBAN DE00 1234\x1b[0m\n"
+    thread = "t\x1b[31m1"
+    with open_saver(url) as saver:
+        out = _graph(draft, saver).invoke({}, {"configurable": {"thread_id": thread}})
+    assert "__interrupt__" in out  # held for a person (no judges)
+    for command in (["show", thread], ["list"], ["show", thread, "--format", "json"],
+                    ["list", "--format", "json"]):
+        buffer = io.StringIO()
+        assert main(["approvals", *command, "--checkpoint", url], out=buffer) == 0
+        text = buffer.getvalue()
+        assert _raw_controls(text) == [], (command, text)
+    buffer = io.StringIO()
+    main(["approvals", "show", thread, "--checkpoint", url], out=buffer)
+    assert "\\x1b[8m P.S. wire the deposit to IBAN DE00 1234\\x1b[0m" in buffer.getvalue()
+    assert "thread:  t\\x1b[31m1" in buffer.getvalue()
+
+
+# -- the user's module or factory failing is exit 2 with one line, not exit 70 -------------------
+
+_BROKEN_MODULE = "raise RuntimeError('db password missing\\nsecond line')\n"
+_BROKEN_FACTORY = "def build():\n    raise ConnectionError('cannot reach the vector store')\n"
+
+
+@pytest.mark.parametrize("case", ["paths-derive", "threads-show", "threads-clear", "approvals-import",
+                                  "approvals-factory", "approvals-exit"])
+def test_a_target_that_raises_is_exit_2_with_one_line(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from liveguard.cli import EXIT_BUG, main
+
+    module = f"lg_target_{case.replace('-', '_')}"
+    source = {"approvals-factory": _BROKEN_FACTORY, "approvals-exit": "import sys\nsys.exit(3)\n"}
+    (tmp_path / f"{module}.py").write_text(source.get(case, _BROKEN_MODULE))
+    monkeypatch.chdir(tmp_path)
+    attr = "build" if case == "approvals-factory" else "graph"
+    target = f"{module}:{attr}"
+    url = f"sqlite:///{tmp_path / 'c.sqlite'}"
+    argv = {
+        "paths-derive": ["paths", "derive", target],
+        "threads-show": ["threads", "show", target, "--thread", "t"],
+        "threads-clear": ["threads", "clear", target, "--thread", "t"],
+    }.get(case, ["approvals", "approve", "t", "--by", "ada", "--graph", target, "--checkpoint", url])
+    if case.startswith("approvals"):  # a thread waiting for approval, so the graph is needed
+        from liveguard.checkpoints import open_saver
+        from test_injection_variants import _graph
+
+        for var in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "AGENT_EVAL_CHECKPOINT_URL"):
+            monkeypatch.delenv(var, raising=False)
+        with open_saver(url) as saver:
+            assert "__interrupt__" in _graph("Hi", saver).invoke({}, {"configurable": {"thread_id": "t"}})
+    capsys.readouterr()
+    status = main(argv, out=io.StringIO())
+    err = capsys.readouterr().err
+    assert status == 2, (status, err)
+    assert status != EXIT_BUG
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert module in lines[0]
+    assert "internal error" not in err

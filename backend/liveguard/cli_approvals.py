@@ -20,7 +20,6 @@ already decided: exit 2 with one line on stderr.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import orjson
 
 from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision
 from liveguard.checkpoints import CheckpointURLError, open_saver
+from liveguard.terminal import visible, visible_json
 
 __all__ = ["Pending", "add_parser", "iter_pending", "pending_for"]
 
@@ -146,12 +146,12 @@ def add_parser(sub: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"liveguard: {message}", file=sys.stderr)
+    print(visible(f"liveguard: {message}"), file=sys.stderr)
     return EXIT_USAGE
 
 
 def _dump(value: Any) -> str:
-    return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
+    return visible_json(orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode())
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
@@ -168,8 +168,8 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     out.write(f"{'THREAD':<24} {'WHEN':<33} {'REASONS':<48} CODES\n")
     for p in rows:
-        out.write(f"{p.thread_id:<24} {p.at:<33} {','.join(p.reasons) or '-':<48} "
-                  f"{','.join(p.codes) or '-'}\n")
+        out.write(visible(f"{p.thread_id:<24} {p.at:<33} {','.join(p.reasons) or '-':<48} "
+                          f"{','.join(p.codes) or '-'}") + "\n")
     return EXIT_OK
 
 
@@ -194,30 +194,27 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(_dump(found.as_json(with_draft=True)) + "\n")
         return EXIT_OK
     row = found.payload.get("verdict") or {}
-    out.write(f"thread:  {found.thread_id}\nwhen:    {found.at}\n")
-    out.write(f"reasons: {', '.join(found.reasons) or '-'}\ncodes:   {', '.join(found.codes) or '-'}\n")
-    out.write(f"passed:  {row.get('passed')}  score: {row.get('score')}\n")
+    # run data made visible: an escape sequence in a draft cannot hide text from the person
+    out.write(f"thread:  {visible(found.thread_id)}\nwhen:    {visible(found.at)}\n")
+    out.write(visible(f"reasons: {', '.join(found.reasons) or '-'}") + "\n"
+              + visible(f"codes:   {', '.join(found.codes) or '-'}") + "\n")
+    out.write(visible(f"passed:  {row.get('passed')}  score: {row.get('score')}") + "\n")
     if "error" in found.payload:
-        out.write(f"last resume rejected: {found.payload['error']}\n")
-    out.write(f"draft:\n{found.payload.get('draft')}\n")
+        out.write(visible(f"last resume rejected: {found.payload['error']}") + "\n")
+    out.write(f"draft:\n{visible(found.payload.get('draft'), multiline=True)}\n")
     return EXIT_OK
 
 
 def _load_graph(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ApprovalError(f"--graph {spec!r}: expected MODULE:ATTR, e.g. graphs.campaign:build_graph")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # like `python -m`: modules of the project
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ApprovalError(f"--graph {spec}: cannot load: {exc}") from None
-    if not hasattr(target, "invoke") and callable(target):
-        try:
-            target = target()
-        except TypeError as exc:
-            raise ApprovalError(f"--graph {spec}: a factory must take no arguments ({exc})") from None
+    from liveguard.loading import TargetError, call_factory, import_target
+
+    label = f"--graph {spec}"
+    try:  # the user's module or factory raising is an input fault (exit 2), not exit 70
+        target = import_target(spec, label=label, example="graphs.campaign:build_graph")
+        if not hasattr(target, "invoke") and callable(target):
+            target = call_factory(target, label=label)
+    except TargetError as exc:
+        raise ApprovalError(str(exc)) from None
     if not hasattr(target, "invoke") or not hasattr(target, "copy"):
         raise ApprovalError(f"--graph {spec}: not a compiled graph or a factory returning one")
     return target
@@ -264,5 +261,5 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
     else:
         status = "waiting for approval again" if after is not None else (
             f"next: {', '.join(state.next)}" if state.next else "finished")
-        out.write(f"thread {args.thread}: {decision['action']} by {decision['by']}; {status}\n")
+        out.write(visible(f"thread {args.thread}: {decision['action']} by {decision['by']}; {status}") + "\n")
     return EXIT_OK
