@@ -45,7 +45,9 @@ def import_target(spec: str, *, label: str, example: str = "myapp.agent:graph") 
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise TargetError(f"{label}: cannot load: module {visible(module_name)} has no {visible(attr)!r}") from None
+        raise TargetError(
+            f"{label}: cannot load: module {visible(module_name)} has no {visible(attr)!r}"
+        ) from None
 
 
 def call_factory(factory: Callable[[], Any], *, label: str) -> Any:
