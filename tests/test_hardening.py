@@ -351,3 +351,63 @@ def test_a_target_that_raises_is_exit_2_with_one_line(
     assert len(lines) == 1, err
     assert module in lines[0]
     assert "internal error" not in err
+
+
+# -- a LangSmith root run without child_runs ----------------------------------------------------
+
+
+def _sql_loop_messages(failing_calls: int) -> list[dict[str, Any]]:
+    """LangChain-serialised messages, as a create_agent root run's outputs hold them."""
+    messages: list[dict[str, Any]] = [{"type": "human", "content": "Total per region?"}]
+    for i in range(failing_calls):
+        messages += [
+            {"type": "ai", "content": "", "tool_calls": [
+                {"name": "run_sql", "args": {"query": "SELECT * FROM ordrs"}, "id": f"call_{i}",
+                 "type": "tool_call"}]},
+            {"type": "tool", "name": "run_sql", "tool_call_id": f"call_{i}",
+             "content": "no such table: ordrs"},
+        ]
+    messages.append({"type": "ai", "content": "I could not find the table."})
+    return messages
+
+
+def _root(outputs: Any) -> Any:
+    """A root run as ``client.list_runs(is_root=True)`` returns it: no ``child_runs`` loaded."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from langsmith.schemas import Run
+
+    ident = uuid.uuid4()
+    return Run(id=ident, name="LangGraph", run_type="chain", inputs={"messages": []}, outputs=outputs,
+               start_time=datetime(2026, 1, 1, tzinfo=UTC), trace_id=ident, child_runs=None)
+
+
+def test_a_root_run_without_children_is_scored_from_its_messages() -> None:
+    from liveguard.integrations.langsmith import create_liveness_evaluator
+    from liveguard.readers.langsmith import run_to_trajectory
+
+    looping = _root({"messages": _sql_loop_messages(3)})
+    trajectory = run_to_trajectory(looping)
+    assert [s.tool for s in trajectory.steps if s.tool] == ["run_sql"] * 3
+    assert trajectory.metadata["steps_from"] == "outputs.messages"
+    liveness = create_liveness_evaluator()
+    result = liveness(looping, None)
+    assert result["score"] == 0
+    assert "tool_no_progress" in result["comment"].split(",")
+    healthy = liveness(_root({"messages": _sql_loop_messages(1)}), None)
+    assert healthy == {"key": "liveness", "score": 1, "comment": "ok"}  # the look-alike passes
+
+
+def test_a_root_run_without_children_or_messages_is_missing_evidence() -> None:
+    from liveguard import evaluate_trajectory
+    from liveguard.integrations.langsmith import create_liveness_evaluator, feedback_for
+    from liveguard.readers.langsmith import run_to_trajectory
+
+    bare = _root({"answer": "done"})
+    result = create_liveness_evaluator()(bare, None)
+    assert result["score"] == 0
+    assert result["comment"].startswith("missing:no_steps")
+    verdict = evaluate_trajectory(run_to_trajectory(bare), structural_only=True)
+    assert "no_steps" in verdict.missing
+    assert feedback_for(verdict)["score"] == 0
