@@ -411,3 +411,39 @@ def test_a_root_run_without_children_or_messages_is_missing_evidence() -> None:
     verdict = evaluate_trajectory(run_to_trajectory(bare), structural_only=True)
     assert "no_steps" in verdict.missing
     assert feedback_for(verdict)["score"] == 0
+
+
+# -- a Parquet export without trace_id ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dropped", [("trace_id",), ("trace_id", "dotted_order"),
+                                     ("trace_id", "dotted_order", "parent_run_id")])
+def test_a_parquet_export_without_trace_id_decides_as_with_it_or_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dropped: tuple[str, ...]
+) -> None:
+    import pyarrow.parquet as pq
+
+    from bulk_export import write_bulk_export
+    from liveguard.cli import main
+
+    golden = Path(__file__).resolve().parent.parent / "golden_datasets" / "langsmith"
+    traces = [t for f in sorted(golden.glob("*.json")) for t in json.loads(f.read_text())]
+    monkeypatch.chdir(tmp_path)  # no allow-sets: structure and liveness only
+    (full,) = write_bulk_export(tmp_path / "with", traces)
+    table = pq.read_table(full)
+    cut = tmp_path / "without.parquet"
+    pq.write_table(table.drop_columns(list(dropped)), cut)
+
+    def gate(path: Path) -> tuple[int, str]:
+        out = io.StringIO()
+        return main(["gate", str(path), "--no-judges", "--min-runs", "1"], out=out), out.getvalue()
+
+    expected_status, expected = gate(full)
+    assert expected.splitlines()[0] == "ROLLBACK"
+    status, text = gate(cut)
+    if len(dropped) < 3:  # dotted_order or parent_run_id still tells the traces apart
+        assert (status, text.splitlines()[0]) == (expected_status, "ROLLBACK")
+        assert text.splitlines()[1:] == expected.splitlines()[1:]
+    else:
+        assert status == 2
+        assert "none of the columns trace_id, dotted_order, parent_run_id" in text
