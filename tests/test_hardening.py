@@ -47,6 +47,22 @@ def test_https_and_loopback_http_are_accepted(url: str) -> None:
     assert JudgeConfig.from_env({"AGENT_EVAL_BASE_URL": url, "AGENT_EVAL_API_KEY": "k"}).base_url == url
 
 
+def test_the_cli_refuses_a_key_over_plain_http_with_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from liveguard.cli import main
+
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"run_id": "a", "steps": [{"node": "a", "summary": "x"}]}\n')
+    monkeypatch.setenv("AGENT_EVAL_BASE_URL", "http://judge.example.com/v1")
+    monkeypatch.setenv("AGENT_EVAL_API_KEY", "sk-secret")
+    assert main(["gate", str(path)], out=io.StringIO()) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "keys go only over https" in err[0]
+    assert "sk-secret" not in err[0]
+
+
 def test_plain_http_without_a_key_sends_nothing_secret_and_is_allowed() -> None:
     assert JudgeConfig(base_url="http://api.example.com/v1").skip_reason() == "no_api_key"
 
