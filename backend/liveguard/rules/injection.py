@@ -427,7 +427,7 @@ def _scan_tables(
     start)``: ``cmap[b]`` is the class of ASCII byte ``b`` (upper case as lower case); ``table``
     is uint16 in native order, ``[state][class]`` -> the next state's row offset (state ×
     nclasses); state 0 is "found" (absorbing), ``start`` the start state's offset.
-    About 400 states of 40 classes, built in about 0.1 s (once, at import).
+    About 410 states of 40 classes, built in about 30 ms (once, at import).
     """
     found = -1
     edges: list[dict[str, set[int]]] = [{}]  # NFA state 0: the start, searched from every position
@@ -471,16 +471,20 @@ def _scan_tables(
     classes = list(by_effect.values())
     class_of = {ch: n for n, chars in enumerate(classes) for ch in chars}
 
-    start = frozenset({0})
-    ids: dict[frozenset[int] | None, int] = {None: 0, start: 1}
-    todo: list[frozenset[int] | None] = [None, start]
+    # NFA state sets as bit masks (bit i: state i; the bit past the last state: "found")
+    found_bit = 1 << len(edges)
+    moves = [[sum(found_bit if t == found else 1 << t for t in out.get(chars[0], ())) for chars in classes]
+             for out in edges]
+    ids: dict[int, int] = {0: 0, 1: 1}  # 0: the "found" state (absorbing); 1: {start}
+    todo: list[int] = [0, 1]
     table = array("H")
     for subset in todo:  # grows while it is walked
-        for chars in classes:
-            nxt: set[int] = {0}
-            for state in subset or ():
-                nxt |= edges[state].get(chars[0], set())
-            key = None if subset is None or found in nxt else frozenset(nxt)
+        members = [state for state in range(len(edges)) if subset >> state & 1]
+        for n in range(len(classes)):
+            nxt = 1  # the start state: the search goes on from every position
+            for state in members:
+                nxt |= moves[state][n]
+            key = 0 if subset == 0 or nxt & found_bit else nxt
             if key not in ids:
                 ids[key] = len(todo)
                 todo.append(key)
