@@ -111,6 +111,23 @@ def test_the_latin1_shortcut_is_the_slow_path(text: str) -> None:
         assert normalise(chr(code) + "é") == injection._normalise_slow(chr(code) + "é")
 
 
+def test_characters_outside_the_normalisable_leads_never_yield_ascii() -> None:
+    """The second (normalised) scan is skipped when no byte of the text leads a character that
+    normalising can turn into ASCII; every other BMP character is checked here (the astral
+    planes are all in the normalisable leads)."""
+    import sys
+
+    for code in range(0x80, 0x10000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        ch = chr(code)
+        if injection._NORMALISABLE_LEADS.match(ch.encode()):
+            continue
+        assert not any(ord(c) < 128 for c in injection._normalise_slow(ch)), hex(code)
+    assert sys.maxunicode == 0x10FFFF
+    assert all(injection._NORMALISABLE_LEADS.match(bytes([lead])) for lead in range(0xF0, 0xF5))
+
+
 # -- the fast path equals the definition ---------------------------------------------------------
 
 _FRAGMENTS = sorted({
