@@ -413,7 +413,9 @@ def _normalise_json(raw: bytes) -> bytes:
     as :func:`normalise` gives each string (the JSON punctuation between strings is ASCII),
     in about 5 µs a KiB."""
     text = raw.decode("utf-8", "replace")
-    return text.encode("latin-1", _ERRORS).translate(_LATIN1_TABLE).translate(None, _HIGH_BYTES)
+    # no other character that may normalise to ASCII: drop the rest at C speed (CJK, emoji)
+    errors = _ERRORS if raw.translate(None, _OTHER_BYTES_WIDE) else "ignore"
+    return text.encode("latin-1", errors).translate(_LATIN1_TABLE).translate(None, _HIGH_BYTES)
 
 
 def _normalise_unencodable(exc: UnicodeError) -> tuple[bytes, int]:
@@ -438,6 +440,11 @@ _SEGMENTS: dict[str, bytes] = {}
 _ERRORS: Final = "liveguard.injection.normalise"
 codecs.register_error(_ERRORS, _normalise_unencodable)
 _HIGH_BYTES: Final = bytes(range(128, 256))
+_OTHER_BYTES_WIDE: Final = bytes(
+    b for b in range(256) if not (0xC4 <= b <= 0xD4 or b in b"\xe1\xe2\xe3\xea\xef" or 0xF0 <= b <= 0xF4)
+)
+"""Every byte but the leads of :data:`_NORMALISABLE_LEADS` beyond Latin-1 (``_normalise_json``
+needs its error handler only when one of those is in the text)."""
 
 
 def _json_may_match_core(raw: bytes) -> bool:
