@@ -44,7 +44,7 @@ from liveguard.gate import GATE_PASS_RATE, GateDecision, decide
 from liveguard.model import Trajectory
 from liveguard.scoring import PRESETS, Record, RunRow, iter_records, iter_scored, score_paths
 from liveguard.settings import Settings
-from liveguard.terminal import visible, visible_json
+from liveguard.terminal import VisibleWriter, visible
 
 __all__ = ["main"]
 
@@ -75,8 +75,8 @@ def _allow_sets(args: argparse.Namespace) -> dict[str, AllowSet]:
     if not files:
         raise UsageError(f"--paths {directory}: no *.yaml or *.yml allow-set in it")
     found = load_allowsets(directory)
-    print(visible(f"liveguard: allow-sets: loaded {len(found)} from {directory}/ "
-                  f"({', '.join(sorted(found))})"), file=sys.stderr)
+    print(f"liveguard: allow-sets: loaded {len(found)} from {directory}/ "
+          f"({', '.join(sorted(found))})", file=sys.stderr)
     return found
 
 
@@ -233,17 +233,12 @@ def _decision(args: argparse.Namespace, rows: list[RunRow]) -> GateDecision:
         raise UsageError(str(exc)) from None
 
 
-def _line(out: TextIO, text: str) -> None:
-    """One line of human output: run data in it made visible (:func:`liveguard.terminal.visible`)."""
-    out.write(visible(text) + "\n")
-
-
 def _write_decision(decision: GateDecision, rows: list[RunRow], out: TextIO) -> None:
     out.write(f"{decision.decision}\n")
     for reason in decision.reasons:
-        _line(out, f"  reason: {reason}")
+        out.write(f"  reason: {reason}\n")
     for line in decision.missing:
-        _line(out, f"  missing: {line}")
+        out.write(f"  missing: {line}\n")
     rate = "n/a" if decision.pass_rate is None else f"{decision.pass_rate:.2f}"
     order = "by start time" if decision.order == "start_time" else "input order"
     out.write(f"  runs: {decision.runs} (window {decision.window}, {order}, min {decision.min_runs}), "
@@ -254,14 +249,14 @@ def _write_decision(decision: GateDecision, rows: list[RunRow], out: TextIO) -> 
         if verdict is None:
             continue
         hits = ", ".join(f"{v.code}@{v.step}" for v in verdict.violations if v.severity == "hard")
-        _line(out, f"  rollback evidence: {run_id}: {hits}")
+        out.write(f"  rollback evidence: {run_id}: {hits}\n")
 
 
 def _gate(args: argparse.Namespace, out: TextIO) -> int:
     rows = _rows(args)
     for r in rows:
         if r.verdict is None:
-            _line(out, f"ERROR  {r.source}: {r.error}")
+            out.write(f"ERROR  {r.source}: {r.error}\n")
     decision = _decision(args, rows)
     _write_decision(decision, rows, out)
     return decision.exit_code
@@ -291,12 +286,12 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
     page = render_report(rows, decision, args.allow_sets, policy=args.policy or "workflow",
                          inputs=args.paths)
     target.write_text(page, encoding="utf-8")
-    _line(out, f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}")
+    out.write(f"wrote {args.output}: {len(rows)} runs, decision {decision.decision}\n")
     for line in decision.missing:
-        _line(out, f"  missing: {line}")
+        out.write(f"  missing: {line}\n")
     if decision.decision == "REFUSE":
         for reason in decision.reasons:
-            print(visible(f"liveguard: refused: {reason}"), file=sys.stderr)
+            print(f"liveguard: refused: {reason}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_USAGE if any(r.error for r in rows) else EXIT_OK
 
@@ -343,12 +338,12 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
         out.write("[")
     for r in rows:
         if fmt == "jsonl":
-            out.write(visible_json(r.json_bytes().decode()) + "\n")
+            out.write(r.json_bytes().decode() + "\n")
         elif fmt == "json":
-            text = visible_json(orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode())
+            text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
             out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))
         else:
-            _line(out, _table_row(r))
+            out.write(_table_row(r) + "\n")
         tally.add(r)
     if fmt == "json":
         out.write("\n]\n" if tally.total else "]\n")
@@ -477,16 +472,16 @@ def _paths_check(args: argparse.Namespace, out: TextIO) -> int:
         try:
             allow = load_allowset(name)
         except AllowSetError as exc:
-            _line(out, f"{exc}")
+            out.write(f"{exc}\n")
             status = EXIT_USAGE
             continue
         findings = check_allowset(allow)
         for f in findings:
-            _line(out, f"{name}: {f.level}: {f.code}: {f.message}")
+            out.write(f"{name}: {f.level}: {f.code}: {f.message}\n")
         if any(f.level == "error" for f in findings):
             status = max(status, EXIT_FAILED)
         elif not findings:
-            _line(out, f"{name}: ok ({len(allow.nodes)} nodes)")
+            out.write(f"{name}: ok ({len(allow.nodes)} nodes)\n")
     return status
 
 
@@ -497,17 +492,16 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
 
     module_name = args.target.partition(":")[0]
     try:  # the user's module raising on import is an input fault (exit 2), not exit 70
-        target = import_target(args.target, label=args.target,
-                               example="graphs.campaign:graph")
+        target = import_target(args.target, label=args.target, example="graphs.campaign:graph")
     except TargetError as exc:
-        print(visible(f"liveguard: {exc}"), file=sys.stderr)
+        print(f"liveguard: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not hasattr(target, "get_graph"):
-        print(visible(f"liveguard: {args.target} is not a compiled graph (no get_graph())"), file=sys.stderr)
+        print(f"liveguard: {args.target} is not a compiled graph (no get_graph())", file=sys.stderr)
         return EXIT_USAGE
     transitions, warnings = derive_transitions(target)
     for warning in warnings:
-        print(visible(f"liveguard: warning: {warning}"), file=sys.stderr)
+        print(f"liveguard: warning: {warning}", file=sys.stderr)
     if args.check:
         return _paths_derive_check(args.check, transitions, out)
     name = args.graph_name or module_name.rsplit(".", 1)[-1]
@@ -517,7 +511,7 @@ def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:
-        out.write(visible(text, multiline=True))
+        out.write(text)
     return EXIT_OK
 
 
@@ -533,7 +527,7 @@ def _paths_derive_check(path: str, derived: dict[str, list[str]], out: TextIO) -
     want = {(s, t) for s, targets in derived.items() for t in targets}
     for sign, edges in (("-", have - want), ("+", want - have)):
         for source, target in sorted(edges):
-            _line(out, f"{path}: {sign} {source} -> {target}")
+            out.write(f"{path}: {sign} {source} -> {target}\n")
     if have != want:
         out.write(f"{path}: differs from the graph ({len(have - want)} hops only in the file, "
                   f"{len(want - have)} only in the graph)\n")
@@ -549,7 +543,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    stream = out or sys.stdout
+    # run data never reaches the terminal raw: escapes, bidi and control characters are
+    # written visibly (liveguard.terminal), in human and JSON output alike
+    stream = VisibleWriter(out or sys.stdout)
     try:
         args.settings = Settings.from_env()
         if getattr(args, "semantic", False):  # --semantic: every policy of this command gets the layer

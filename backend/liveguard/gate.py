@@ -7,13 +7,13 @@ input order (``GateDecision.order`` says which). In this order:
 
 * duplicate run ids or unreadable runs in the input → REFUSE (exit 2, naming them);
 * any hard liveness violation (a structural code: loops, stalls, illegal hops) → ROLLBACK;
-* any missing evidence in the window (``Verdict.missing``: judges failed or skipped, judge
-  scores void because the run's text addressed the evaluator, no steps, a graph without an
-  allow-set, a rule family switched off, an embedder that failed) → HOLD;
+* any missing evidence in the window (``Verdict.missing``: judges failed or skipped,
+  no steps, a graph without an allow-set, a rule family switched off) → HOLD;
 * fewer than ``min_runs`` runs → HOLD;
 * pass rate ≥ ``pass_rate`` → PROMOTE, else HOLD.
 
-``GateDecision.missing`` holds one human line per piece of missing evidence; it is
+``GateDecision.missing`` holds one human line per piece of missing evidence (judge scores
+voided by a suspected evaluator injection and a failed embedder included); it is
 computed here only, and ``liveguard gate`` and ``liveguard report`` print the same one.
 
 ``verdict_clears_autoapprove(verdict)`` fails closed: anything short of a judged,
