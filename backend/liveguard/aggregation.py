@@ -17,7 +17,7 @@ from liveguard.judges import PROMPT_VERSION
 from liveguard.model import LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
-from liveguard.verdict import decide_run
+from liveguard.verdict import VOIDING_CODES, decide_run
 
 __all__ = ["GUARDS", "build_verdict", "dump_violations", "findings", "hard_so_far", "merge_meta",
            "missing_evidence", "telemetry_of"]
@@ -94,8 +94,12 @@ def missing_evidence(state: State, scores: Mapping[str, LevelScore], structural_
         if str(spin.get("reason", "")).startswith("judge_error:"):
             missing.append(f"judge_error:spin_check:{(spin.get('evidence') or {}).get('error')}")
     for v in telemetry.get("loop_guard", {}).get("violations", []):
-        if v.get("code") == "semantic_unavailable":
+        code = v.get("code")
+        if code == "semantic_unavailable":
             missing.append(f"semantic_unavailable:{(v.get('detail') or {}).get('reason')}")
+        elif code in VOIDING_CODES and not structural_only and f"judge_void:{code}" not in missing:
+            # the run's text addressed the evaluator: a judge that read it may have obeyed
+            missing.append(f"judge_void:{code}")
     if state.get("allowsets_in_use") and state.get("allow_set") is None:
         missing.append(f"no_allowset:{run.graph or '-'}")
     if not telemetry.get("loop_guard", {}).get("enabled", True):
@@ -190,7 +194,7 @@ def build_verdict(
             confidences.append(s.confidence)
         if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned":
             skipped_reasons.add(s.reason.split(":", 1)[1])
-    complete = bool(judged_scores) and not any(m.startswith("judge_error:") for m in missing)
+    complete = bool(judged_scores) and not any(m.startswith(("judge_error:", "judge_void:")) for m in missing)
     composite = sum(judged_scores) / len(judged_scores) if complete else None
     partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
     skipped = sorted(skipped_reasons)

@@ -50,6 +50,7 @@ from liveguard.gate import GATE_PASS_RATE, GateDecision, decide
 from liveguard.model import Trajectory
 from liveguard.scoring import PRESETS, Record, RunRow, iter_records, iter_scored, score_paths
 from liveguard.settings import Settings
+from liveguard.terminal import VisibleWriter, visible
 
 __all__ = ["main"]
 
@@ -630,16 +631,13 @@ def _paths_check(args: argparse.Namespace, out: TextIO) -> int:
 def _paths_derive(args: argparse.Namespace, out: TextIO) -> int:
     import yaml
 
-    module_name, _, attr = args.target.partition(":")
-    if not module_name or not attr:
-        print("liveguard: expected MODULE:ATTR, e.g. graphs.campaign:graph", file=sys.stderr)
-        return EXIT_USAGE
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # like `python -m`: modules of the project
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        print(f"liveguard: cannot load {args.target}: {exc}", file=sys.stderr)
+    from liveguard.loading import TargetError, import_target
+
+    module_name = args.target.partition(":")[0]
+    try:  # the user's module raising on import is an input fault (exit 2), not exit 70
+        target = import_target(args.target, label=args.target, example="graphs.campaign:graph")
+    except TargetError as exc:
+        print(f"liveguard: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not hasattr(target, "get_graph"):
         print(f"liveguard: {args.target} is not a compiled graph (no get_graph())", file=sys.stderr)
@@ -688,7 +686,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    stream = out or sys.stdout
+    # run data never reaches the terminal raw: escapes, bidi and control characters are
+    # written visibly (liveguard.terminal), in human and JSON output alike
+    stream = VisibleWriter(out or sys.stdout)
     try:
         args.settings = Settings.from_env()
         if getattr(args, "semantic", False):  # --semantic: every policy of this command gets the layer
@@ -696,7 +696,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         status: int = args.handler(args, stream)
         stream.flush()
     except (PolicyError, AllowSetError, UsageError) as exc:
-        print(f"liveguard: {exc}", file=sys.stderr)
+        print(visible(f"liveguard: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `liveguard score ... | head`: the reader left; end quietly
         _silence_stdout()

@@ -34,7 +34,6 @@ and always names who decided.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -310,20 +309,15 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _load_graph(spec: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ApprovalError(f"--graph {spec!r}: expected MODULE:ATTR, e.g. graphs.campaign:build_graph")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))  # like `python -m`: modules of the project
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ApprovalError(f"--graph {spec}: cannot load: {exc}") from None
-    if not hasattr(target, "invoke") and callable(target):
-        try:
-            target = target()
-        except TypeError as exc:
-            raise ApprovalError(f"--graph {spec}: a factory must take no arguments ({exc})") from None
+    from liveguard.loading import TargetError, call_factory, import_target
+
+    label = f"--graph {spec}"
+    try:  # the user's module or factory raising is an input fault (exit 2), not exit 70
+        target = import_target(spec, label=label, example="graphs.campaign:build_graph")
+        if not hasattr(target, "invoke") and callable(target):
+            target = call_factory(target, label=label)
+    except TargetError as exc:
+        raise ApprovalError(str(exc)) from None
     if not hasattr(target, "invoke") or not hasattr(target, "copy"):
         raise ApprovalError(f"--graph {spec}: not a compiled graph or a factory returning one")
     return target

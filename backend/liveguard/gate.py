@@ -17,7 +17,8 @@ it left out (``left_out``) and which of those carry hard findings
 * fewer than ``min_runs`` runs → HOLD;
 * pass rate ≥ ``pass_rate`` → PROMOTE, else HOLD.
 
-``GateDecision.missing`` holds one human line per piece of missing evidence; it is
+``GateDecision.missing`` holds one human line per piece of missing evidence (judge scores
+voided by a suspected evaluator injection and a failed embedder included); it is
 computed here only, and ``liveguard gate`` and ``liveguard report`` print the same one.
 
 ``verdict_clears_autoapprove(verdict)`` fails closed: anything short of a judged,
@@ -35,7 +36,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from liveguard.model import Verdict
-from liveguard.verdict import PASS_MARK
+from liveguard.verdict import JUDGE_GAPS, PASS_MARK
 
 __all__ = [
     "CELL_PASS",
@@ -56,7 +57,7 @@ A different concept from the judge pass mark, with its own constant."""
 
 Decision = Literal["PROMOTE", "HOLD", "ROLLBACK", "REFUSE"]
 EXIT_CODES: Final[Mapping[str, int]] = {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4, "REFUSE": 2}
-_JUDGE_GAPS: Final = ("judge_error:", "judges_skipped:")
+_JUDGE_GAPS: Final = JUDGE_GAPS
 _FAMILY_FLAGS: Final[Mapping[str, str]] = {
     "loop_guard": "AGENT_EVAL_LOOP_GUARD=0",
     "trajectory_anomaly": "AGENT_EVAL_TRAJECTORY_ANOMALY=0",
@@ -138,6 +139,8 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     no_steps: list[str] = []
     no_allow: dict[str, int] = {}
     families: set[str] = set()
+    void: dict[str, list[str]] = {}
+    other: dict[str, list[str]] = {}
     for v in verdicts:
         for m in v.missing:
             kind, _, detail = m.partition(":")
@@ -151,6 +154,10 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
                 no_allow[detail] = no_allow.get(detail, 0) + 1
             elif kind == "rule_family_off":
                 families.add(detail)
+            elif kind == "judge_void":
+                void.setdefault(detail, []).append(v.run_id)
+            else:  # semantic_unavailable, and any kind added later: never silently dropped
+                other.setdefault(m, []).append(v.run_id)
     lines: list[str] = []
     if failed:
         codes = Counter(d for details in failed.values() for d in details)
@@ -166,6 +173,11 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
         lines.append(f"no allow-set: transition rules did not run for graph(s) {graphs}")
     for family in sorted(families):
         lines.append(f"rule family off: {family} ({_FAMILY_FLAGS.get(family, 'environment')})")
+    for code, runs in sorted(void.items()):
+        lines.append(f"judge scores void ({code}: the run's text addressed the evaluator): "
+                     f"{len(runs)} run(s) unjudged: {_ids(sorted(set(runs)))}")
+    for code, runs in sorted(other.items()):
+        lines.append(f"missing evidence {code}: {len(set(runs))} run(s): {_ids(sorted(set(runs)))}")
     return lines
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import ipaddress
 import json
 import logging
 import secrets
@@ -48,7 +49,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from liveguard.errors import LiveguardError, PolicyError
 
@@ -137,6 +138,33 @@ def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ``::1``)."""
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def plain_http_refusal(base_url: str) -> str | None:
+    """Why a key must not go to ``base_url`` (``http://`` to a non-loopback host), else None.
+
+    Keys travel only over https; plain http is allowed for loopback hosts only (a local
+    server, a test double), where nothing crosses a network.
+    """
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() == "https":
+        return None
+    host = parts.hostname or ""
+    if parts.scheme.lower() == "http" and is_loopback(host):
+        return None
+    return (f"refusing to send an API key to {base_url!r}: keys go only over https "
+            f"(plain http only to loopback hosts, not {host or 'this host'!r})")
+
+
 def key_for(base_url: str, env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """``(key, env var)`` for ``base_url``: a key goes only to the host it was issued for."""
     own = env.get("AGENT_EVAL_API_KEY", "").strip()
@@ -187,6 +215,15 @@ class JudgeConfig(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     kill_switch: bool = False
 
+    @model_validator(mode="after")
+    def _key_only_over_https(self) -> JudgeConfig:
+        """A key is never sent in clear text: ``http://`` only to loopback hosts."""
+        if self.api_key is not None and self.api_key.get_secret_value():
+            refusal = plain_http_refusal(self.base_url)
+            if refusal is not None:
+                raise ValueError(refusal)
+        return self
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> JudgeConfig:
         """Defaults overridden by the environment; raise :class:`PolicyError` naming a bad variable.
@@ -217,7 +254,10 @@ class JudgeConfig(BaseModel):
         except ValidationError as exc:
             parts = []
             for err in exc.errors():
-                field = str(err["loc"][0]) if err["loc"] else ""
+                if not err["loc"]:  # the model's own check: a key over plain http
+                    parts.append(f"AGENT_EVAL_BASE_URL: {str(err['msg']).removeprefix('Value error, ')}")
+                    continue
+                field = str(err["loc"][0])
                 var = _ENV_NAMES.get(field, field)
                 parts.append(f"{var}={values.get(field)!r}: {err['msg']}")
             raise PolicyError("; ".join(parts)) from None

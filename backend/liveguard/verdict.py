@@ -6,7 +6,8 @@ nodes call it; nothing else decides whether a run passed.
 The decision rule (evidence or no pass):
 
 1. any hard violation → ``passed=False`` (``hard_violation``), whatever the scores;
-2. any missing or failed evidence about the run itself (see :data:`MISSING_CODES`) →
+2. any missing or failed evidence about the run itself (see :data:`MISSING_CODES`; judge
+   scores of a run whose text tried to instruct the evaluator are void, ``judge_void``) →
    ``passed=False`` (``unjudged`` when the judges are what is missing, else
    ``incomplete_evidence``). ``no_allowset`` is the exception: it is a soft finding about
    the batch's configuration (the run's own rules all ran), so it holds the gate, naming
@@ -29,8 +30,10 @@ from liveguard.model import Verdict
 
 __all__ = [
     "BORDERLINE_MARGIN",
+    "JUDGE_GAPS",
     "MISSING_CODES",
     "PASS_MARK",
+    "VOIDING_CODES",
     "apply_escalation",
     "decide_run",
     "is_borderline",
@@ -45,6 +48,7 @@ BORDERLINE_MARGIN: Final = 0.05
 MISSING_CODES: Final[Mapping[str, str]] = {
     "judge_error": "a planned judge level (or the panel) failed after its retries",
     "judges_skipped": "the judges did not run (no key for the host, LLM_KILL_SWITCH=1)",
+    "judge_void": "the run's text tried to instruct the evaluator, so its judge scores are void",
     "no_steps": "the run has no steps (none recorded or none recovered)",
     "no_allowset": "allow-sets are in use but none matches the run's graph",
     "rule_family_off": "an environment flag switched a rule family off",
@@ -55,10 +59,15 @@ MISSING_CODES: Final[Mapping[str, str]] = {
 
 GATE_ONLY: Final = ("no_allowset:",)
 """Missing-evidence prefixes that hold the gate without failing the run."""
+JUDGE_GAPS: Final = ("judge_error:", "judges_skipped:", "judge_void:")
+"""Missing-evidence prefixes that mean the run has no usable judge scores."""
+VOIDING_CODES: Final = ("evaluator_injection_suspected",)
+"""Findings that void the judges' scores of a run: its text tried to instruct the evaluator, so
+a judge that read it may have obeyed (``judge_void:<code>``; the run is never passed on them)."""
 
 
 def _judge_gap(missing: Sequence[str]) -> bool:
-    return any(m.startswith(("judge_error:", "judges_skipped:")) for m in missing)
+    return any(m.startswith(JUDGE_GAPS) for m in missing)
 
 
 def decide_run(

@@ -76,15 +76,24 @@ def feedback_for(verdict: Verdict) -> dict[str, Any]:
     """The ``liveness`` feedback of a verdict: ``{"key", "score", "comment"}``.
 
     Liveness is the deterministic floor only: score 0 when any hard violation fired, else
-    1; the comment lists the hard codes (``"ok"`` when none). Judge scores are not part of
+    1; the comment lists the hard codes (``"ok"`` when none). A run with no steps (a root
+    run read without its child runs) is missing evidence: score 0, comment
+    ``missing:no_steps``. Judge scores are not part of
     it (they are the ``verdict`` evaluator's). The CLI's ``--push-feedback`` and the
     liveness evaluator both write exactly this.
     """
-    return _liveness(verdict.hard_codes)
+    return _liveness(verdict.hard_codes, has_steps="no_steps" not in verdict.missing)
 
 
-def _liveness(hard_codes: Iterable[str]) -> dict[str, Any]:
+_NO_STEPS: Final = ("missing:no_steps (the run has no steps: a root run without its child runs, "
+                    "read it with load_child_runs=True, and no outputs.messages)")
+
+
+def _liveness(hard_codes: Iterable[str], *, has_steps: bool = True) -> dict[str, Any]:
+    """Score 0 on a hard code, and 0 on a run with no steps (missing evidence is never "ok")."""
     hard = sorted(set(hard_codes))
+    if not hard and not has_steps:
+        return {"key": LIVENESS_KEY, "score": 0, "comment": _NO_STEPS}
     return {"key": LIVENESS_KEY, "score": 0 if hard else 1, "comment": ",".join(hard) or "ok"}
 
 
@@ -215,7 +224,8 @@ def _liveness_score(
         default = policy if policy is not None else Policy.from_env()
         allow = (allow_sets or {}).get(trajectory.graph or "")
         violations = check_trajectory(trajectory.steps, policy_for(trajectory, default), allow)
-        return _liveness(v.code for v in violations if v.severity == "hard")
+        return _liveness((v.code for v in violations if v.severity == "hard"),
+                         has_steps=bool(trajectory.steps))
 
     return score
 

@@ -508,13 +508,22 @@ def run_to_trajectory(
         steps = _TreeReader().steps(root)
         md = root.metadata
         is_graph = root.node is None and any(child.node is not None for child in root.children)
+        metadata = _metadata(md, SOURCE_LANGSMITH, root.session_id)
+        if not steps and not root.children:
+            # A root without its child runs (``list_runs`` without ``load_child_runs``): its
+            # final messages are the only record of the run; read them, or it has no steps
+            # (missing evidence, never "no loop").
+            steps = _steps_from_root_messages(root)
+            if steps:
+                metadata["steps_from"] = "outputs.messages"
+                metadata.setdefault("policy", "tool_agent")
         return Trajectory(
             run_id=root.id,
             graph=_graph_name(graph, md, root.name, is_graph),
             steps=steps,
             status=root.status,
             outcome=_clean(root.outputs),
-            metadata=_with_start_time(_metadata(md, SOURCE_LANGSMITH, root.session_id), root.start),
+            metadata=_with_start_time(metadata, root.start),
             expected=expected if expected is not None else _expected_of(md),
         )
     except TrajectoryReadError:
@@ -527,6 +536,18 @@ def run_to_trajectory(
         raise TrajectoryReadError(source, f"{loc}: {first['msg']}") from None
     except Exception as exc:  # odd runs never crash a batch: they become read errors
         raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
+
+
+def _steps_from_root_messages(root: _Run) -> list[Step]:
+    """The steps of the root's ``outputs.messages`` (a ``create_agent``-style message list,
+    read as :func:`liveguard.readers.message_list.steps_from_messages` does), or none."""
+    from liveguard.readers.message_list import steps_from_messages
+
+    outputs = root.outputs
+    messages = outputs.get("messages") if isinstance(outputs, Mapping) else None
+    if not isinstance(messages, list) or not messages:
+        return []
+    return steps_from_messages({"messages": messages})
 
 
 def run_to_dict(run: Any) -> dict[str, Any]:

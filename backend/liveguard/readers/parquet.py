@@ -10,12 +10,14 @@ format (``id``, ``name``, ``run_type``, ``start_time``, ``end_time``, ``status``
 here (a column that is already nested is taken as it is). Columns this reader does
 not use are not read.
 
-The rows of one trace (same ``trace_id``; a row without one is its own trace) form one
+The rows of one trace (same ``trace_id``; without that column, the same root run in
+``dotted_order``, or the same topmost ancestor by ``parent_run_id``) form one
 flat run list that :func:`liveguard.langsmith.run_to_trajectory` turns into steps, as for
 a JSON export. Traces come in the order of their first row in the file. A trace that
 cannot be read becomes a :class:`~liveguard.errors.TrajectoryReadError` located
-``file:row`` (0-based row of its first run). A trace must lie within one file (a
-bulk export writes a trace's runs to the partition of its day); the rows of one file
+``file:row`` (0-based row of its first run); an export with none of those three columns
+is one error row (child runs would otherwise be scored as runs of their own). A trace must
+lie within one file (a bulk export writes a trace's runs to the partition of its day); the rows of one file
 are grouped in memory, the file's payloads are decoded trace by trace.
 
 ``pyarrow`` comes with the ``liveguard[ray]`` extra; without it every Parquet file is
@@ -57,6 +59,39 @@ def _decode(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+TRACE_COLUMNS = frozenset({"trace_id", "dotted_order", "parent_run_id"})
+"""The columns that tell which trace a row belongs to (any one of them will do)."""
+
+
+def _column(table: Any, name: str, size: int) -> list[Any]:
+    return table.column(name).to_pylist() if name in table.column_names else [None] * size
+
+
+def _trace_keys(table: Any, ids: list[Any]) -> list[str]:
+    """Each row's trace: its ``trace_id``; else the root run of its ``dotted_order`` (its first
+    segment ends with the root's id); else the topmost ancestor its ``parent_run_id`` chain
+    reaches in the file; else (a row with none of them) the row's own id, a root run."""
+    size = len(ids)
+    trace_ids, orders, parents = (_column(table, c, size)
+                                  for c in ("trace_id", "dotted_order", "parent_run_id"))
+    parent_of = {str(i): str(p) for i, p in zip(ids, parents, strict=True) if i is not None and p is not None}
+    present = {str(i) for i in ids if i is not None}
+    keys: list[str] = []
+    for index, (ident, trace, order) in enumerate(zip(ids, trace_ids, orders, strict=True)):
+        if trace is not None:
+            keys.append(str(trace))
+        elif order:
+            keys.append(str(order).split(".", 1)[0][-36:])
+        elif ident is not None:
+            node, hops = str(ident), 0
+            while hops <= size and parent_of.get(node) in present:  # bounded: a cycle ends too
+                node, hops = parent_of[node], hops + 1
+            keys.append(node)
+        else:
+            keys.append(f"row:{index}")
+    return keys
+
+
 def read_parquet(path: str | Path, *, name: str | None = None) -> Iterator[Trajectory | TrajectoryReadError]:
     """Every trace of one Parquet file of a LangSmith bulk export, in file order.
 
@@ -80,12 +115,13 @@ def read_parquet(path: str | Path, *, name: str | None = None) -> Iterator[Traje
         return
     from liveguard.langsmith import run_to_trajectory
 
+    if not TRACE_COLUMNS & set(table.column_names):
+        yield TrajectoryReadError(where, "cannot group child runs into traces: the export has none "
+                                  "of the columns trace_id, dotted_order, parent_run_id (export them)")
+        return
     traces: dict[str, list[int]] = {}
     ids = table.column("id").to_pylist()
-    has_trace = "trace_id" in table.column_names
-    trace_ids = table.column("trace_id").to_pylist() if has_trace else [None] * len(ids)
-    for index, (ident, trace) in enumerate(zip(ids, trace_ids, strict=True)):
-        key = str(trace) if trace is not None else (f"id:{ident}" if ident is not None else f"row:{index}")
+    for index, key in enumerate(_trace_keys(table, ids)):
         traces.setdefault(key, []).append(index)
     for rows in traces.values():
         located = f"{where}:{rows[0]}"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
-from liveguard.semantic.base import SemanticUnavailable
+from liveguard.semantic.base import EmbeddingError, SemanticUnavailable
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -37,6 +37,23 @@ MODEL_NAME: Final = "all-MiniLM-L6-v2"
 # training never used. The novelty test reads the whole text, so a grown tail still counts.
 MAX_TOKENS: Final = 128
 _BATCH: Final = 64
+_PROBES: Final = ("The invoice total is 129.90 euros.", "A cat sleeps on the warm windowsill.",
+                  "Ran the tests: 45 passed, 0 failed.")
+"""Three unrelated texts embedded at load: their vectors must be finite, non-zero and distinct."""
+_SAME: Final = 1e-6
+"""Rows closer than this (max abs difference) count as the same vector."""
+
+
+def check_vectors(vectors: NDArray[np.float32], distinct: int) -> str | None:
+    """Why ``vectors`` are not usable embeddings (``non_finite``, ``zero_vector``,
+    ``constant_vector``), or None. ``distinct``: how many different inputs they came from."""
+    if not np.isfinite(vectors).all():
+        return "non_finite"
+    if len(vectors) and bool((np.abs(vectors).max(axis=1) == 0).any()):
+        return "zero_vector"
+    if distinct > 1 and float(np.abs(vectors - vectors[0]).max()) < _SAME:
+        return "constant_vector"
+    return None
 Runtime = Literal["auto", "onnx", "numpy"]
 
 
@@ -183,9 +200,26 @@ class MiniLMEmbedder:
         # Only one runtime holds the weights: onnxruntime copies them into its session.
         self._session: Any = _session(weights, config, threads) if self.runtime == "onnx" else None
         self._numpy = _NumpyEncoder(weights, config) if self._session is None else None
+        self.fault: str | None = None
+        """Why this model cannot embed (found at load), or None. Then :meth:`embed` raises
+        :class:`EmbeddingError` with it, which the rules record as ``semantic_unavailable``."""
+        try:
+            self._embed(_PROBES)
+        except EmbeddingError as exc:
+            self.fault = exc.code
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """An (n, 384) float32 array of L2-normalised embeddings, in the order of ``texts``."""
+        """An (n, 384) float32 array of L2-normalised embeddings, in the order of ``texts``.
+
+        Checked on every batch: non-finite, zero or constant vectors (distinct texts, one
+        vector) raise :class:`EmbeddingError` (``non_finite``, ``zero_vector``,
+        ``constant_vector``); a model that failed the check at load raises it every time.
+        """
+        if self.fault is not None:
+            raise EmbeddingError(self.fault)
+        return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -199,6 +233,9 @@ class MiniLMEmbedder:
             for start in range(0, len(order), _BATCH):
                 chunk = order[start : start + _BATCH]
                 out[chunk] = self._forward([ids[i] for i in chunk])
+        fault = check_vectors(out, len({tuple(i) for i in ids}))
+        if fault is not None:
+            raise EmbeddingError(fault)
         return out
 
     def _forward(self, batch: list[list[int]]) -> NDArray[np.float32]:

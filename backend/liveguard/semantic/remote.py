@@ -88,5 +88,7 @@ class OpenAIEmbedder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         if (norms == 0).any():
             raise EmbeddingError("zero_vector")
+        if len(set(texts)) > 1 and float(np.abs(vectors / norms - vectors[0] / norms[0]).max()) < 1e-6:
+            raise EmbeddingError("constant_vector")  # distinct texts, one vector: a broken model
         result: NDArray[np.float32] = (vectors / norms).astype(np.float32)
         return result
