@@ -80,11 +80,15 @@ class Observation:
     layer reads it, to embed it; no rule puts it in evidence. ``step`` is the step itself,
     for the step-text rule (``evaluator_injection_suspected``), which reads its text once;
     no rule keeps it beyond the call. ``calls`` (tool-call requests only) is how many calls
-    the request makes: the size of the turn it opens.
+    the request makes: the size of the turn it opens. ``failed`` (tool steps only) is True
+    when the call failed (an error, or ``"retryable": false``): an identical failing call
+    counts towards ``tool_no_progress`` whatever else its turn did. ``user`` is True for a
+    user's input; ``digest`` of every other step is keyed on what it answers (see
+    :class:`~liveguard.monitor.Monitor`, "Replies and requests").
     """
 
-    __slots__ = ("calls", "content", "digest", "index", "kind", "last", "node", "nonretryable",
-                 "step", "tool")
+    __slots__ = ("calls", "content", "digest", "failed", "index", "kind", "last", "node",
+                 "nonretryable", "step", "tool", "user")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -98,6 +102,7 @@ class Observation:
         step: Step | None = None,
         last: bool = True,
         calls: int = 0,
+        failed: bool = False,
     ) -> None:
         self.index = index
         self.node = node
@@ -110,6 +115,10 @@ class Observation:
         self.last = last
         """False for a tool step followed by more steps of the same parallel turn."""
         self.calls = calls
+        self.failed = failed or nonretryable
+        """A tool step that failed: an error, or a result saying ``"retryable": false``."""
+        self.user = False
+        """A user's input (:func:`liveguard.messages.is_user_input`): a request, not a reply."""
 
     @property
     def key(self) -> str:
@@ -119,14 +128,16 @@ class Observation:
     def pack(self, pack: Pack) -> list[Any]:
         """This observation as plain data (for a pending turn in a snapshot)."""
         tool = -1 if self.tool is None else pack(self.tool)
-        return [self.index, pack(self.node), self.kind, pack(self.digest.hex()), tool,
-                int(self.nonretryable)]
+        # flags: 1 non-retryable (so failed), 2 failed otherwise, 0 neither (as before ``failed``)
+        flags = 1 if self.nonretryable else 2 if self.failed else 0
+        return [self.index, pack(self.node), self.kind, pack(self.digest.hex()), tool, flags]
 
     @classmethod
     def unpack(cls, data: list[Any], unpack: Unpack) -> Observation:
-        index, node, kind, key, tool, nonretryable = data
+        index, node, kind, key, tool, flags = data
+        flags = int(flags)
         return cls(index, unpack(node), kind, unhex(unpack(key)),
-                   None if tool < 0 else unpack(tool), bool(nonretryable))
+                   None if tool < 0 else unpack(tool), flags == 1, failed=flags != 0)
 
 
 class Rule(Protocol):

@@ -1,7 +1,13 @@
 """Content rules: no_progress_stall, repeated_content and content_cycle.
 
 Content is compared by digest: the step's summary if given, else its output.
-Keys pair the node with the digest, so two nodes saying "OK" are not a repeat.
+Keys pair the node with the digest, so two nodes saying "OK" are not a repeat. The
+digest of a reply is keyed on the request it answers (the user's last input), or on the
+step's own input when it carries one (``args`` on a message step: a ``Send`` payload, a
+task's arguments): see :class:`~liveguard.monitor.Monitor`. So the same reply to a
+different request, or the same output of a different input, is progress; the same
+request answered the same way is a repeat. The user's own inputs are requests: the
+stall and repeat rules skip them (a user step breaks a stall run); cycles include them.
 
 State is kept flat: each window is one list of (digest, node, index, ...) fields in
 turn, never a tuple per step, and digests are the observations' raw 16-byte values.
@@ -37,7 +43,7 @@ class Stall:
         self._start = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if obs.kind != MESSAGE:
+        if obs.kind != MESSAGE or obs.user:
             self._node = None
             return None
         if obs.node == self._node and obs.digest == self._digest:
@@ -94,7 +100,7 @@ class RepeatedContent:
         self._items: list[Any] = []
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if obs.kind != MESSAGE:
+        if obs.kind != MESSAGE or obs.user:
             return None
         items, digest = self._items, obs.digest
         if len(items) >= 3 * self._size:
