@@ -47,7 +47,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from liveguard.errors import PolicyError
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, volatile_mask
@@ -134,8 +134,13 @@ class Policy(BaseModel):
             raise ValueError("run_steps cannot exceed thread_steps")
         if self.semantic_hard_matches > self.semantic_window:
             raise ValueError("semantic_hard_matches cannot exceed semantic_window")
-        volatile_mask(self.volatile)  # unknown names and bad regexes: ValueError, named
         return self
+
+    @field_validator("volatile")
+    @classmethod
+    def _volatile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        volatile_mask(value)  # unknown names and bad regexes: ValueError, naming the pattern
+        return value
 
     def __hash__(self) -> int:
         return hash(self.model_dump_json())
