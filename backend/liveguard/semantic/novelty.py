@@ -25,9 +25,11 @@ Against one earlier message (:func:`candidates`), two more kinds of progress:
   message lacks, even when another message of the window had it: a reply about
   reservation ``#R2`` is not a repeat of the one about ``#R1`` because ``#R2`` came up
   before;
-* **a shrinking list**: the earlier message enumerates items ("check A, B, C, D", or
-  bullet lines) and this one keeps a strict, non-empty part of them ("check C, D") and
-  adds no new word: a to-do list being worked off.
+* **a shrinking list**: the earlier message enumerates items ("check A, B, C, D", bullet
+  lines, or a short "refunds and payouts") and this one keeps a strict, non-empty part of
+  them ("check C, D") and adds no new word: a to-do list being worked off; likewise a
+  message that names a strict part of the earlier one's facts (one reservation of the
+  three listed).
 
 Languages: the patterns are written for English and measured on English runs. Words are
 Unicode letters; a capitalised word inside a sentence is a name in English, but every noun
@@ -69,6 +71,8 @@ _ENGLISH = frozenset(
     "the and is are not we you a an with for on to of at from will was have has can please".split()
 )
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[[ xX]\])\s+(.+)$", re.MULTILINE)
+_SHORT_LIST = 6
+"""A clause of at most this many tokens joined by "and"/"or" is a list without commas."""
 _PARTS = re.compile(r",|\band\b|\bor\b|&|\bund\b|\boder\b")
 _STOPWORDS = (
     "a an the and or but if then else of to in on at by for with from as is are was were be been being "
@@ -121,7 +125,8 @@ def list_items(text: str) -> frozenset[str]:
             if tokens:
                 items.add(tokens[-1])
     for clause in re.split(r"[.!?;:\n]+", lower):
-        if "," not in clause:
+        # a comma list, or a short "x and y" clause ("refunds and payouts")
+        if "," not in clause and len(_TOKEN.findall(clause)) > _SHORT_LIST:
             continue
         parts = [_TOKEN.findall(part) for part in _PARTS.split(clause)]
         parts = [p for p in parts if p]
@@ -269,7 +274,10 @@ def candidates(new: Info, earlier: Sequence[Info]) -> list[int]:
 
 def shrinks(new: Info, nearest: Info) -> bool:
     """``new`` works off ``nearest``'s list: it keeps a strict, non-empty part of its items
-    (at least two) and adds no content word and no fact."""
+    (at least two) and adds no content word and no fact; or it names a strict, non-empty
+    part of ``nearest``'s facts (one reservation out of the three listed)."""
+    if new.facts and new.facts < nearest.facts:
+        return True
     items = nearest.items
     if len(items) < 2:
         return False
