@@ -119,7 +119,8 @@ def test_an_identical_nonretryable_failure_beside_a_progressing_call_fires_at_tw
     for turn in range(4):
         steps += _turn(turn, [failing, ("search", {"page": turn}, f'{{"rows": {turn}}}')])
     found = check_trajectory(steps, Policy.tool_agent())
-    assert [(v.code, v.step, v.detail["tool"]) for v in found if v.hard] == [("tool_no_progress", 4, "charge")]
+    fired = [(v.code, v.step, v.detail["tool"]) for v in found if v.hard]
+    assert fired == [("tool_no_progress", 4, "charge")]
 
 
 def test_an_identical_retryable_error_beside_a_progressing_call_fires_at_three() -> None:
@@ -142,7 +143,8 @@ def test_a_constant_successful_side_call_beside_progress_is_still_not_counted() 
 def test_a_failure_that_changes_is_progress() -> None:
     steps: list[Step] = []
     for turn in range(4):
-        steps += _turn(turn, [("charge", {"card": "4242"}, f'{{"error": "attempt {turn}", "retryable": false}}'),
+        failure = f'{{"error": "attempt {turn}", "retryable": false}}'
+        steps += _turn(turn, [("charge", {"card": "4242"}, failure),
                               ("search", {"page": turn}, f"rows {turn}")])
     assert hard(steps, Policy.tool_agent()) == []
 
@@ -183,7 +185,8 @@ def test_volatile_fragments_are_masked_in_tool_results(a: str, b: str) -> None:
 
 @pytest.mark.parametrize(("a", "b"), [
     ("tests: 3 failed, 5 passed in 1.23s", "tests: 2 failed, 6 passed in 1.23s"),
-    ("commit 4bf92f3577b34da6a3ce929d0e0e4736aaaaaaaa pushed", "commit 5cf92f3577b34da6a3ce929d0e0e4736aaaaaaaa pushed"),
+    ("commit 4bf92f3577b34da6a3ce929d0e0e4736aaaaaaaa pushed",
+     "commit 5cf92f3577b34da6a3ce929d0e0e4736aaaaaaaa pushed"),
     ("page 3 of 10", "page 4 of 10"),
     ("order #W2378156 cancelled", "order #W4817420 cancelled"),
 ])
@@ -210,7 +213,7 @@ def test_the_volatile_list_is_configurable_by_name_and_regex() -> None:
 
 
 def test_bad_volatile_names_are_typed_errors_naming_the_field() -> None:
-    with pytest.raises(PolicyError, match="volatile.*unknown volatile pattern 'nope'"):
+    with pytest.raises(PolicyError, match=r"volatile.*unknown volatile pattern 'nope'"):
         Policy.build(volatile=("nope",))
     with pytest.raises(PolicyError, match="volatile"):
         Policy.build(volatile=("re:(",))

@@ -111,8 +111,10 @@ def test_a_shrinking_todo_list_is_progress() -> None:
     assert semantic(run(shrinking)) == []
     a, b = Info("check A, B, C, D"), Info("check C, D")
     assert list_items("check A, B, C, D") == {"a", "b", "c", "d"}
-    assert shrinks(b, a) and not shrinks(a, a)
-    assert candidates(b, [a]) == [] and candidates(a, [a]) == [0]
+    assert shrinks(b, a)
+    assert not shrinks(a, a)
+    assert candidates(b, [a]) == []
+    assert candidates(a, [a]) == [0]
 
 
 def test_an_id_already_seen_in_the_window_is_progress_for_the_message_that_lacked_it() -> None:

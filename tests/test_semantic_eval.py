@@ -85,7 +85,8 @@ def test_a_reworded_repeat_between_new_observations_is_a_suspicion_only(fake_ope
     fake_openai.default_answer = GOOD
     verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
     assert verdict.hard_codes == []
-    assert [v.detail["confirmed"] for v in verdict.violations if v.code == "semantic_repeat"] == [False, False]
+    found = [v.detail["confirmed"] for v in verdict.violations if v.code == "semantic_repeat"]
+    assert found == [False, False]
     assert len(spin_requests(fake_openai)) == 2  # one per soft finding
     assert verdict.passed
 

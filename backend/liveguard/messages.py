@@ -79,7 +79,7 @@ def is_user_message(message: Any) -> bool:
     ``{"role": "user"}`` / ``{"type": "human"}`` dict."""
     if isinstance(message, str) or message is None:
         return False
-    return field(message, "type") == "human" or field(message, "role") == "user"
+    return bool(field(message, "type") == "human" or field(message, "role") == "user")
 
 
 def is_user_input(step: Step) -> bool:

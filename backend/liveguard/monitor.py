@@ -269,10 +269,8 @@ class Monitor:
             if advance:
                 self._request = obs.digest
             return obs
-        if step.tool is None and step.args is not None:  # a step that carries its input
-            context = self._digest(step.args)
-        else:
-            context = self._request
+        carries = step.tool is None and step.args is not None  # a step that carries its input
+        context = self._digest(step.args) if carries else self._request
         if context:
             obs.digest = _xxh3_raw(context + obs.digest)
         return obs

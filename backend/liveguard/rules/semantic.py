@@ -45,8 +45,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
-from collections import OrderedDict
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -162,7 +161,7 @@ class SemanticRepeat:
         """True when ``payload`` is an earlier observation of ``node`` with only a counter ticking."""
         try:
             data = self._canonical(payload)
-        except Exception:  # noqa: BLE001 - an unreadable payload is simply not a tick
+        except Exception:
             return False
         numbers = [m.decode() for m in _NUMBERS.findall(data)]
         key = f"{node}\x00{xxh3_64_hexdigest(_NUMBERS.sub(b'#', data))}"
@@ -301,7 +300,7 @@ class SemanticRepeat:
             return []
         return [
             Violation(
-                code=self.code, severity=severity, step=obs.index, node=node, count=count,  # type: ignore[arg-type]
+                code=self.code, severity=severity, step=obs.index, node=node, count=count,
                 detail={
                     "similarity": round(sim, 3),
                     "matched_step": best.index,

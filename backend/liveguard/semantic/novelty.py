@@ -63,13 +63,13 @@ _QUOTED = re.compile(r"[\"'`“‘]([^\"'`”’\n]{2,60})[\"'`”’]")
 _PROPER = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b")  # mid-sentence; not after a colon
 _WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|')+")  # Unicode letters: "für", "naïve"
 _TOKEN = re.compile(r"[^\W_]+")
-_GERMAN = frozenset(
+_GERMAN_WORDS = (
     "der die das den dem des und ist sind nicht ich wir sie ein eine einen einem einer mit für "
-    "auf ist noch bitte zu von bei aus nach wird werden wurde habe haben hat kann können".split()
+    "auf noch bitte zu von bei aus nach wird werden wurde habe haben hat kann können"
 )
-_ENGLISH = frozenset(
-    "the and is are not we you a an with for on to of at from will was have has can please".split()
-)
+_GERMAN = frozenset(_GERMAN_WORDS.split())
+_ENGLISH_WORDS = "the and is are not we you a an with for on to of at from will was have has can please"
+_ENGLISH = frozenset(_ENGLISH_WORDS.split())
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[[ xX]\])\s+(.+)$", re.MULTILINE)
 _SHORT_LIST = 6
 """A clause of at most this many tokens joined by "and"/"or" is a list without commas."""
