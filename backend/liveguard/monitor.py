@@ -190,7 +190,7 @@ class Monitor:
         def pack(text: str) -> int:
             return ids.setdefault(text, len(ids))  # insertion order is the table's order
 
-        # rules without snapshot/restore (the semantic layer's embeddings) start afresh
+        # every rule with snapshot/restore (the semantic layer's too) is saved; others start afresh
         rules = {type(rule).__name__: rule.snapshot(pack)
                  for rule in self._rules if hasattr(rule, "snapshot")}
         turn = [obs.pack(pack) for obs in self._turn]

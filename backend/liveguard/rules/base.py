@@ -151,8 +151,9 @@ class Rule(Protocol):
 class StatefulRule(Rule, Protocol):
     """A rule whose bounded state survives a thread's resume: every loop-guard rule.
 
-    The Monitor saves the rules that have ``snapshot``; the others (the semantic layer,
-    whose state is embeddings) start afresh after a restore.
+    The Monitor saves the rules that have ``snapshot`` (the semantic layer's
+    ``semantic_repeat`` among them: hashed features and float16 vectors, never text); the
+    others (``role_drift``, whole-run) start afresh after a restore.
     """
 
     def snapshot(self, pack: Pack) -> Any: ...
