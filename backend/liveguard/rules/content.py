@@ -19,7 +19,7 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, digest_prefix, unhex
+from liveguard.rules.base import CONTENTLESS, MESSAGE, TOOL, Observation, Pack, Unpack, digest_prefix, unhex
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -81,37 +81,64 @@ class Stall:
 
 
 class RepeatedContent:
-    """repeated_content: the same node + content N times in the last M message steps.
+    """repeated_content: the same node + content N times in the last M message steps, with
+    nothing new coming back in between.
 
-    The window is one flat list, ``[digest, node, index, digest, node, index, ...]``. A
-    step's count is counted only when its digest alone occurs ``repeat`` times in the
-    window (one C-level ``list.count`` over the digests); the node is then compared too.
+    The window is one flat list, ``[digest, node, index, epoch, ...]``. A node's **epoch**
+    counts the new observations that came from elsewhere (a tool step, a user message or
+    another node's message whose digest the rule had not seen among the last
+    :data:`_SEEN` observations); the node's own messages never move it. A step's repeats
+    are the window entries with its digest, node *and* epoch: "Next speaker WebSurfer"
+    three times with a new page from WebSurfer between each is three states, the same
+    message with the same results between is a repeat. A step's count is counted only
+    when its digest alone occurs ``repeat`` times in the window (one C-level
+    ``list.count`` over the digests); node and epoch are then compared too.
     """
 
-    __slots__ = ("_items", "_limit", "_size")
+    __slots__ = ("_by_node", "_items", "_limit", "_new", "_seen", "_size")
 
     code = "repeated_content"
 
-    kinds = (MESSAGE,)
+    kinds = (MESSAGE, TOOL)
 
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
         self._size = policy.repeat_window
         self._items: list[Any] = []
+        self._seen: list[bytes] = []  # the last _SEEN observation digests, oldest first
+        self._new = 0  # new observations so far
+        self._by_node: dict[str, int] = {}  # ... of them, from each node
+
+    def _arrived(self, obs: Observation) -> None:
+        seen = self._seen
+        digest = obs.digest
+        known = digest in seen
+        seen.append(digest)
+        if len(seen) > _SEEN:
+            del seen[0]
+        if not known:
+            self._new += 1
+            by_node = self._by_node
+            by_node[obs.node] = by_node.get(obs.node, 0) + 1
+            if len(by_node) > _MAX_NODES:  # unbounded node names: keep the table bounded
+                by_node.clear()
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != MESSAGE or obs.user:
+            if obs.kind == TOOL or obs.user:
+                self._arrived(obs)
             return None
-        items, digest = self._items, obs.digest
-        if len(items) >= 3 * self._size:
-            del items[:3]
-        items += (digest, obs.node, obs.index)
+        self._arrived(obs)
+        items, digest, node = self._items, obs.digest, obs.node
+        epoch = self._new - self._by_node.get(node, 0)
+        if len(items) >= _ITEM * self._size:
+            del items[:_ITEM]
+        items += (digest, node, obs.index, epoch)
         limit = self._limit
-        if items[::3].count(digest) < limit:  # fewer of this digest, fewer of node + digest
+        if items[::_ITEM].count(digest) < limit:  # fewer of this digest, fewer of the rest
             return None
-        node = obs.node
-        steps = [items[i + 2] for i in range(0, len(items), 3)
-                 if items[i] == digest and items[i + 1] == node]
+        steps = [items[i + 2] for i in range(0, len(items), _ITEM)
+                 if items[i] == digest and items[i + 1] == node and items[i + 3] == epoch]
         if len(steps) != limit:
             return None
         return [
@@ -130,16 +157,39 @@ class RepeatedContent:
 
     def snapshot(self, pack: Pack) -> Any:
         items = self._items
-        return [[pack(items[i + 1]), pack(items[i].hex()), items[i + 2]]
-                for i in range(0, len(items), 3)]
+        window = [[pack(items[i + 1]), pack(items[i].hex()), items[i + 2]]
+                  for i in range(0, len(items), _ITEM)]
+        if not self._new:  # nothing has arrived: the format before epochs
+            return window
+        for entry, i in zip(window, range(0, len(items), _ITEM), strict=True):
+            entry.append(items[i + 3])
+        return {"w": window, "n": self._new, "b": {str(pack(k)): v for k, v in self._by_node.items()},
+                "d": [pack(d.hex()) for d in self._seen]}
 
     def restore(self, data: Any, unpack: Unpack) -> None:
         items = self._items
         items.clear()
-        for node, key, index in data:
-            if len(items) >= 3 * self._size:  # a narrower window than the saved one
-                del items[:3]
-            items += (unhex(unpack(key)), unpack(node), index)
+        if isinstance(data, dict):
+            window = data["w"]
+            self._new = int(data["n"])
+            self._by_node = {unpack(int(k)): int(v) for k, v in data["b"].items()}
+            self._seen = [unhex(unpack(d)) for d in data["d"]][-_SEEN:]
+        else:  # a snapshot from before epochs: nothing new has arrived since its entries
+            window = data
+            self._new, self._by_node, self._seen = 0, {}, []
+        for entry in window:
+            node, key, index = entry[0], entry[1], entry[2]
+            epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(unpack(node), 0)
+            if len(items) >= _ITEM * self._size:  # a narrower window than the saved one
+                del items[:_ITEM]
+            items += (unhex(unpack(key)), unpack(node), index, epoch)
+
+
+_ITEM = 4
+"""RepeatedContent's window fields per step: digest, node, index, epoch."""
+_SEEN = 64
+"""Observation digests RepeatedContent remembers to tell a new one from one seen before."""
+_MAX_NODES = 4096
 
 
 _SORTED: dict[tuple[int, ...], tuple[int, ...]] = {}
