@@ -71,7 +71,7 @@ def test_a_v1_snapshot_written_by_main_restores_and_goes_on_the_same() -> None:
         [theirs["s"][n], theirs["s"][k], i] for n, k, i in saved]
 
     assert ours["n"] == theirs["n"]
-    assert {name for name in ours["r"]} == {name for name in theirs["r"]} - {"RepeatedContent"}
+    assert set(ours["r"]) == set(theirs["r"]) - {"RepeatedContent"}
 
 
 def test_a_snapshot_key_that_is_not_hex_is_a_typed_error() -> None:
