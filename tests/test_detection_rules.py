@@ -226,3 +226,33 @@ def test_an_allow_set_sets_the_volatile_list() -> None:
     assert Monitor(Policy.workflow(), allow).policy.volatile == ("uuid",)
     steps = [Step(node="surfer", output=_VISITS.format(s)) for s in (9, 14)]
     assert [v.code for v in check_trajectory(steps, Policy.workflow(), allow) if v.hard] == []
+
+
+# -- repeated content: what came back between the repeats ------------------------------------
+def _magentic(pages: list[str], *, same_instruction: bool = False) -> list[Step]:
+    steps: list[Step] = []
+    for i, page in enumerate(pages):
+        ask = "Please open the result and read it." if same_instruction else f"Please open result {i}."
+        steps += [Step(node="Orchestrator (-> WebSurfer)", output=ask),
+                  Step(node="Orchestrator (thought)", output="Next speaker WebSurfer"),
+                  Step(node="WebSurfer", output=page)]
+    return steps
+
+
+def test_a_routing_message_with_a_new_page_between_each_is_progress() -> None:
+    """Who&When: "Next speaker WebSurfer" three times, a new page each time (main: repeated_content)."""
+    assert hard(_magentic(["page about A", "page about B", "page about C"]), Policy(max_revisits=50)) == []
+
+
+def test_a_routing_message_with_the_same_page_between_is_a_repeat() -> None:
+    """The twin: the orchestrator's own new instructions are not news to it (one agent, two
+    channels); the same page coming back is nothing new."""
+    steps = [Step(node="WebSurfer", output="page about A"), *_magentic(["page about A"] * 3)]
+    assert ("repeated_content", 8) in hard(steps, Policy(max_revisits=50))
+
+
+def test_the_whole_round_coming_back_is_caught_as_early_as_on_main() -> None:
+    """The same instruction, routing and page again: a cycle at step 5, main's first finding."""
+    steps = [Step(node="WebSurfer", output="page about A"),
+             *_magentic(["page about A"] * 3, same_instruction=True)]
+    assert hard(steps, Policy(max_revisits=50))[0] == ("content_cycle", 5)

@@ -24,7 +24,7 @@ from liveguard.model import Step, Violation
 
 __all__ = [
     "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
-    "StatefulRule", "Unpack", "digest_prefix", "prefix", "unhex",
+    "StatefulRule", "Unpack", "agent_of", "digest_prefix", "prefix", "unhex",
 ]
 
 Pack = Callable[[str], int]
@@ -50,6 +50,17 @@ changes nothing, for every other kind."""
 DIGEST_PREFIX: Final = 12
 """Hex characters of a digest that go into evidence."""
 _PREFIX_BYTES: Final = DIGEST_PREFIX // 2
+
+
+def agent_of(node: str) -> str:
+    """The agent a node speaks for: ``"Orchestrator"`` for ``"Orchestrator (-> WebSurfer)"``
+    and ``"Orchestrator (thought)"`` (a recorded multi-agent run names an agent's channels
+    so); any other node is its own agent. An agent's own messages are never news to it."""
+    if node.endswith(")"):
+        cut = node.find(" (")
+        if cut > 0:
+            return node[:cut]
+    return node
 
 
 def prefix(digest: str) -> str:

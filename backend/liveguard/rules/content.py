@@ -19,7 +19,17 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, TOOL, Observation, Pack, Unpack, digest_prefix, unhex
+from liveguard.rules.base import (
+    CONTENTLESS,
+    MESSAGE,
+    TOOL,
+    Observation,
+    Pack,
+    Unpack,
+    agent_of,
+    digest_prefix,
+    unhex,
+)
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -87,7 +97,9 @@ class RepeatedContent:
     The window is one flat list, ``[digest, node, index, epoch, ...]``. A node's **epoch**
     counts the new observations that came from elsewhere (a tool step, a user message or
     another node's message whose digest the rule had not seen among the last
-    :data:`_SEEN` observations); the node's own messages never move it. A step's repeats
+    :data:`_SEEN` observations); the node's own messages never move it, nor do those of
+    the node's other channels (:func:`~liveguard.rules.base.agent_of`: "Orchestrator
+    (thought)" and "Orchestrator (-> WebSurfer)" are one agent). A step's repeats
     are the window entries with its digest, node *and* epoch: "Next speaker WebSurfer"
     three times with a new page from WebSurfer between each is three states, the same
     message with the same results between is a repeat. A step's count is counted only
@@ -118,8 +130,8 @@ class RepeatedContent:
             del seen[0]
         if not known:
             self._new += 1
-            by_node = self._by_node
-            by_node[obs.node] = by_node.get(obs.node, 0) + 1
+            by_node, agent = self._by_node, agent_of(obs.node)
+            by_node[agent] = by_node.get(agent, 0) + 1
             if len(by_node) > _MAX_NODES:  # unbounded node names: keep the table bounded
                 by_node.clear()
 
@@ -130,7 +142,7 @@ class RepeatedContent:
             return None
         self._arrived(obs)
         items, digest, node = self._items, obs.digest, obs.node
-        epoch = self._new - self._by_node.get(node, 0)
+        epoch = self._new - self._by_node.get(agent_of(node), 0)
         if len(items) >= _ITEM * self._size:
             del items[:_ITEM]
         items += (digest, node, obs.index, epoch)
@@ -179,7 +191,7 @@ class RepeatedContent:
             self._new, self._by_node, self._seen = 0, {}, []
         for entry in window:
             node, key, index = entry[0], entry[1], entry[2]
-            epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(unpack(node), 0)
+            epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(agent_of(unpack(node)), 0)
             if len(items) >= _ITEM * self._size:  # a narrower window than the saved one
                 del items[:_ITEM]
             items += (unhex(unpack(key)), unpack(node), index, epoch)

@@ -14,7 +14,9 @@ message in between is one the rule has seen before (by digest, volatile text mas
 the same text as one seen before with only a counter ticking (every number that changed
 went up by exactly one: "revision 3" after "revision 2", "attempt 4 of 5" after "attempt 3
 of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or, for another node's
-message, is itself a reworded repeat. The first suspicion in the
+message, is itself a reworded repeat. The node's own agent is not an observer of itself:
+"Orchestrator (-> WebSurfer)" is the agent of "Orchestrator (thought)"
+(:func:`~liveguard.rules.base.agent_of`). The first suspicion in the
 window is a soft finding; from the ``semantic_hard_matches``-th suspicion on, a
 **confirmed** one is hard (a liveness code: it vetoes and rolls back), once per window.
 An unconfirmed one at that count stays soft (``detail.confirmed`` False): the spin-check
@@ -54,7 +56,7 @@ from xxhash import xxh3_64_hexdigest
 from liveguard.fingerprint import Fingerprinter, volatile_mask
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, prefix
+from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, agent_of, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
 from liveguard.semantic.novelty import Info, candidates
 from liveguard.semantic.text import text_of
@@ -190,8 +192,9 @@ class SemanticRepeat:
         events = self._events
         if since < obs.index and (not events or events[0][0] > since + 1):
             return False, -1  # older than the memory: unknown is not "nothing new"
+        agent = agent_of(obs.node)
         fresh = sum(1 for index, node, new in events
-                    if new and node != obs.node and since < index < obs.index)
+                    if new and agent_of(node) != agent and since < index < obs.index)
         return fresh == 0, fresh
 
     # -- the rule -------------------------------------------------------------------------
