@@ -256,3 +256,14 @@ def test_the_whole_round_coming_back_is_caught_as_early_as_on_main() -> None:
     steps = [Step(node="WebSurfer", output="page about A"),
              *_magentic(["page about A"] * 3, same_instruction=True)]
     assert hard(steps, Policy(max_revisits=50))[0] == ("content_cycle", 5)
+
+
+def test_a_bad_volatile_name_in_an_allow_set_names_file_and_key(tmp_path: Any) -> None:
+    from liveguard.allowset import AllowSetError, load_allowset
+
+    path = tmp_path / "g.yaml"
+    path.write_text("graph: g\ntransitions:\n  __start__: [a]\n  a: [__end__]\nvolatile: [uuid, nope]\n")
+    with pytest.raises(AllowSetError) as info:
+        load_allowset(path)
+    assert (info.value.source, info.value.key) == (f"{path}:5", "volatile.1")
+    assert "unknown volatile pattern 'nope'" in info.value.reason
