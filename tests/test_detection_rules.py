@@ -267,3 +267,24 @@ def test_a_bad_volatile_name_in_an_allow_set_names_file_and_key(tmp_path: Any) -
         load_allowset(path)
     assert (info.value.source, info.value.key) == (f"{path}:5", "volatile.1")
     assert "unknown volatile pattern 'nope'" in info.value.reason
+
+
+@pytest.mark.parametrize("text", [
+    "You previously visited this page 9 seconds ago", "at 2026-12-01T13:56:16Z ok", "took 340 ms",
+    "5 passed in 0.53s", "request id: 7f3a9c2e11", "trace 4bf92f3577b34da6a3ce929d0e0e4736 x",
+    "job 123e4567-e89b-12d3-a456-426614174000", "page 3 of 10", "RUN-ID=abcdef12", "no digits here",
+])
+def test_the_guarded_byte_masking_equals_the_plain_patterns(text: str) -> None:
+    """The cheap guards only skip patterns that cannot match: the bytes are the same as with
+    every pattern applied."""
+    import re
+
+    from liveguard.fingerprint import canonical_bytes, volatile_mask
+
+    mask = volatile_mask(DEFAULT_VOLATILE)
+    assert mask is not None
+    data = canonical_bytes({"text": text, "n": 1})
+    plain = data
+    for name in DEFAULT_VOLATILE:
+        plain = re.sub(VOLATILE_PATTERNS[name].encode(), b"\x00~", plain)
+    assert mask.bytes(data) == plain

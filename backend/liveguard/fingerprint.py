@@ -128,37 +128,78 @@ _MASK_TOKEN: Final = "\x00~"
 _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
 
 
+_CLOCK = re.compile(rb"\d:\d\d").search
+_IN_DECIMAL = re.compile(rb"\bin\s\d+\.\d").search
+_HEX32 = re.compile(rb"[0-9a-fA-F]{32}").search
+_ELAPSED_WORDS = (b"took", b"elapsed", b"duration", b"latency", b"runtime", b"time taken", b"wall time")
+_DIGITS = b"0123456789"
+
+
+def _guard(name: str) -> Callable[[bytes, bytes], object] | None:
+    """A cheap test that ``data`` (and its lower-cased copy) may hold the pattern at all:
+    the pattern runs only when it passes, so the usual step pays a few substring tests."""
+    return _GUARDS.get(name)
+
+
+def _elapsed(data: bytes, lower: bytes) -> object:
+    return (b"took" in lower or b"elapsed" in lower or b"duration" in lower or b"latency" in lower
+            or b"runtime" in lower or b"time taken" in lower or b"wall time" in lower
+            or (b"in " in data and _IN_DECIMAL(data)))
+
+
+def _keyed(data: bytes, lower: bytes) -> object:
+    return b"id" in lower and (b"req" in lower or b"trace" in lower or b"span" in lower
+                               or b"correlation" in lower or b"session" in lower
+                               or b"run_id" in lower or b"run id" in lower or b"run-id" in lower
+                               or b"runid" in lower)
+
+
+_GUARDS: dict[str, Callable[[bytes, bytes], object]] = {
+    "iso_datetime": lambda data, lower: b":" in data and _CLOCK(data),
+    "clock_time": lambda data, lower: b":" in data and _CLOCK(data),
+    "relative_time": lambda data, lower: b"ago" in lower,
+    "elapsed": _elapsed,
+    "uuid": lambda data, lower: data.count(b"-") >= 4,
+    "keyed_id": _keyed,
+    "hex_id": lambda data, lower: len(data) >= 32 and _HEX32(data),
+}
+
+
 class VolatileMask:
-    """One compiled alternation of volatile patterns, for canonical bytes and for plain text.
+    """The compiled volatile patterns, for canonical bytes and for plain text.
 
     ``names`` are keys of :data:`VOLATILE_PATTERNS`, or ``"re:<regex>"`` for a pattern of
     one's own. Each match is replaced by one fixed token, so "9 seconds ago" and
     "14 seconds ago" mask alike. Raises ``ValueError`` naming an unknown name or a bad regex.
+    On bytes, each pattern runs only when a cheap guard says it may match (the result is
+    the same as running them all).
     """
 
-    __slots__ = ("_bytes", "_text", "names")
+    __slots__ = ("_builtin", "_bytes", "_text", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
         parts: list[str] = []
+        steps: list[tuple[Callable[[bytes, bytes], object] | None, re.Pattern[bytes]]] = []
         for name in self.names:
             if name.startswith(_CUSTOM):
                 source = name[len(_CUSTOM):]
+                if not source:
+                    raise ValueError("volatile pattern 're:' is empty")
                 try:
                     re.compile(source)
                 except re.error as exc:
                     raise ValueError(f"volatile pattern {name!r}: {exc}") from None
-                if not source:
-                    raise ValueError("volatile pattern 're:' is empty")
             elif name in VOLATILE_PATTERNS:
                 source = VOLATILE_PATTERNS[name]
             else:
                 known = ", ".join(VOLATILE_PATTERNS)
                 raise ValueError(f"unknown volatile pattern {name!r} (known: {known}; or re:<regex>)")
             parts.append(f"(?:{source})")
-        combined = "|".join(parts)
-        self._text = re.compile(combined)
-        self._bytes = re.compile(combined.encode("utf-8"))
+            steps.append((_guard(name), re.compile(source.encode("utf-8"))))
+        self._text = re.compile("|".join(parts))
+        self._bytes = tuple(steps)
+        self._builtin = all(guard is not None for guard, _ in steps)
 
     def text(self, text: str) -> str:
         """``text`` with every volatile fragment replaced by one token."""
@@ -166,7 +207,14 @@ class VolatileMask:
 
     def bytes(self, data: bytes) -> bytes:
         """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
-        return self._bytes.sub(b"\x00~", data)
+        if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
+                b"id" not in data.lower()):
+            return data  # every built-in pattern needs a digit, but an id after its key
+        lower = data.lower()
+        for guard, pattern in self._bytes:
+            if guard is None or guard(data, lower):
+                data = pattern.sub(b"\x00~", data)
+        return data
 
 
 def volatile_mask(names: Iterable[str]) -> VolatileMask | None:
