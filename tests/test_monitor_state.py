@@ -56,13 +56,22 @@ def test_a_v1_snapshot_written_by_main_restores_and_goes_on_the_same() -> None:
         "tool_no_progress", "repeated_content", "content_cycle", "excessive_loop",
         "illegal_transition", "tool_entropy_collapse"}
 
-    # Today's Monitor reports what main reported and writes the very same snapshot.
+    # Today's Monitor reports what main reported and writes the same snapshot, but for
+    # repeated_content, which (issue 17) now also keeps what came back between the repeats.
     monitor = Monitor(policy, allow)
     before: list[Violation] = []
     for step in steps[: at + 1]:
         before += monitor.observe(step)
     assert _dump(before) == case["before"]
-    assert json.loads(json.dumps(monitor.snapshot())) == case["snapshot"]
+    ours = json.loads(json.dumps(monitor.snapshot()))
+    strings, theirs = ours["s"], case["snapshot"]
+    window = ours["r"].pop("RepeatedContent")["w"]
+    saved = theirs["r"]["RepeatedContent"]
+    assert [[strings[n], strings[k], i] for n, k, i, _ in window] == [
+        [theirs["s"][n], theirs["s"][k], i] for n, k, i in saved]
+
+    assert ours["n"] == theirs["n"]
+    assert set(ours["r"]) == set(theirs["r"]) - {"RepeatedContent"}
 
 
 def test_a_snapshot_key_that_is_not_hex_is_a_typed_error() -> None:
@@ -146,17 +155,23 @@ def _reference(steps: list[Step], policy: Policy) -> list[tuple[str, int, Any]]:
     found: list[tuple[str, int, Any]] = []
     seen: list[tuple[int, str, int, str]] = []  # (index, node, kind, digest) per step so far
     tool_turns: list[tuple[int, str, str, bool]] = []  # (index, tool, digest, nonretryable)
+    observed: list[tuple[str, str, bool]] = []  # (node, digest, new) per message or tool step
+    epochs: dict[int, int] = {}  # a message step's epoch: new observations from other nodes
     for index, step in enumerate(steps):
         monitor = Monitor(policy)
         obs = monitor._observation(step, index)
         seen.append((index, step.node, obs.kind, obs.key))
+        if obs.kind in (MESSAGE, TOOL):  # new: not among the last 64 observations' digests
+            observed.append((step.node, obs.key, obs.key not in [d for _, d, _ in observed[-64:]]))
+            epochs[index] = sum(1 for n, _, new in observed if new and n != step.node)
         limit = policy.revisit_limit(step.node)
         recent = [n for _, n, _, _ in seen[-policy.window:]]
         if limit is not None and recent.count(step.node) == limit + 1:
             found.append(("node_revisit_cycle", index, limit))
         if obs.kind == MESSAGE:
             messages = [(i, n, d) for i, n, k, d in seen if k == MESSAGE][-policy.repeat_window:]
-            same = [i for i, n, d in messages if (n, d) == (step.node, obs.key)]
+            same = [i for i, n, d in messages
+                    if (n, d, epochs[i]) == (step.node, obs.key, epochs[index])]
             if len(same) == policy.repeat:
                 found.append(("repeated_content", index, same))
         if obs.kind == TOOL:

@@ -23,11 +23,17 @@ REVIEW = [
     ("coder", "Revision 2 of add() is ready: def add(a, b): return b - a"),
     ("reviewer", "The function still subtracts instead of adding. Change the minus to a plus."),
 ]
-LOOP = [
+LOOP = [  # the coder resends revision 2 with its counter ticked: nothing new came back
+    *REVIEW,
+    ("coder", "Revision 3 of add() is ready: def add(a, b): return b - a"),
+    ("reviewer", "This still computes a - b rather than a + b. The operator needs to be a plus sign."),
+]
+LOOKALIKE = [  # the reviewer repeats itself, but the coder sends new code each time
     *REVIEW,
     ("coder", "Revision 3 of add() is ready: def add(a, b): return -(b - a)"),
     ("reviewer", "This still computes a - b rather than a + b. The operator needs to be a plus sign."),
 ]
+SPINS = {"score": 0.1, "confidence": 0.9, "reason": "spins"}
 GOOD = {"score": 0.9, "confidence": 0.9, "reason": "moves forward"}
 SEMANTIC = Policy(semantic=True, max_revisits=20)
 
@@ -71,6 +77,34 @@ def test_a_hard_semantic_loop_costs_zero_tokens(fake_openai: FakeOpenAI) -> None
     assert "semantic_repeat" in verdict.liveness_codes
     assert fake_openai.requests == []
     assert "spin_checks" not in verdict.evidence
+
+
+def test_a_reworded_repeat_between_new_observations_is_a_suspicion_only(fake_openai: FakeOpenAI) -> None:
+    """Issue 17: the observations between the repeats (new code) progress, so the semantic
+    layer alone does not veto; the spin check is asked and a judge that says 'fine' passes."""
+    fake_openai.default_answer = GOOD
+    verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
+    assert verdict.hard_codes == []
+    found = [v.detail["confirmed"] for v in verdict.violations if v.code == "semantic_repeat"]
+    assert found == [False, False]
+    assert len(spin_requests(fake_openai)) == 2  # one per soft finding
+    assert verdict.passed
+
+
+def test_the_spin_check_judge_confirms_a_suspicion(fake_openai: FakeOpenAI) -> None:
+    """The other confirmation: the judge says the rounds spin; the suspicion becomes hard."""
+    fake_openai.default_answer = GOOD
+    fake_openai.enqueue(Reply.json(GOOD), Reply.json(GOOD), Reply.json(SPINS))  # step, trajectory, spin
+    verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
+    [confirmed] = [v for v in verdict.violations if v.hard]
+    assert (confirmed.code, confirmed.step, confirmed.node) == ("semantic_repeat", 3, "reviewer")
+    assert confirmed.detail["confirmed_by"] == "spin_check"
+    assert not verdict.passed
+
+
+def test_without_judges_a_lookalike_is_never_vetoed_by_the_semantic_layer() -> None:
+    verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, structural_only=True)
+    assert verdict.hard_codes == []
 
 
 def test_no_spin_check_without_the_semantic_layer_or_judges(fake_openai: FakeOpenAI) -> None:

@@ -45,7 +45,8 @@ def test_soft_findings_trigger_checks_and_a_hard_one_stops_them(fake_openai: Fak
     assert (score.level, score.score, score.confidence, score.reason) == ("trajectory", 0.1, 0.9, "judged")
     assert score.source == "spin_check:judge-m"
     assert score.evidence == {"trigger": "soft_finding", "steps": [0, 1, 2, 3], "requests": 1,
-                              "prompt_version": PROMPT_VERSION}
+                              "prompt_version": PROMPT_VERSION, "finding_step": 3,
+                              "finding_node": "reviewer"}
     content = fake_openai.requests[0].content("user")  # the payload, inside the data block
     sent = json.loads(content[content.index("{") : content.rindex("}") + 1])
     assert sent["task"] == SPIN_TASK

@@ -14,6 +14,9 @@ An allow-set lives in ``expected_paths/<graph>.yaml``::
       wait_job: {no_progress: 8}
     roles:                          # optional one-line role per node (semantic role_drift)
       check_reply: classifies the lead's reply as interested, not now or unsubscribe
+    volatile: [relative_time, uuid] # optional: the volatile-text patterns masked in content
+                                    # digests for this graph (replaces Policy.volatile;
+                                    # names or re:<regex>; docs/detection.md)
 
 Loading is all-or-nothing: malformed YAML, a file that is not valid UTF-8, a key given
 twice in one mapping, unknown keys, a transition to an undeclared node, or a number
@@ -37,6 +40,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from liveguard.errors import LiveguardError
+from liveguard.fingerprint import volatile_mask
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 
 __all__ = [
@@ -84,6 +88,7 @@ class AllowSet(BaseModel):
     limits: dict[str, int] = Field(default_factory=dict)
     tools: dict[str, ToolPolicy] = Field(default_factory=dict)
     roles: dict[str, str] = Field(default_factory=dict)  # one line per node, for role_drift
+    volatile: tuple[str, ...] | None = None  # the volatile-text patterns (None: the policy's)
 
     @property
     def nodes(self) -> frozenset[str]:
@@ -103,7 +108,10 @@ class AllowSet(BaseModel):
             base = nodes.get(node, NodePolicy())
             nodes[node] = base.model_copy(update={"max_revisits": limit, "max_visits": limit})
         tools = {**policy.tools, **self.tools}
-        return policy.model_copy(update={"nodes": nodes, "tools": tools})
+        update: dict[str, Any] = {"nodes": nodes, "tools": tools}
+        if self.volatile is not None:
+            update["volatile"] = self.volatile
+        return policy.model_copy(update=update)
 
     @classmethod
     def parse(cls, data: Any, source: str = "<memory>") -> AllowSet:
@@ -221,6 +229,12 @@ def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
             raise fail(("limits", node), f"limit for undeclared node {node!r}")
         if not 1 <= limit <= MAX_LIMIT:
             raise fail(("limits", node), f"limit must be within 1..{MAX_LIMIT}, got {limit}")
+    if allow.volatile is not None:
+        for i, name in enumerate(allow.volatile):
+            try:
+                volatile_mask((name,))
+            except ValueError as exc:
+                raise fail(("volatile", i), str(exc)) from None
     for tool, override in allow.tools.items():
         for field, (low, high) in _TOOL_RANGES.items():
             value = getattr(override, field)

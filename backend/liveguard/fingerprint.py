@@ -23,6 +23,14 @@ path is used when the extension is absent, and for any payload the extension
 declines (its errors are re-raised by the walker, which knows the location).
 ``tests/test_fingerprint_native.py`` checks that both agree byte for byte.
 
+Volatile text: a Fingerprinter built with ``volatile=`` names (see :data:`VOLATILE_PATTERNS`)
+masks, in the canonical bytes, the text fragments that change without meaning progress
+(times, elapsed durations, request and trace ids inside text) before digesting. The masking
+runs on the canonical bytes, after either path produced them, so the C accelerator and the
+pure path agree by construction; bytes with no volatile fragment are digested unchanged, so
+their digests are byte-identical to an unmasked Fingerprinter's. :func:`fingerprint` and
+the default Fingerprinter mask nothing; the Monitor masks ``Policy.volatile``.
+
 Nesting deeper than :data:`MAX_DEPTH`, cycles and unsupported types raise
 :class:`~liveguard.errors.FingerprintError` with the location of the problem.
 """
@@ -36,6 +44,7 @@ import importlib
 import json
 import math
 import os
+import re
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -64,11 +73,15 @@ if not NATIVE_DISABLED:
 
 __all__ = [
     "DEFAULT_IGNORE_KEYS",
+    "DEFAULT_VOLATILE",
     "MAX_DEPTH",
     "MESSAGE_VOLATILE_KEYS",
+    "VOLATILE_PATTERNS",
     "Fingerprinter",
+    "VolatileMask",
     "canonical_bytes",
     "fingerprint",
+    "volatile_mask",
 ]
 
 MAX_DEPTH: Final = 100
@@ -83,6 +96,139 @@ MESSAGE_VOLATILE_KEYS: Final[frozenset[str]] = frozenset(
     {"id", "tool_call_id", "response_metadata", "usage_metadata", "additional_kwargs"}
 )
 """Keys dropped from message-shaped and tool-call-shaped dicts (ids, provider metadata)."""
+
+_UNIT_S = r"(?:ms|msec|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|days?)"
+VOLATILE_PATTERNS: Final[Mapping[str, str]] = {
+    # 2026-12-01T13:56:16Z, 2026-12-01 13:56:16.123+02:00, 2026/12/01 13:56
+    "iso_datetime": r"\b\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+    # 13:56:16, 1:05 pm, 13:56:16.123 (two-digit minutes: "3:2" is not a time)
+    "clock_time": r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s?[AaPp]\.?[Mm]\b\.?)?(?![\d:])",
+    # "9 seconds ago", "2 hours ago", "1.5 min ago"
+    "relative_time": r"\b\d+(?:[.,]\d+)?\s?" + _UNIT_S + r"\s+ago\b",
+    # "took 1.23s", "elapsed: 340 ms", "duration=2.5 seconds", "passed in 0.53s"
+    "elapsed": (r"(?i:\b(?:took|elapsed|duration|latency|runtime|time taken|wall time)\b\s*[:=]?\s*"
+                r"\d+(?:[.,]\d+)?\s?" + _UNIT_S + r"\b|\bin\s\d+\.\d+\s?(?:s|secs?|seconds?)\b)"),
+    # 123e4567-e89b-12d3-a456-426614174000
+    "uuid": r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
+    # "request id: 7f3a9c2e", "trace_id=abc123def", "X-Request-ID: req_8f2k1"
+    "keyed_id": (r"(?i:\b(?:x-)?(?:request|req|trace|span|correlation|session|run)[-_ ]?id\b)"
+                 r"[\"']?\s*[:=#]?\s*[\"']?[\w-]{6,}"),
+    # a 32-hex-digit id (a W3C trace id, a request hash) mixing digits and letters; a 40-digit
+    # git commit id is not one (a new commit is progress)
+    "hex_id": r"\b(?=[0-9a-fA-F]{0,31}[0-9])(?=[0-9a-fA-F]{0,31}[a-fA-F])[0-9a-fA-F]{32}\b",
+}
+"""The built-in volatile-text patterns, by name: fragments that change without meaning
+progress. A count that carries progress ("page 3 of 10", "5 passed") matches none of them."""
+
+DEFAULT_VOLATILE: Final[tuple[str, ...]] = tuple(VOLATILE_PATTERNS)
+"""The volatile patterns the default :class:`~liveguard.policy.Policy` masks: all built-ins."""
+
+_CUSTOM = "re:"
+_MASK_TOKEN: Final = "\x00~"
+_MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
+
+
+_CLOCK = re.compile(rb"\d:\d\d").search
+_IN_DECIMAL = re.compile(rb"\bin\s\d+\.\d").search
+_HEX32 = re.compile(rb"[0-9a-fA-F]{32}").search
+_ELAPSED_WORDS = (b"took", b"elapsed", b"duration", b"latency", b"runtime", b"time taken", b"wall time")
+_DIGITS = b"0123456789"
+
+
+def _guard(name: str) -> Callable[[bytes, bytes], object] | None:
+    """A cheap test that ``data`` (and its lower-cased copy) may hold the pattern at all:
+    the pattern runs only when it passes, so the usual step pays a few substring tests."""
+    return _GUARDS.get(name)
+
+
+def _elapsed(data: bytes, lower: bytes) -> object:
+    return (b"took" in lower or b"elapsed" in lower or b"duration" in lower or b"latency" in lower
+            or b"runtime" in lower or b"time taken" in lower or b"wall time" in lower
+            or (b"in " in data and _IN_DECIMAL(data)))
+
+
+def _keyed(data: bytes, lower: bytes) -> object:
+    return b"id" in lower and (b"req" in lower or b"trace" in lower or b"span" in lower
+                               or b"correlation" in lower or b"session" in lower
+                               or b"run_id" in lower or b"run id" in lower or b"run-id" in lower
+                               or b"runid" in lower)
+
+
+_GUARDS: dict[str, Callable[[bytes, bytes], object]] = {
+    "iso_datetime": lambda data, lower: b":" in data and _CLOCK(data),
+    "clock_time": lambda data, lower: b":" in data and _CLOCK(data),
+    "relative_time": lambda data, lower: b"ago" in lower,
+    "elapsed": _elapsed,
+    "uuid": lambda data, lower: data.count(b"-") >= 4,
+    "keyed_id": _keyed,
+    "hex_id": lambda data, lower: len(data) >= 32 and _HEX32(data),
+}
+
+
+class VolatileMask:
+    """The compiled volatile patterns, for canonical bytes and for plain text.
+
+    ``names`` are keys of :data:`VOLATILE_PATTERNS`, or ``"re:<regex>"`` for a pattern of
+    one's own. Each match is replaced by one fixed token, so "9 seconds ago" and
+    "14 seconds ago" mask alike. Raises ``ValueError`` naming an unknown name or a bad regex.
+    On bytes, each pattern runs only when a cheap guard says it may match (the result is
+    the same as running them all).
+    """
+
+    __slots__ = ("_builtin", "_bytes", "_text", "names")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = tuple(names)
+        parts: list[str] = []
+        steps: list[tuple[Callable[[bytes, bytes], object] | None, re.Pattern[bytes]]] = []
+        for name in self.names:
+            if name.startswith(_CUSTOM):
+                source = name[len(_CUSTOM):]
+                if not source:
+                    raise ValueError("volatile pattern 're:' is empty")
+                try:
+                    re.compile(source)
+                except re.error as exc:
+                    raise ValueError(f"volatile pattern {name!r}: {exc}") from None
+            elif name in VOLATILE_PATTERNS:
+                source = VOLATILE_PATTERNS[name]
+            else:
+                known = ", ".join(VOLATILE_PATTERNS)
+                raise ValueError(f"unknown volatile pattern {name!r} (known: {known}; or re:<regex>)")
+            parts.append(f"(?:{source})")
+            steps.append((_guard(name), re.compile(source.encode("utf-8"))))
+        self._text = re.compile("|".join(parts))
+        self._bytes = tuple(steps)
+        self._builtin = all(guard is not None for guard, _ in steps)
+
+    def text(self, text: str) -> str:
+        """``text`` with every volatile fragment replaced by one token."""
+        return self._text.sub(_MASK_TOKEN, text)
+
+    def bytes(self, data: bytes) -> bytes:
+        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
+        if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
+                b"id" not in data.lower()):
+            return data  # every built-in pattern needs a digit, but an id after its key
+        lower = data.lower()
+        for guard, pattern in self._bytes:
+            if guard is None or guard(data, lower):
+                data = pattern.sub(b"\x00~", data)
+        return data
+
+
+def volatile_mask(names: Iterable[str]) -> VolatileMask | None:
+    """The (cached) mask for ``names``; None when ``names`` is empty (mask nothing)."""
+    key = tuple(names)
+    if not key:
+        return None
+    found = _MASKS.get(key)
+    if found is None:
+        found = VolatileMask(key)
+        if len(_MASKS) < 64:
+            _MASKS[key] = found
+    return found
+
 
 _INT_MIN: Final = -(2**63)
 _INT_MAX: Final = 2**64 - 1  # larger magnitudes are tagged, in hex (no str() digit limit)
@@ -195,24 +341,36 @@ class Fingerprinter:
     function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
     """
 
-    __slots__ = ("_hash", "_ignore", "_ignore_msg")
+    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask")
 
     def __init__(
         self,
         ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS,
         *,
         hasher: Callable[[bytes], str] = xxhash.xxh3_128_hexdigest,
+        volatile: Iterable[str] = (),
     ) -> None:
         self._ignore = frozenset(ignore_keys)
         self._ignore_msg = self._ignore | MESSAGE_VOLATILE_KEYS
         self._hash = hasher
+        self._mask = volatile_mask(volatile)
+
+    @property
+    def volatile(self) -> tuple[str, ...]:
+        """The volatile patterns this Fingerprinter masks (empty: none)."""
+        return () if self._mask is None else self._mask.names
 
     @property
     def ignore_keys(self) -> frozenset[str]:
         return self._ignore
 
     def canonical_bytes(self, obj: Any) -> bytes:
-        """Canonical JSON bytes of ``obj`` (the digest's input)."""
+        """Canonical JSON bytes of ``obj`` (the digest's input), volatile text masked."""
+        if self._mask is not None:
+            return self._mask.bytes(self._canonical(obj))
+        return self._canonical(obj)
+
+    def _canonical(self, obj: Any) -> bytes:
         if _native is not None:
             try:
                 out: bytes = _native.dumps(
@@ -244,6 +402,8 @@ class Fingerprinter:
         """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
         ``bytes.fromhex(fingerprint(obj))`` with these ignore keys. The Monitor's digest
         (one call, no hex text: the rules keep these bytes)."""
+        if self._mask is not None:
+            return _xxh3_raw(self._mask.bytes(self._canonical(obj)))
         if _native is not None:
             try:
                 return _xxh3_raw(_native.dumps(

@@ -26,6 +26,8 @@ __all__ = [
     "field",
     "is_message_shaped",
     "is_tool_message",
+    "is_user_input",
+    "is_user_message",
     "tool_call_args",
     "tool_call_name",
     "tool_calls",
@@ -66,6 +68,29 @@ def is_tool_message(message: Any) -> bool:
         or field(message, "type") == "tool"
         or field(message, "role") == "tool"
     )
+
+
+USER_NODES: Final = frozenset({"user", "human"})
+"""Node names whose message steps are the user's input (the requests replies answer)."""
+
+
+def is_user_message(message: Any) -> bool:
+    """A user's message: LangChain's ``HumanMessage`` (``type`` ``"human"``) or a
+    ``{"role": "user"}`` / ``{"type": "human"}`` dict."""
+    if isinstance(message, str) or message is None:
+        return False
+    return bool(field(message, "type") == "human" or field(message, "role") == "user")
+
+
+def is_user_input(step: Step) -> bool:
+    """A message step that is the user's input: node ``"user"`` (or ``"human"``), or an
+    output that is a user message. The content rules key the replies on it."""
+    if step.tool is not None:
+        return False
+    if step.node in USER_NODES:
+        return True
+    output = step.output
+    return output is not None and not isinstance(output, str | int | float | bool) and is_user_message(output)
 
 
 def tool_call_name(call: Any) -> str | None:

@@ -15,6 +15,27 @@ Parallel tool turns
     see the order in which parallel calls happened to finish. A tool step with no request
     before it is a turn of one.
 
+Replies and requests
+    A reply is judged together with what it answers. A user's input (a message step of
+    node ``"user"``, or whose output is a ``HumanMessage`` / ``{"role": "user"}`` dict:
+    :func:`liveguard.messages.is_user_input`) is the **request**; the digest of every
+    later step of the agent (messages, tool-call requests, tool steps) is keyed on the
+    request's digest: ``xxh3(request digest + own digest)``. So "Done." to three
+    different requests is three different states, while the same request answered the
+    same way is the same state again. A step that **carries its own input**, a message
+    step with ``args`` and no ``tool`` (a ``Send`` payload, a Functional API task's
+    arguments), is keyed on its input instead: two parallel ``Send``s whose different
+    inputs give the same output are different states. A run with neither keeps its
+    digests exactly as before. The user's own steps are requests, not replies: the
+    stall and repeat rules skip them (a user who says "yes" to three questions does not
+    loop); the cycle rule and the revisit rule see them.
+
+Volatile text
+    Digests mask ``Policy.volatile`` (times, elapsed durations, ids inside text; see
+    :data:`liveguard.fingerprint.VOLATILE_PATTERNS`) in the canonical bytes, so "visited
+    9 seconds ago" and "visited 14 seconds ago" are one state; text without such a
+    fragment digests exactly as before.
+
 Thread state
     ``snapshot()`` returns the Monitor's bounded state as a small, versioned, JSON-able
     dict (strings interned once; every rule's windows as lists of ints);
@@ -29,13 +50,15 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from xxhash import xxh3_128_digest as _xxh3_raw
+
 from liveguard.errors import FingerprintError, SnapshotError
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
-from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, Fingerprinter, _maybe_json
-from liveguard.messages import tool_call_name, tool_calls
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
+from liveguard.messages import is_user_input, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation, Rule
+from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation, Rule, unhex
 from liveguard.rules.build import build
 
 if TYPE_CHECKING:
@@ -53,21 +76,16 @@ tool_calls_of = tool_calls
 class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
-    __slots__ = ("_by_kind", "_digest", "_expect", "_finished", "_index", "_prefetch", "_rules",
-                 "_turn", "allow_set", "policy")
+    __slots__ = ("_by_kind", "_digest", "_expect", "_finished", "_index", "_prefetch", "_request",
+                 "_rules", "_turn", "allow_set", "policy")
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
         policy = Policy.from_env() if policy is None else policy
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
-        ignore = self.policy.ignore_keys
-        fp = (
-            _DEFAULT_FINGERPRINTER
-            if ignore is DEFAULT_IGNORE_KEYS or ignore == DEFAULT_IGNORE_KEYS
-            else Fingerprinter(ignore)
-        )
-        self._digest = fp.raw_digest
+        self._digest = _fingerprinter(self.policy.ignore_keys, self.policy.volatile).raw_digest
+        self._request = b""  # the digest of the user's last input (b"": none yet)
         self._rules = rules = tuple(build(self.policy, allow_set))
         # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS), and
         # the rules that can prepare a whole recorded run at once (the semantic layer's batching).
@@ -172,12 +190,15 @@ class Monitor:
         def pack(text: str) -> int:
             return ids.setdefault(text, len(ids))  # insertion order is the table's order
 
-        # rules without snapshot/restore (the semantic layer's embeddings) start afresh
+        # every rule with snapshot/restore (the semantic layer's too) is saved; others start afresh
         rules = {type(rule).__name__: rule.snapshot(pack)
                  for rule in self._rules if hasattr(rule, "snapshot")}
         turn = [obs.pack(pack) for obs in self._turn]
-        return {"v": SNAPSHOT_VERSION, "n": self._index, "e": self._expect, "t": turn,
-                "r": rules, "s": list(ids)}
+        state = {"v": SNAPSHOT_VERSION, "n": self._index, "e": self._expect, "t": turn,
+                 "r": rules, "s": list(ids)}
+        if self._request:
+            state["q"] = self._request.hex()
+        return state
 
     @classmethod
     def restore(
@@ -217,6 +238,7 @@ class Monitor:
             self._index = int(snapshot["n"])
             self._expect = int(snapshot["e"])
             self._turn = [Observation.unpack(item, unpack) for item in snapshot["t"]] or _NO_TURN
+            self._request = unhex(str(snapshot.get("q", "")))  # absent before request keying
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise SnapshotError(f"malformed snapshot ({type(exc).__name__})") from None
         self._finished = False
@@ -235,9 +257,25 @@ class Monitor:
 
     def digest(self, step: Step) -> str:
         """The digest the rules compare for ``step`` (a violation's ``digest`` prefixes it)."""
-        return self._observation(step, self._index).key
+        return self._observation(step, self._index, advance=False).key
 
-    def _observation(self, step: Step, index: int) -> Observation:
+    def _observation(self, step: Step, index: int, advance: bool = True) -> Observation:
+        """The step's observation, its digest keyed on what it answers (module docstring)."""
+        obs = self._plain(step, index)
+        if obs.kind == CONTENTLESS:
+            return obs
+        if obs.kind == MESSAGE and is_user_input(step):
+            obs.user = True
+            if advance:
+                self._request = obs.digest
+            return obs
+        carries = step.tool is None and step.args is not None  # a step that carries its input
+        context = self._digest(step.args) if carries else self._request
+        if context:
+            obs.digest = _xxh3_raw(context + obs.digest)
+        return obs
+
+    def _plain(self, step: Step, index: int) -> Observation:
         tool = step.tool
         if tool is not None:
             args = step.args
@@ -250,7 +288,8 @@ class Monitor:
                 nonretryable = error is not None and _nonretryable(error)
             else:
                 nonretryable = _nonretryable(result) or (error is not None and _nonretryable(error))
-            return Observation(index, step.node, TOOL, digest, tool, nonretryable, None, step)
+            return Observation(index, step.node, TOOL, digest, tool, nonretryable, None, step,
+                               failed=error is not None)
         output = step.output
         if output is not None:
             if type(output) is dict:  # tool_calls(output), read directly from a plain dict
@@ -285,6 +324,24 @@ class Monitor:
         return Observation(index, step.node, MESSAGE, self._digest((content, step.error)), None, False,
                            None, step)
 
+
+_FINGERPRINTERS: dict[tuple[frozenset[str], tuple[str, ...]], Fingerprinter] = {}
+
+
+def _fingerprinter(ignore: frozenset[str], volatile: tuple[str, ...]) -> Fingerprinter:
+    """The (cached) Fingerprinter of a policy's ignore keys and volatile patterns."""
+    if not volatile and (ignore is DEFAULT_IGNORE_KEYS or ignore == DEFAULT_IGNORE_KEYS):
+        return _DEFAULT_FINGERPRINTER
+    key = (ignore, volatile)
+    found = _FINGERPRINTERS.get(key)
+    if found is None:
+        found = Fingerprinter(ignore, volatile=volatile)
+        if len(_FINGERPRINTERS) < 64:
+            _FINGERPRINTERS[key] = found
+    return found
+
+
+_FINGERPRINTERS[(DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE)] = Fingerprinter(volatile=DEFAULT_VOLATILE)
 
 _Pick = Callable[[tuple[Rule, ...]], tuple[Rule, ...]]
 _Layout = tuple[tuple[_Pick, ...], tuple[int, int, int, int], tuple[int, ...]]

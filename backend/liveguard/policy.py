@@ -32,6 +32,8 @@ setting                       default  meaning
 ``role_drift_drop``           0.15     role_drift: similarity to the own role fell this much
 ``role_drift_margin``         0.05     role_drift: nearer another node's role by this much
 ``spin_check_every``          0        spin check every K message steps (0: only on soft finds)
+``volatile``                  all      volatile-text patterns masked in content digests
+                                       (times, durations, ids in text; docs/detection.md)
 ============================  =======  ======================================================
 
 Environment: ``AGENT_EVAL_MAX_REVISITS`` overrides ``max_revisits``;
@@ -45,10 +47,10 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from liveguard.errors import PolicyError
-from liveguard.fingerprint import DEFAULT_IGNORE_KEYS
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, volatile_mask
 
 __all__ = ["NodePolicy", "Policy", "ToolPolicy"]
 
@@ -99,6 +101,9 @@ class Policy(BaseModel):
     thread_steps: int | None = Field(default=None, ge=1)
     """Thread-level ceiling (kept with the thread's liveness state, as ``thread_limit``)."""
     ignore_keys: frozenset[str] = DEFAULT_IGNORE_KEYS
+    volatile: tuple[str, ...] = DEFAULT_VOLATILE
+    """Volatile-text patterns masked in content digests: names of
+    :data:`liveguard.fingerprint.VOLATILE_PATTERNS` or ``"re:<regex>"`` (``()``: none)."""
     nodes: Mapping[str, NodePolicy] = Field(default_factory=dict)
     tools: Mapping[str, ToolPolicy] = Field(default_factory=dict)
     scan_text: bool = False
@@ -130,6 +135,12 @@ class Policy(BaseModel):
         if self.semantic_hard_matches > self.semantic_window:
             raise ValueError("semantic_hard_matches cannot exceed semantic_window")
         return self
+
+    @field_validator("volatile")
+    @classmethod
+    def _volatile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        volatile_mask(value)  # unknown names and bad regexes: ValueError, naming the pattern
+        return value
 
     def __hash__(self) -> int:
         return hash(self.model_dump_json())

@@ -24,7 +24,7 @@ from liveguard.model import Step, Violation
 
 __all__ = [
     "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
-    "StatefulRule", "Unpack", "digest_prefix", "prefix", "unhex",
+    "StatefulRule", "Unpack", "agent_of", "digest_prefix", "prefix", "unhex",
 ]
 
 Pack = Callable[[str], int]
@@ -50,6 +50,17 @@ changes nothing, for every other kind."""
 DIGEST_PREFIX: Final = 12
 """Hex characters of a digest that go into evidence."""
 _PREFIX_BYTES: Final = DIGEST_PREFIX // 2
+
+
+def agent_of(node: str) -> str:
+    """The agent a node speaks for: ``"Orchestrator"`` for ``"Orchestrator (-> WebSurfer)"``
+    and ``"Orchestrator (thought)"`` (a recorded multi-agent run names an agent's channels
+    so); any other node is its own agent. An agent's own messages are never news to it."""
+    if node.endswith(")"):
+        cut = node.find(" (")
+        if cut > 0:
+            return node[:cut]
+    return node
 
 
 def prefix(digest: str) -> str:
@@ -80,11 +91,15 @@ class Observation:
     layer reads it, to embed it; no rule puts it in evidence. ``step`` is the step itself,
     for the step-text rule (``evaluator_injection_suspected``), which reads its text once;
     no rule keeps it beyond the call. ``calls`` (tool-call requests only) is how many calls
-    the request makes: the size of the turn it opens.
+    the request makes: the size of the turn it opens. ``failed`` (tool steps only) is True
+    when the call failed (an error, or ``"retryable": false``): an identical failing call
+    counts towards ``tool_no_progress`` whatever else its turn did. ``user`` is True for a
+    user's input; ``digest`` of every other step is keyed on what it answers (see
+    :class:`~liveguard.monitor.Monitor`, "Replies and requests").
     """
 
-    __slots__ = ("calls", "content", "digest", "index", "kind", "last", "node", "nonretryable",
-                 "step", "tool")
+    __slots__ = ("calls", "content", "digest", "failed", "index", "kind", "last", "node",
+                 "nonretryable", "step", "tool", "user")
 
     def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
         self,
@@ -98,6 +113,7 @@ class Observation:
         step: Step | None = None,
         last: bool = True,
         calls: int = 0,
+        failed: bool = False,
     ) -> None:
         self.index = index
         self.node = node
@@ -110,6 +126,10 @@ class Observation:
         self.last = last
         """False for a tool step followed by more steps of the same parallel turn."""
         self.calls = calls
+        self.failed = failed or nonretryable
+        """A tool step that failed: an error, or a result saying ``"retryable": false``."""
+        self.user = False
+        """A user's input (:func:`liveguard.messages.is_user_input`): a request, not a reply."""
 
     @property
     def key(self) -> str:
@@ -119,14 +139,16 @@ class Observation:
     def pack(self, pack: Pack) -> list[Any]:
         """This observation as plain data (for a pending turn in a snapshot)."""
         tool = -1 if self.tool is None else pack(self.tool)
-        return [self.index, pack(self.node), self.kind, pack(self.digest.hex()), tool,
-                int(self.nonretryable)]
+        # flags: 1 non-retryable (so failed), 2 failed otherwise, 0 neither (as before ``failed``)
+        flags = 1 if self.nonretryable else 2 if self.failed else 0
+        return [self.index, pack(self.node), self.kind, pack(self.digest.hex()), tool, flags]
 
     @classmethod
     def unpack(cls, data: list[Any], unpack: Unpack) -> Observation:
-        index, node, kind, key, tool, nonretryable = data
+        index, node, kind, key, tool, flags = data
+        flags = int(flags)
         return cls(index, unpack(node), kind, unhex(unpack(key)),
-                   None if tool < 0 else unpack(tool), bool(nonretryable))
+                   None if tool < 0 else unpack(tool), flags == 1, failed=flags != 0)
 
 
 class Rule(Protocol):
@@ -140,8 +162,9 @@ class Rule(Protocol):
 class StatefulRule(Rule, Protocol):
     """A rule whose bounded state survives a thread's resume: every loop-guard rule.
 
-    The Monitor saves the rules that have ``snapshot``; the others (the semantic layer,
-    whose state is embeddings) start afresh after a restore.
+    The Monitor saves the rules that have ``snapshot`` (the semantic layer's
+    ``semantic_repeat`` among them: hashed features and float16 vectors, never text); the
+    others (``role_drift``, whole-run) start afresh after a restore.
     """
 
     def snapshot(self, pack: Pack) -> Any: ...

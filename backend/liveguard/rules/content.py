@@ -1,7 +1,13 @@
 """Content rules: no_progress_stall, repeated_content and content_cycle.
 
 Content is compared by digest: the step's summary if given, else its output.
-Keys pair the node with the digest, so two nodes saying "OK" are not a repeat.
+Keys pair the node with the digest, so two nodes saying "OK" are not a repeat. The
+digest of a reply is keyed on the request it answers (the user's last input), or on the
+step's own input when it carries one (``args`` on a message step: a ``Send`` payload, a
+task's arguments): see :class:`~liveguard.monitor.Monitor`. So the same reply to a
+different request, or the same output of a different input, is progress; the same
+request answered the same way is a repeat. The user's own inputs are requests: the
+stall and repeat rules skip them (a user step breaks a stall run); cycles include them.
 
 State is kept flat: each window is one list of (digest, node, index, ...) fields in
 turn, never a tuple per step, and digests are the observations' raw 16-byte values.
@@ -13,7 +19,17 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, MESSAGE, Observation, Pack, Unpack, digest_prefix, unhex
+from liveguard.rules.base import (
+    CONTENTLESS,
+    MESSAGE,
+    TOOL,
+    Observation,
+    Pack,
+    Unpack,
+    agent_of,
+    digest_prefix,
+    unhex,
+)
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
@@ -37,7 +53,7 @@ class Stall:
         self._start = 0
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if obs.kind != MESSAGE:
+        if obs.kind != MESSAGE or obs.user:
             self._node = None
             return None
         if obs.node == self._node and obs.digest == self._digest:
@@ -75,37 +91,66 @@ class Stall:
 
 
 class RepeatedContent:
-    """repeated_content: the same node + content N times in the last M message steps.
+    """repeated_content: the same node + content N times in the last M message steps, with
+    nothing new coming back in between.
 
-    The window is one flat list, ``[digest, node, index, digest, node, index, ...]``. A
-    step's count is counted only when its digest alone occurs ``repeat`` times in the
-    window (one C-level ``list.count`` over the digests); the node is then compared too.
+    The window is one flat list, ``[digest, node, index, epoch, ...]``. A node's **epoch**
+    counts the new observations that came from elsewhere (a tool step, a user message or
+    another node's message whose digest the rule had not seen among the last
+    :data:`_SEEN` observations); the node's own messages never move it, nor do those of
+    the node's other channels (:func:`~liveguard.rules.base.agent_of`: "Orchestrator
+    (thought)" and "Orchestrator (-> WebSurfer)" are one agent). A step's repeats
+    are the window entries with its digest, node *and* epoch: "Next speaker WebSurfer"
+    three times with a new page from WebSurfer between each is three states, the same
+    message with the same results between is a repeat. A step's count is counted only
+    when its digest alone occurs ``repeat`` times in the window (one C-level
+    ``list.count`` over the digests); node and epoch are then compared too.
     """
 
-    __slots__ = ("_items", "_limit", "_size")
+    __slots__ = ("_by_node", "_items", "_limit", "_new", "_seen", "_size")
 
     code = "repeated_content"
 
-    kinds = (MESSAGE,)
+    kinds = (MESSAGE, TOOL)
 
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
         self._size = policy.repeat_window
         self._items: list[Any] = []
+        self._seen: list[bytes] = []  # the last _SEEN observation digests, oldest first
+        self._new = 0  # new observations so far
+        self._by_node: dict[str, int] = {}  # ... of them, from each node
+
+    def _arrived(self, obs: Observation) -> None:
+        seen = self._seen
+        digest = obs.digest
+        known = digest in seen
+        seen.append(digest)
+        if len(seen) > _SEEN:
+            del seen[0]
+        if not known:
+            self._new += 1
+            by_node, agent = self._by_node, agent_of(obs.node)
+            by_node[agent] = by_node.get(agent, 0) + 1
+            if len(by_node) > _MAX_NODES:  # unbounded node names: keep the table bounded
+                by_node.clear()
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if obs.kind != MESSAGE:
+        if obs.kind != MESSAGE or obs.user:
+            if obs.kind == TOOL or obs.user:
+                self._arrived(obs)
             return None
-        items, digest = self._items, obs.digest
-        if len(items) >= 3 * self._size:
-            del items[:3]
-        items += (digest, obs.node, obs.index)
+        self._arrived(obs)
+        items, digest, node = self._items, obs.digest, obs.node
+        epoch = self._new - self._by_node.get(agent_of(node), 0)
+        if len(items) >= _ITEM * self._size:
+            del items[:_ITEM]
+        items += (digest, node, obs.index, epoch)
         limit = self._limit
-        if items[::3].count(digest) < limit:  # fewer of this digest, fewer of node + digest
+        if items[::_ITEM].count(digest) < limit:  # fewer of this digest, fewer of the rest
             return None
-        node = obs.node
-        steps = [items[i + 2] for i in range(0, len(items), 3)
-                 if items[i] == digest and items[i + 1] == node]
+        steps = [items[i + 2] for i in range(0, len(items), _ITEM)
+                 if items[i] == digest and items[i + 1] == node and items[i + 3] == epoch]
         if len(steps) != limit:
             return None
         return [
@@ -124,16 +169,39 @@ class RepeatedContent:
 
     def snapshot(self, pack: Pack) -> Any:
         items = self._items
-        return [[pack(items[i + 1]), pack(items[i].hex()), items[i + 2]]
-                for i in range(0, len(items), 3)]
+        window = [[pack(items[i + 1]), pack(items[i].hex()), items[i + 2]]
+                  for i in range(0, len(items), _ITEM)]
+        if not self._new:  # nothing has arrived: the format before epochs
+            return window
+        for entry, i in zip(window, range(0, len(items), _ITEM), strict=True):
+            entry.append(items[i + 3])
+        return {"w": window, "n": self._new, "b": {str(pack(k)): v for k, v in self._by_node.items()},
+                "d": [pack(d.hex()) for d in self._seen]}
 
     def restore(self, data: Any, unpack: Unpack) -> None:
         items = self._items
         items.clear()
-        for node, key, index in data:
-            if len(items) >= 3 * self._size:  # a narrower window than the saved one
-                del items[:3]
-            items += (unhex(unpack(key)), unpack(node), index)
+        if isinstance(data, dict):
+            window = data["w"]
+            self._new = int(data["n"])
+            self._by_node = {unpack(int(k)): int(v) for k, v in data["b"].items()}
+            self._seen = [unhex(unpack(d)) for d in data["d"]][-_SEEN:]
+        else:  # a snapshot from before epochs: nothing new has arrived since its entries
+            window = data
+            self._new, self._by_node, self._seen = 0, {}, []
+        for entry in window:
+            node, key, index = entry[0], entry[1], entry[2]
+            epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(agent_of(unpack(node)), 0)
+            if len(items) >= _ITEM * self._size:  # a narrower window than the saved one
+                del items[:_ITEM]
+            items += (unhex(unpack(key)), unpack(node), index, epoch)
+
+
+_ITEM = 4
+"""RepeatedContent's window fields per step: digest, node, index, epoch."""
+_SEEN = 64
+"""Observation digests RepeatedContent remembers to tell a new one from one seen before."""
+_MAX_NODES = 4096
 
 
 _SORTED: dict[tuple[int, ...], tuple[int, ...]] = {}

@@ -2,10 +2,32 @@
 
 Each message step is compared with the last ``semantic_window`` message steps of the
 same node. It *matches* when an earlier one against which it carries no new information
-(:mod:`liveguard.semantic.novelty`: no new number, identifier or name, no growth) has
-cosine similarity at or above ``semantic_threshold``; the nearest such one is reported.
-The first match in the window is a soft finding; the ``semantic_hard_matches``-th is
-hard (a liveness code: it vetoes and rolls back).
+(:mod:`liveguard.semantic.novelty`: no new number, identifier or name, no fact that
+message lacked, no growth, not a shrinking list of it) has cosine similarity at or above
+``semantic_threshold``; the nearest such one is reported.
+
+Suspicion and confirmation (the layered defence): a match is a **suspicion**. It is
+**confirmed** when the observations between the repeat and the latest earlier message it
+repeats (or the node's previous suspicion in the window, when later: the state came back
+then too) brought nothing new either: every tool result, user message and other node's
+message in between is one the rule has seen before (by digest, volatile text masked), or
+the same text as one seen before with only a counter ticking (every number that changed
+went up by exactly one: "revision 3" after "revision 2", "attempt 4 of 5" after "attempt 3
+of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or, for another node's
+message, is itself a reworded repeat. The node's own agent is not an observer of itself:
+"Orchestrator (-> WebSurfer)" is the agent of "Orchestrator (thought)"
+(:func:`~liveguard.rules.base.agent_of`). The first suspicion in the
+window is a soft finding; from the ``semantic_hard_matches``-th suspicion on, a
+**confirmed** one is hard (a liveness code: it vetoes and rolls back), once per window.
+An unconfirmed one at that count stays soft (``detail.confirmed`` False): the spin-check
+judge (:mod:`liveguard.semantic.spin`) is asked after soft findings, and a person or the
+judge decides. So, with no judge, the layer alone never vetoes a run whose observations
+progress. An event older than the rule's memory counts as new (unknown is not "nothing
+new").
+
+Thread state: the rule's windows (digests, hashed novelty features, float16 vectors; never
+text) are in :meth:`SemanticRepeat.snapshot`, so a reworded loop told one step per invoke
+is one loop. A window entry without a vector is embedded when the snapshot is taken.
 
 Cost: a step whose digest already appears in the node's window is *settled by the
 hash layer* (the content rules judge it) and is never embedded. The novelty test runs
@@ -13,9 +35,8 @@ first, on words alone: a step that brings a new fact (a number, identifier or na
 window lacks), grows every earlier message, or is the first message of its node, cannot
 match whatever its cosine, so it is not embedded either. Otherwise the step is embedded
 with only those window messages it could repeat (the candidates) that still lack a
-vector. Vectors
-are cached by digest, so an identical text is embedded once per process. Offline,
-:meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first.
+vector. Vectors are cached by digest, so an identical text is embedded once per process.
+Offline, :meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first.
 
 An embedder that fails is missing evidence: one soft ``semantic_unavailable``
 finding (with the error code) and the rule stands down for the run.
@@ -23,14 +44,19 @@ finding (with the error code) and the rule stands down for the run.
 
 from __future__ import annotations
 
+import base64
 import contextlib
-from collections import deque
+import re
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from xxhash import xxh3_64_hexdigest
+
+from liveguard.fingerprint import Fingerprinter, volatile_mask
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import MESSAGE, Observation, prefix
+from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, agent_of, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
 from liveguard.semantic.novelty import Info, candidates
 from liveguard.semantic.text import text_of
@@ -40,6 +66,13 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = ["SemanticRepeat", "SemanticStats", "semantic_rules"]
+
+_EVENTS = 256
+"""Observations remembered for the confirmation (index, node, new)."""
+_SEEN = 512
+"""Observation digests remembered to tell a new one from one seen before."""
+_NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
+"""Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
 
 
 class SemanticStats:
@@ -58,16 +91,17 @@ class SemanticStats:
 class _Entry:
     __slots__ = ("index", "info", "key", "text", "vector")
 
-    def __init__(self, index: int, key: str, text: str, info: Info) -> None:
+    def __init__(self, index: int, key: str, text: str | None, info: Info) -> None:
         self.index = index
         self.key = key
-        self.text = text  # kept in memory for a lazy embedding; never in evidence
+        self.text = text  # kept in memory for a lazy embedding; never in evidence or snapshots
         self.info = info
         self.vector: NDArray[np.float32] | None = None
 
 
 class SemanticRepeat:
-    """Soft on the first reworded repeat in the window, hard on the ``semantic_hard_matches``-th."""
+    """Soft on a reworded repeat (a suspicion); hard on a confirmed one from the
+    ``semantic_hard_matches``-th suspicion in the window (module docstring)."""
 
     code = "semantic_repeat"
 
@@ -76,11 +110,22 @@ class SemanticRepeat:
         self._threshold = policy.semantic_threshold
         self._window = policy.semantic_window
         self._hard = policy.semantic_hard_matches
+        self._mask = volatile_mask(policy.volatile)
+        self._results = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).raw_digest
         self._history: dict[str, deque[_Entry]] = {}
         self._positions: dict[str, int] = {}
         self._matches: dict[str, deque[int]] = {}
+        self._hard_at: dict[str, int] = {}  # position of the node's last hard finding
+        self._last_match: dict[str, int] = {}  # step index of the node's last suspicion
+        self._events: deque[tuple[int, str, bool]] = deque(maxlen=_EVENTS)
+        self._seen: deque[bytes] = deque(maxlen=_SEEN)
+        self._counters: OrderedDict[str, list[str]] = OrderedDict()  # skeleton -> its numbers
+        self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
         self.stats = SemanticStats()
+
+    def _info(self, text: str) -> Info:
+        return Info(self._mask.text(text) if self._mask is not None else text)
 
     # -- offline: embed a whole run's unsettled steps in batches ----------------------------
     def prefetch(self, observations: Sequence[Observation]) -> None:
@@ -97,7 +142,7 @@ class SemanticRepeat:
             if any(key == obs.key for key, _, _ in window):
                 window.append((obs.key, text, next(i for k, _, i in window if k == obs.key)))
                 continue
-            info = Info(text)
+            info = self._info(text)
             members = list(window)
             picked = candidates(info, [i for _, _, i in members]) if members else []
             if picked:
@@ -108,13 +153,70 @@ class SemanticRepeat:
         with contextlib.suppress(EmbeddingError, SemanticUnavailable):
             self._cache.fill(todo)
 
+    # -- observations: what came back between the repeats -------------------------------------
+    def _seen_before(self, digest: bytes) -> bool:
+        seen = digest in self._seen
+        self._seen.append(digest)
+        return seen
+
+    def _ticks(self, node: str, payload: Any) -> bool:
+        """True when ``payload`` is an earlier observation of ``node`` with only a counter ticking."""
+        try:
+            data = self._canonical(payload)
+        except Exception:
+            return False
+        numbers = [m.decode() for m in _NUMBERS.findall(data)]
+        key = f"{node}\x00{xxh3_64_hexdigest(_NUMBERS.sub(b'#', data))}"
+        earlier = self._counters.pop(key, None)
+        self._counters[key] = numbers
+        while len(self._counters) > _SEEN:
+            self._counters.popitem(last=False)
+        if earlier is None or len(earlier) != len(numbers) or earlier == numbers:
+            return False
+        try:
+            return all(a == b or float(b) - float(a) == 1 for a, b in zip(earlier, numbers, strict=True))
+        except ValueError:
+            return False
+
+    def _tool(self, obs: Observation) -> None:
+        step = obs.step
+        if step is None:
+            new = not self._seen_before(obs.digest)
+        else:
+            new = not self._seen_before(self._results((obs.tool, step.result, step.error)))
+            new = new and not self._ticks(obs.node, (obs.tool, step.result, step.error))
+        self._events.append((obs.index, obs.node, new))
+
+    def _confirmed(self, obs: Observation, since: int) -> tuple[bool, int]:
+        """(nothing new came back between step ``since`` and ``obs``, how many new things did)."""
+        events = self._events
+        if since < obs.index and (not events or events[0][0] > since + 1):
+            return False, -1  # older than the memory: unknown is not "nothing new"
+        agent = agent_of(obs.node)
+        fresh = sum(1 for index, node, new in events
+                    if new and agent_of(node) != agent and since < index < obs.index)
+        return fresh == 0, fresh
+
     # -- the rule -------------------------------------------------------------------------
     def observe(self, obs: Observation) -> list[Violation] | None:
         if self._down:
             return None
+        if obs.kind == TOOL:
+            self._tool(obs)
+            return None
         text = _message_text(obs)
         if text is None:
             return None
+        if obs.user:  # a user's message: an observation, new when its text is new
+            self._events.append((obs.index, obs.node, not self._seen_before(obs.digest)))
+            return None
+        found = self._message(obs, text)
+        if found is not None:  # a reworded repeat of its node: nothing new, for the others
+            self._events.append((obs.index, obs.node, False))
+        return found or None
+
+    def _message(self, obs: Observation, text: str) -> list[Violation] | None:
+        """The node's own comparison; None when the message was new (recorded as such)."""
         stats = self.stats
         stats.messages += 1
         node = obs.node
@@ -123,20 +225,23 @@ class SemanticRepeat:
             history = self._history[node] = deque(maxlen=self._window)
         position = self._positions.get(node, 0)
         self._positions[node] = position + 1
+        seen = self._seen_before(obs.digest)
+        seen = self._ticks(node, text) or seen
         for entry in history:
             if entry.key == obs.key:  # settled by the hash layer: no embedding, no finding
                 stats.settled += 1
                 same = _Entry(obs.index, obs.key, entry.text, entry.info)
                 same.vector = entry.vector
                 history.append(same)
-                return None
-        info = Info(text)
+                return []
+        info = self._info(text)
         current = _Entry(obs.index, obs.key, text, info)
-        members = list(history)
+        members = [e for e in history if e.vector is not None or e.text is not None]
         picked = [members[i] for i in candidates(info, [e.info for e in members])] if members else []
         history.append(current)
         if not picked:
             stats.novel += 1  # new information against every earlier message: nothing to embed
+            self._events.append((obs.index, node, not seen))
             return None
         try:
             self._embed([current, *picked])
@@ -151,36 +256,54 @@ class SemanticRepeat:
             ]
         vector = current.vector
         assert vector is not None
-        best = picked[0]
+        best: _Entry | None = None
         best_sim = -1.0
+        latest = -1  # the latest earlier message it repeats: the confirmation looks after it
         for entry in picked:
-            assert entry.vector is not None
+            if entry.vector is None:
+                continue
             sim = float(entry.vector @ vector)
             if sim > best_sim:
                 best, best_sim = entry, sim
-        if best_sim < self._threshold:
+            if sim >= self._threshold:
+                latest = max(latest, entry.index)
+        if best is None or best_sim < self._threshold:
+            self._events.append((obs.index, node, not seen))
             return None
         stats.matched += 1
-        return self._match(obs, position, best, best_sim)
+        return self._match(obs, position, best, best_sim, latest)
 
-    def _match(self, obs: Observation, position: int, best: _Entry, sim: float) -> list[Violation] | None:
-        """Count a match in the node's window: soft on the first, hard on the ``hard``-th."""
-        matches = self._matches.get(obs.node)
+    def _match(self, obs: Observation, position: int, best: _Entry, sim: float,
+               latest: int) -> list[Violation]:
+        """Count a suspicion in the node's window: soft on the first; hard on a confirmed one
+        from the ``hard``-th on (once per window); an unconfirmed one at that count is soft."""
+        node = obs.node
+        matches = self._matches.get(node)
         if matches is None:
-            matches = self._matches[obs.node] = deque()
-        matches.append(position)
+            matches = self._matches[node] = deque()
         while matches and matches[0] <= position - self._window:
             matches.popleft()
+        if matches:  # the node's previous suspicion in the window: the state came back then too
+            latest = max(latest, self._last_match.get(node, -1))
+        matches.append(position)
+        self._last_match[node] = obs.index
         count = len(matches)
-        if count == 1:
+        confirmed, fresh = self._confirmed(obs, latest)
+        last_hard = self._hard_at.get(node)
+        severity: str | None = None
+        if count >= self._hard and (last_hard is None or last_hard <= position - self._window):
+            if confirmed:
+                severity = "hard"
+                self._hard_at[node] = position
+            elif count == self._hard:
+                severity = "soft"
+        elif count == 1:
             severity = "soft"
-        elif count == self._hard:
-            severity = "hard"
-        else:
-            return None
+        if severity is None:
+            return []
         return [
             Violation(
-                code=self.code, severity=severity, step=obs.index, node=obs.node, count=count,
+                code=self.code, severity=severity, step=obs.index, node=node, count=count,
                 detail={
                     "similarity": round(sim, 3),
                     "matched_step": best.index,
@@ -189,6 +312,8 @@ class SemanticRepeat:
                     "threshold": self._threshold,
                     "window": self._window,
                     "embedder": self._cache.embedder.name,
+                    "confirmed": confirmed,
+                    "new_between": fresh,
                 },
             )
         ]
@@ -196,15 +321,73 @@ class SemanticRepeat:
     def _embed(self, entries: Sequence[_Entry]) -> None:
         """Give every entry its vector: cached ones free, the rest in one embed() call."""
         cache = self._cache
-        missing = [e for e in entries if e.vector is None and cache.get(e.key) is None]
+        missing = [e for e in entries if e.vector is None and e.text is not None
+                   and cache.get(e.key) is None]
         if missing:
-            self.stats.embedded += cache.fill([(e.key, e.text) for e in missing])
+            self.stats.embedded += cache.fill([(e.key, e.text) for e in missing if e.text is not None])
         for entry in entries:
-            if entry.vector is None:
+            if entry.vector is None and entry.text is not None:
                 entry.vector = cache.vector(entry.key, entry.text)
 
     def finish(self) -> list[Violation] | None:
         return None
+
+    # -- thread state -------------------------------------------------------------------------
+    def snapshot(self, pack: Pack) -> Any:
+        """The windows as plain data: digests, hashed novelty features, float16 vectors."""
+        entries = [e for history in self._history.values() for e in history]
+        if not self._down:
+            with contextlib.suppress(EmbeddingError, SemanticUnavailable):
+                self._embed(entries)  # an entry left without a vector cannot be compared later
+        history = {
+            str(pack(node)): [[e.index, pack(e.key), e.info.pack(), _vec_out(e.vector)] for e in window]
+            for node, window in self._history.items()
+        }
+        return {
+            "h": history,
+            "p": {str(pack(node)): n for node, n in self._positions.items()},
+            "m": {str(pack(node)): list(m) for node, m in self._matches.items()},
+            "x": {str(pack(node)): n for node, n in self._hard_at.items()},
+            "i": {str(pack(node)): n for node, n in self._last_match.items()},
+            "e": [[index, pack(node), int(new)] for index, node, new in self._events],
+            "d": [digest.hex() for digest in self._seen],
+            "c": [[key, numbers] for key, numbers in self._counters.items()],
+        }
+
+    def restore(self, data: Any, unpack: Unpack) -> None:
+        self._history = {}
+        for node, window in data["h"].items():
+            history = self._history[unpack(int(node))] = deque(maxlen=self._window)
+            for index, key, info, vector in window:
+                entry = _Entry(int(index), unpack(key), None, Info.unpack(info))
+                entry.vector = _vec_in(vector)
+                history.append(entry)
+        self._positions = {unpack(int(node)): int(n) for node, n in data["p"].items()}
+        self._matches = {unpack(int(node)): deque(int(x) for x in m) for node, m in data["m"].items()}
+        self._hard_at = {unpack(int(node)): int(n) for node, n in data["x"].items()}
+        self._last_match = {unpack(int(node)): int(n) for node, n in data["i"].items()}
+        self._events = deque(((int(i), unpack(node), bool(new)) for i, node, new in data["e"]),
+                             maxlen=_EVENTS)
+        self._seen = deque((bytes.fromhex(d) for d in data["d"]), maxlen=_SEEN)
+        self._counters = OrderedDict((str(key), [str(n) for n in numbers]) for key, numbers in data["c"])
+
+
+def _vec_out(vector: NDArray[np.float32] | None) -> str | None:
+    if vector is None:
+        return None
+    import numpy as np
+
+    return base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode("ascii")
+
+
+def _vec_in(text: str | None) -> NDArray[np.float32] | None:
+    if text is None:
+        return None
+    import numpy as np
+
+    vector = np.frombuffer(base64.b64decode(text), dtype="<f2").astype(np.float32)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
 
 
 def _message_text(obs: Observation) -> str | None:

@@ -38,9 +38,13 @@ class ToolNoProgress:
     * a turn **makes progress** when at least one of its signatures is not among the
       signatures of the previous ``window`` turns (the widest tool window);
     * an appearance of a signature **counts** when the signature is new in that turn,
-      or when the turn made no progress. A constant side call (``whoami()``) issued beside
+      or when the turn made no progress, or when the call **failed** (an error, or
+      ``"retryable": false``). A constant side call (``whoami()``) issued beside
       calls that bring something new is therefore never counted after its first
-      appearance; once every call of a turn repeats, all of them count again;
+      appearance; once every call of a turn repeats, all of them count again. An
+      identical call with an identical failure counts whatever else its turn did: the
+      same failure again is no progress of that call, and a progressing sibling does not
+      make it one;
     * a signature fires when its counted appearances in the last ``window`` turns reach
       the threshold, at the index of its own step in the turn.
 
@@ -118,7 +122,7 @@ class ToolNoProgress:
         progress = any(sig not in known for sig in mine)
         found: list[Violation] | None = None
         for sig, obs in mine.items():
-            counted = sig not in known or not progress
+            counted = sig not in known or not progress or obs.failed
             entries += (number, sig, obs.index, counted)
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]

@@ -18,6 +18,27 @@ in the window:
 Rewording changes the words, not the facts: paraphrases keep their numbers and names.
 And a rewording *replaces* sentences, it does not add them: it keeps few of the earlier
 message's word pairs, so it is never growth however many new words it uses.
+
+Against one earlier message (:func:`candidates`), two more kinds of progress:
+
+* **other facts**: the message names a fact (an id, a number, a name) that *this* earlier
+  message lacks, even when another message of the window had it: a reply about
+  reservation ``#R2`` is not a repeat of the one about ``#R1`` because ``#R2`` came up
+  before;
+* **a shrinking list**: the earlier message enumerates items ("check A, B, C, D", bullet
+  lines, or a short "refunds and payouts") and this one keeps a strict, non-empty part of
+  them ("check C, D") and adds no new word: a to-do list being worked off; likewise a
+  message that names a strict part of the earlier one's facts (one reservation of the
+  three listed).
+
+Languages: the patterns are written for English and measured on English runs. Words are
+Unicode letters; a capitalised word inside a sentence is a name in English, but every noun
+is capitalised in German, so in a message that reads as German (more German than English
+function words) capitalisation is not a fact. Other languages: numbers, identifiers and
+quoted strings only count as facts when they are written as such.
+
+Everything an :class:`Info` keeps is hashed (64-bit ints), so an Info can be saved in a
+thread snapshot without the message text (:meth:`Info.pack` / :meth:`Info.unpack`).
 """
 
 from __future__ import annotations
@@ -25,9 +46,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["Info", "Sentence", "candidates", "content_words", "facts", "is_novel"]
+from xxhash import xxh3_64_intdigest
+
+__all__ = [
+    "Info", "Sentence", "candidates", "content_words", "facts", "is_novel", "list_items", "reads_german",
+    "shrinks",
+]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:]\d+)*%?")
 _IDENT = re.compile(
@@ -35,7 +61,19 @@ _IDENT = re.compile(
 )
 _QUOTED = re.compile(r"[\"'`“‘]([^\"'`”’\n]{2,60})[\"'`”’]")
 _PROPER = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b")  # mid-sentence; not after a colon
-_WORD = re.compile(r"[a-z][a-z']+")
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|')+")  # Unicode letters: "für", "naïve"
+_TOKEN = re.compile(r"[^\W_]+")
+_GERMAN_WORDS = (
+    "der die das den dem des und ist sind nicht ich wir sie ein eine einen einem einer mit für "
+    "auf noch bitte zu von bei aus nach wird werden wurde habe haben hat kann können"
+)
+_GERMAN = frozenset(_GERMAN_WORDS.split())
+_ENGLISH_WORDS = "the and is are not we you a an with for on to of at from will was have has can please"
+_ENGLISH = frozenset(_ENGLISH_WORDS.split())
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[[ xX]\])\s+(.+)$", re.MULTILINE)
+_SHORT_LIST = 6
+"""A clause of at most this many tokens joined by "and"/"or" is a list without commas."""
+_PARTS = re.compile(r",|\band\b|\bor\b|&|\bund\b|\boder\b")
 _STOPWORDS = (
     "a an the and or but if then else of to in on at by for with from as is are was were be been being "
     "it its this that these those there here i you he she we they me him her us them my your our their "
@@ -54,13 +92,47 @@ OVERLAP: Final = 1 / 3
 MIN_ADDED_WORDS: Final = 4
 
 
+def reads_german(text: str) -> bool:
+    """More German than English function words (at least two): capitalisation is no name."""
+    words = _WORD.findall(text.lower())
+    german = sum(1 for w in words if w in _GERMAN)
+    return german >= 2 and german > sum(1 for w in words if w in _ENGLISH)
+
+
 def facts(text: str) -> frozenset[str]:
     """The information-carrying tokens of ``text`` (case-folded)."""
     found = {m.group(0).rstrip(".").lower() for m in _NUMBER.finditer(text)}
     found.update(m.group(0).lower() for m in _IDENT.finditer(text))
     found.update(m.group(1).strip().lower() for m in _QUOTED.finditer(text))
-    found.update(m.group(0).lower() for m in _PROPER.finditer(text))
+    if not reads_german(text):  # every German noun is capitalised: not a name
+        found.update(m.group(0).lower() for m in _PROPER.finditer(text))
     return frozenset(found - _IGNORED_FACTS)
+
+
+def _h(text: str) -> int:
+    return xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
+
+
+def list_items(text: str) -> frozenset[str]:
+    """The items a message enumerates: bullet lines, or the parts of a clause that lists
+    at least two things with commas ("check A, B, C, D"); each item is its last token."""
+    items: set[str] = set()
+    lower = text.lower()
+    bullets = [m.group(1) for m in _BULLET.finditer(lower)]
+    if len(bullets) >= 2:
+        for line in bullets:
+            tokens = _TOKEN.findall(line)
+            if tokens:
+                items.add(tokens[-1])
+    for clause in re.split(r"[.!?;:\n]+", lower):
+        # a comma list, or a short "x and y" clause ("refunds and payouts")
+        if "," not in clause and len(_TOKEN.findall(clause)) > _SHORT_LIST:
+            continue
+        parts = [_TOKEN.findall(part) for part in _PARTS.split(clause)]
+        parts = [p for p in parts if p]
+        if len(parts) >= 2:
+            items.update(p[-1] for p in parts)
+    return frozenset(items)
 
 
 def content_words(text: str) -> int:
@@ -83,16 +155,21 @@ def _shingles(stems: list[str]) -> frozenset[tuple[str, ...]]:
     return frozenset(pairwise(stems))
 
 
+def _hashed_shingles(stems: list[str]) -> frozenset[int]:
+    return frozenset(_h("\x1f".join(shingle)) for shingle in _shingles(stems))
+
+
 class Sentence:
-    """One sentence or clause of a message: its content-word count and its shingles."""
+    """One sentence or clause of a message: its content-word count and its (hashed) shingles."""
 
     __slots__ = ("shingles", "words")
 
-    def __init__(self, stems: list[str]) -> None:
-        self.words = len(stems)
-        self.shingles = _shingles(stems)
+    def __init__(self, stems: list[str], *, words: int | None = None,
+                 shingles: frozenset[int] | None = None) -> None:
+        self.words = len(stems) if words is None else words
+        self.shingles = _hashed_shingles(stems) if shingles is None else shingles
 
-    def found_in(self, shingles: frozenset[tuple[str, ...]] | set[tuple[str, ...]]) -> float:
+    def found_in(self, shingles: frozenset[int] | set[int]) -> float:
         """The share of this sentence's shingles that ``shingles`` holds (its wording kept)."""
         if not self.shingles:
             return 1.0
@@ -100,14 +177,17 @@ class Sentence:
 
 
 class Info:
-    """What the novelty test needs of one message: facts, size, vocabulary and sentences."""
+    """What the novelty test needs of one message: facts, size, vocabulary, sentences, list
+    items and tokens, every one hashed (no text is kept)."""
 
-    __slots__ = ("facts", "sentences", "shingles", "vocab", "words")
+    __slots__ = ("facts", "items", "sentences", "shingles", "tokens", "vocab", "words")
 
     def __init__(self, text: str) -> None:
-        self.facts = facts(text)
+        self.facts = frozenset(map(_h, facts(text)))
+        self.items = frozenset(map(_h, list_items(text)))
+        self.tokens = frozenset(map(_h, _TOKEN.findall(text.lower())))
         self.sentences: list[Sentence] = []
-        shingles: set[tuple[str, ...]] = set()
+        shingles: set[int] = set()
         vocab: set[str] = set()
         words = 0
         for part in _SENTENCE.split(text.lower()):
@@ -120,8 +200,31 @@ class Info:
             vocab.update(stems)
             words += len(stems)
         self.words = words
-        self.vocab = frozenset(vocab)
+        self.vocab = frozenset(map(_h, vocab))
         self.shingles = frozenset(shingles)
+
+    def pack(self) -> list[Any]:
+        """Plain, text-free data for a snapshot (``tokens`` are not kept: only a new
+        message's tokens are ever read, and a saved Info is always an earlier one)."""
+        return [sorted(self.facts), sorted(self.items), sorted(self.vocab), self.words,
+                [[s.words, sorted(s.shingles)] for s in self.sentences]]
+
+    @classmethod
+    def unpack(cls, data: list[Any]) -> Info:
+        info = cls.__new__(cls)
+        found, items, vocab, words, sentences = data
+        info.facts = frozenset(int(x) for x in found)
+        info.items = frozenset(int(x) for x in items)
+        info.vocab = frozenset(int(x) for x in vocab)
+        info.tokens = frozenset()
+        info.words = int(words)
+        info.sentences = [Sentence([], words=int(w), shingles=frozenset(int(x) for x in sh))
+                          for w, sh in sentences]
+        shingles: set[int] = set()
+        for sentence in info.sentences:
+            shingles |= sentence.shingles
+        info.shingles = frozenset(shingles)
+        return info
 
 
 def is_novel(
@@ -157,25 +260,41 @@ def is_novel(
 
 def candidates(new: Info, earlier: Sequence[Info]) -> list[int]:
     """The indices of the ``earlier`` messages that ``new`` could repeat: those against which
-    it carries no new information (:func:`is_novel` with each as ``nearest``). Empty when
-    ``new`` has a new fact: then no cosine can make it a repeat, and nothing is embedded."""
+    it carries no new information (:func:`is_novel` with each as ``nearest``, no fact the
+    earlier one lacks, not a shrinking list of it). Empty when ``new`` has a new fact: then
+    no cosine can make it a repeat, and nothing is embedded."""
     seen, window = _window(earlier)
     if new.facts - seen:
         return []
     added = _added(new, window, OVERLAP)
-    return [i for i, other in enumerate(earlier) if not _grows(new, other, added, KEEP, MIN_ADDED_WORDS)]
+    return [i for i, other in enumerate(earlier)
+            if not (new.facts - other.facts or _grows(new, other, added, KEEP, MIN_ADDED_WORDS)
+                    or shrinks(new, other))]
 
 
-def _window(earlier: Iterable[Info]) -> tuple[set[str], set[tuple[str, ...]]]:
-    seen: set[str] = set()
-    window: set[tuple[str, ...]] = set()
+def shrinks(new: Info, nearest: Info) -> bool:
+    """``new`` works off ``nearest``'s list: it keeps a strict, non-empty part of its items
+    (at least two) and adds no content word and no fact; or it names a strict, non-empty
+    part of ``nearest``'s facts (one reservation out of the three listed)."""
+    if new.facts and new.facts < nearest.facts:
+        return True
+    items = nearest.items
+    if len(items) < 2:
+        return False
+    kept = items & new.tokens
+    return bool(kept) and kept != items and new.vocab <= nearest.vocab and new.facts <= nearest.facts
+
+
+def _window(earlier: Iterable[Info]) -> tuple[set[int], set[int]]:
+    seen: set[int] = set()
+    window: set[int] = set()
     for other in earlier:
         seen |= other.facts
         window |= other.shingles
     return seen, window
 
 
-def _added(new: Info, window: set[tuple[str, ...]], overlap: float) -> int:
+def _added(new: Info, window: set[int], overlap: float) -> int:
     """Content words in ``new``'s sentences that the window does not have (by word pairs)."""
     return sum(s.words for s in new.sentences if s.found_in(window) < overlap)
 

@@ -28,7 +28,7 @@ from liveguard.semantic.text import text_of
 if TYPE_CHECKING:
     from liveguard.judges import JudgeClient
 
-__all__ = ["SPIN_TASK", "SpinTrigger", "spin_check", "spin_checks"]
+__all__ = ["SPIN_CONFIRMS", "SPIN_TASK", "SpinTrigger", "spin_check", "spin_checks", "spin_confirmations"]
 
 SPIN_TASK: Final = (
     "spin_check: these are the last rounds of an agent run. Do they spin in place (the same "
@@ -36,6 +36,9 @@ SPIN_TASK: Final = (
     "Score 1 when every round makes new progress, 0 when the rounds spin in place."
 )
 MAX_ROUND_CHARS: Final = 1_500
+SPIN_CONFIRMS: Final = 0.5
+"""A spin check after a soft ``semantic_repeat`` that scores below this says the run spins:
+it confirms the suspicion, which becomes hard (:func:`spin_confirmations`)."""
 Trigger = Literal["periodic", "soft_finding"]
 
 
@@ -69,11 +72,15 @@ class SpinTrigger:
 
 
 async def spin_check(
-    gateway: JudgeClient, rounds: Iterable[tuple[int, str, str]], trigger: Trigger
+    gateway: JudgeClient, rounds: Iterable[tuple[int, str, str]], trigger: Trigger,
+    finding: Violation | None = None,
 ) -> LevelScore:
-    """One judge call about ``rounds`` ((index, node, text) triples); a LevelScore with provenance."""
+    """One judge call about ``rounds`` ((index, node, text) triples); a LevelScore with provenance.
+    ``finding`` is the soft ``semantic_repeat`` that triggered it (its step and node are kept)."""
     picked = list(rounds)
     evidence: dict[str, Any] = {"trigger": trigger, "steps": [i for i, _, _ in picked]}
+    if finding is not None:
+        evidence.update(finding_step=finding.step, finding_node=finding.node)
     skip = gateway.skip_reason
     if skip is not None:
         return LevelScore(level="trajectory", reason=f"skipped:{skip}", source="spin_check",
@@ -100,7 +107,27 @@ async def spin_checks(
     trigger = SpinTrigger(policy)
     found: list[LevelScore] = []
     for index, step in enumerate(steps):
-        why = trigger.observe(index, step, by_step.get(index, ()))
+        here = by_step.get(index, [])
+        why = trigger.observe(index, step, here)
         if why is not None:
-            found.append(await spin_check(gateway, trigger.rounds, why))
+            finding = next((v for v in here if v.code == "semantic_repeat"), None)
+            found.append(await spin_check(gateway, trigger.rounds, why, finding))
+    return found
+
+
+def spin_confirmations(spins: Iterable[LevelScore]) -> list[Violation]:
+    """The judge's confirmations: a hard ``semantic_repeat`` for each spin check that a soft
+    ``semantic_repeat`` triggered and that scored below :data:`SPIN_CONFIRMS` (the run
+    spins). A skipped or failed check confirms nothing (it is missing evidence already)."""
+    found: list[Violation] = []
+    for spin in spins:
+        evidence = spin.evidence
+        if spin.score is None or spin.score >= SPIN_CONFIRMS or "finding_step" not in evidence:
+            continue
+        found.append(Violation(
+            code="semantic_repeat", severity="hard", step=int(evidence["finding_step"]),
+            node=str(evidence.get("finding_node", "-")), count=1,
+            detail={"confirmed": True, "confirmed_by": "spin_check", "score": spin.score,
+                    "source": spin.source},
+        ))
     return found
