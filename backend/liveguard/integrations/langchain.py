@@ -110,10 +110,11 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from liveguard.errors import NoProgressError
 from liveguard.fingerprint import fingerprint
+from liveguard.hitl import DecisionError, Edit, HoldRequest, ReviewDecision, aask, ask
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
@@ -123,16 +124,23 @@ from liveguard.thread_guard import (
     EXIT_BEHAVIORS,
     INPUT_NODE,
     ExitBehavior,
+    audit_entry,
+    audit_value,
+    hold_request,
     input_step,
     log,
     log_guard_failure,
     log_violation,
+    read_audit,
     read_stop,
     read_windows,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from liveguard.allowset import AllowSet
+    from liveguard.notify import Notifier
 
 __all__ = [
     "EXIT_BEHAVIORS",
@@ -179,7 +187,7 @@ def args_digest(args: Any) -> str:
 class _Thread:
     """The saved value under ``state["liveguard"]``, unpacked for one model call."""
 
-    __slots__ = ("_text", "debounced", "heard", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("_text", "audit", "debounced", "heard", "ledger", "monitor", "seen", "stop")
 
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         damaged = saved is not None and not isinstance(saved, Mapping)
@@ -198,6 +206,7 @@ class _Thread:
         ]
         debounced = saved.get("debounced")
         self.debounced: int = debounced if isinstance(debounced, int) else 0
+        self.audit: list[dict[str, Any]] = read_audit(saved)  # a person's decisions: codes, who, when
         self._text: str | None = None  # the ledger as the model sees it, until it changes
 
     @property
@@ -214,6 +223,7 @@ class _Thread:
             "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
             "ledger": [list(entry) for entry in self.ledger],
             "debounced": self.debounced,
+            "audit": audit_value(self.audit),
         }
 
     def record(self, tool: str, digest: str, flag: str, size: int) -> None:
@@ -285,6 +295,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         ceiling: int = 3,
         ledger_size: int = 16,
         show_ledger: bool = True,
+        notifiers: Sequence[Notifier] = (),
     ) -> None:
         super().__init__()
         if on_violation is not None:
@@ -310,6 +321,9 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         self.ceiling = ceiling
         self.ledger_size = ledger_size
         self.show_ledger = show_ledger
+        if not all(callable(n) for n in notifiers):
+            raise TypeError("notifiers: expected callables notifier(payload, coords)")
+        self.notifiers: tuple[Notifier, ...] = tuple(notifiers)
         Monitor(self.policy, allow_set)  # fail fast on a policy the allow-set cannot refine
         self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
         self._last_run: OrderedDict[Hashable, Hashable] = OrderedDict()  # thread -> run
@@ -335,9 +349,14 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
         call = self._begin(request)
-        if call.answer is not None:
-            return call.answer
-        return self._after_model(call, handler(call.request))
+        while True:
+            if call.answer is _HOLD:  # a person decides (exit_behavior="interrupt")
+                call.answer = self._decided(call, ask(self._request(call), notifiers=self.notifiers,
+                                                      on_error=call.errors.append))
+            if call.answer is not None:
+                return call.answer
+            call.response = handler(call.request)
+            call.answer = self._after_model(call, call.response)
 
     async def awrap_model_call(
         self,
@@ -345,9 +364,14 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
         call = self._begin(request)
-        if call.answer is not None:
-            return call.answer
-        return self._after_model(call, await handler(call.request))
+        while True:
+            if call.answer is _HOLD:  # the notifiers run in a worker thread, off the event loop
+                call.answer = self._decided(call, await aask(
+                    self._request(call), notifiers=self.notifiers, on_error=call.errors.append))
+            if call.answer is not None:
+                return call.answer
+            call.response = await handler(call.request)
+            call.answer = self._after_model(call, call.response)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """``"error"`` mode: raise once the stop is saved with the thread."""
@@ -526,40 +550,47 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         return self._respond(call, ModelResponse(result=[stop_message(violation)]))
 
     def _interrupt(self, call: _Call, violation: Violation) -> Any:
-        thread = call.thread
-        assert thread is not None
-        payload = {
-            "liveguard": {
-                "code": violation.code,
-                "step": violation.step,
-                "node": violation.node,
-                "count": violation.count,
-                "detail": violation.model_dump(mode="json")["detail"],
-                "options": ["approve", "reject", "edit"],
-            }
-        }
+        """Hold the thread for a person: the model call asks (:func:`liveguard.hitl.ask`)."""
+        call.held = violation
         log_violation(violation, "pausing the thread for a person (exit_behavior=interrupt)")
-        decision = interrupt(payload)
-        action = decision.get("action") if isinstance(decision, Mapping) else decision
-        if action == "reject":
+        return _HOLD
+
+    def _request(self, call: _Call) -> HoldRequest:
+        assert call.held is not None
+        return hold_request(call.held, edit="message")
+
+    def _decided(self, call: _Call, decision: ReviewDecision) -> Any:
+        """Apply a person's decision: the answer in place of the model call, or None to call it.
+
+        reject: the run ends with the stop message and the thread stays stopped. approve:
+        the stop and the windows are cleared (the ledger and counters kept) and the run
+        goes on: a response the model already gave is used. edit: the same, with
+        ``edited_action.args.message`` added as a human turn, and the model is called with
+        it (a response it gave before is dropped). Each answer, and each malformed one
+        before it, goes into the thread's audit (codes, who, when; never text).
+        """
+        thread, violation = call.thread, call.held
+        assert thread is not None and violation is not None
+        call.held = None
+        now = _now()
+        for error in call.errors:
+            thread.audit.append(audit_entry(error, violation, at=now))
+        call.errors.clear()
+        thread.audit.append(audit_entry(decision, violation, at=now))
+        if decision.type == "reject":
+            log_violation(violation, "rejected by a person: the run ends")
             thread.stop = violation
             return self._respond(call, ModelResponse(result=[stop_message(violation)]))
-        if action not in ("approve", "edit"):
-            raise ValueError(
-                f"liveguard interrupt: resume with 'approve', 'reject' or "
-                f"{{'action': 'edit', 'message': ...}}, got {action!r}"
-            )
         # approve / edit: clear the stop and the windows, keep the ledger and the counters
         thread.stop = None
         thread.monitor = Monitor(self.policy, self.allow_set)
-        if action == "edit":
-            text = decision.get("message") if isinstance(decision, Mapping) else None
-            if not isinstance(text, str) or not text:
-                raise ValueError("liveguard interrupt: 'edit' needs a non-empty 'message'")
-            human = HumanMessage(content=text)
+        response, call.response = call.response, None
+        if isinstance(decision, Edit):
+            human = HumanMessage(content=str(decision.value))
             call.extra.append(human)
             call.request = call.request.override(messages=[*call.request.messages, human])
-        return None
+            return None
+        return None if response is None else self._respond(call, response)
 
     def _respond(self, call: _Call, response: Any) -> Any:
         """The response plus the thread's liveness state (and any edit) as a state update."""
@@ -692,15 +723,29 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
 class _Call:
     """One model call's working set."""
 
-    __slots__ = ("answer", "extra", "request", "run", "sigs", "thread")
+    __slots__ = ("answer", "errors", "extra", "held", "request", "response", "run", "sigs", "thread")
 
     def __init__(self, request: ModelRequest[Any]) -> None:
         self.request = request
+        self.held: Violation | None = None  # the stop a person is asked about
+        self.errors: list[DecisionError] = []  # malformed answers before the decision
+        self.response: Any = None  # the model's response, while a person decides on it
         self.run: _Run | None = None
         self.sigs: dict[str, tuple[str, str]] = {}  # digest prefix -> (tool, args digest)
         self.thread: _Thread | None = None
         self.answer: Any = None
         self.extra: list[Any] = []
+
+
+_HOLD: Any = object()
+"""``_Call.answer`` while a person is to decide (the model call asks, outside the guard's
+own failure handling: a malformed answer re-asks and never stands the guard down)."""
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _is_graph_bubble(exc: BaseException) -> bool:
