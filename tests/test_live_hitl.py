@@ -15,6 +15,7 @@ model and a tool that counts its own executions, a real HTTP receiver on 127.0.0
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import operator
@@ -33,6 +34,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
@@ -300,21 +302,25 @@ def test_guard_clear_drops_the_hold_and_keeps_the_audit(sqlite_saver: SqliteSave
     assert record["stop"] is None and [e["decision"] for e in record["audit"]] == ["error"]
 
 
-def test_guard_async_hold_and_decisions(saver: Any) -> None:
-    if isinstance(saver, SqliteSaver):
-        pytest.skip("the sync SqliteSaver serves the sync path; the memory saver covers ainvoke")
+@pytest.mark.parametrize("kind", ["memory", "aiosqlite"])
+def test_guard_async_hold_and_decisions(kind: str, tmp_path: Path) -> None:
     recorder = Recorder()
-    app = guard(polling_graph(saver), exit_behavior="interrupt", notifiers=[recorder])
 
-    async def run() -> tuple[Any, Any, Any]:
-        first = (await app.ainvoke({}, cfg("a")))["__interrupt__"][0]
-        bad = (await app.ainvoke(Command(resume={"decisions": []}), cfg("a")))["__interrupt__"][0]
-        ran = Nodes()
-        await app.ainvoke(answer(APPROVE), cfg("a", ran))
-        return first, bad, ran
+    async def run() -> tuple[Any, Any, Any, Any]:
+        opened: Any = (contextlib.nullcontext(InMemorySaver()) if kind == "memory"
+                       else AsyncSqliteSaver.from_conn_string(str(tmp_path / "async.sqlite")))
+        async with opened as saver:
+            app = guard(polling_graph(saver), exit_behavior="interrupt", notifiers=[recorder])
+            first = (await app.ainvoke({}, cfg("a")))["__interrupt__"][0]
+            pending = (await app.aget_state(cfg("a"))).interrupts
+            bad = (await app.ainvoke(Command(resume={"decisions": []}), cfg("a")))["__interrupt__"][0]
+            ran = Nodes()
+            await app.ainvoke(answer(APPROVE), cfg("a", ran))
+            return first, pending, bad, ran
 
-    first, bad, ran = asyncio.run(run())
+    first, pending, bad, ran = asyncio.run(run())
     valid(first.value)
+    assert [i.id for i in pending] == [first.id]
     assert valid(bad.value)["error"].startswith("decisions")
     assert ran.names == ["poll", "poll"]
     assert len(recorder.calls) == 3  # the hold, the re-ask, the next hold
