@@ -222,7 +222,8 @@ def test_end_and_interrupt_behaviours(sqlite_file: SqliteSaver) -> None:
     assert found.value["interrupt_id"] == found.id
     shown = Nodes()
     again_shown = held.invoke(None, cfg("held", shown))  # held: nothing runs without a decision
-    assert [i.id for i in again_shown["__interrupt__"]] == [found.id] and shown.names == []
+    assert [i.id for i in again_shown["__interrupt__"]] == [found.id]
+    assert shown.names == []
     ran = Nodes()
     again = held.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("held", ran))
     assert again["__interrupt__"]  # approved: it ran on, and paused at the next repeat

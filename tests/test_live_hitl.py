@@ -39,12 +39,12 @@ from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import TypeAdapter
-from test_notify import SECRET, Hook, closed_port
 
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
 from liveguard.notify import Coords, NotifyOutcome, WebhookNotifier, verify
 from liveguard.threads import clear, thread_status
+from test_notify import SECRET, Hook, closed_port
 
 REQUEST = TypeAdapter(lc.HITLRequest)
 RESPONSE = TypeAdapter(lc.HITLResponse)
@@ -173,19 +173,23 @@ def test_guard_hold_is_a_pending_interrupt_of_the_thread_state(saver: Any) -> No
     out = app.invoke({}, cfg("t"))
     (streamed,) = out["__interrupt__"]
     value = valid(streamed.value)
-    assert value["kind"] == "liveguard.liveness" and value["codes"] == ["no_progress_stall"]
-    assert value["edit_key"] == "update" and value["interrupt_id"] == streamed.id
+    assert value["kind"] == "liveguard.liveness"
+    assert value["codes"] == ["no_progress_stall"]
+    assert value["edit_key"] == "update"
+    assert value["interrupt_id"] == streamed.id
     pending = held(app, "t")
     assert (pending.id, pending.value) == (streamed.id, streamed.value)
     assert app.get_state(cfg("t")).next == ("poll",)
     status = thread_status(app, cfg("t"))["guard"]
-    assert status["held"] is True and status["stop"]["code"] == "no_progress_stall"
+    assert status["held"] is True
+    assert status["stop"]["code"] == "no_progress_stall"
 
     ran = Nodes()
     again = app.invoke(answer(APPROVE, by="ana"), cfg("t", ran))
     assert ran.names == ["poll", "poll"]  # approved: the windows cleared, two more polls, a new hold
     (second,) = again["__interrupt__"]
-    assert second.id != streamed.id and held(app, "t").id == second.id
+    assert second.id != streamed.id
+    assert held(app, "t").id == second.id
 
 
 def test_guard_resumes_by_interrupt_id_as_the_sdk_sends_it(saver: Any) -> None:
@@ -207,8 +211,9 @@ def test_guard_edit_applies_the_update_and_goes_on(saver: Any) -> None:
     assert out["__interrupt__"]  # and the stall, which goes on, is held again
 
 
-def test_guard_reject_ends_drops_the_pending_interrupt_and_stays_stopped(saver: Any,
-                                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_guard_reject_ends_drops_the_pending_interrupt_and_stays_stopped(
+    saver: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     app = guard(polling_graph(saver), exit_behavior="interrupt")
     app.invoke({}, cfg("t"))
     ran = Nodes()
@@ -220,12 +225,17 @@ def test_guard_reject_ends_drops_the_pending_interrupt_and_stays_stopped(saver: 
     assert app.invoke(answer(APPROVE), cfg("t", after)) is None  # rejected: stays stopped
     assert after.names == []
     record = thread_status(app, cfg("t"))["guard"]
-    assert record["held"] is False and record["stop"]["code"] == "no_progress_stall"
+    assert record["held"] is False
+    assert record["stop"]["code"] == "no_progress_stall"
     (entry,) = record["audit"]
-    assert entry["decision"] == "reject" and entry["by"] == "ana"
-    assert entry["code"] == "no_progress_stall" and entry["at"]
-    assert entry["note"].startswith("sha256:") and entry["message"].startswith("sha256:")
-    assert PRIVATE not in json.dumps(record) and PRIVATE not in caplog.text
+    assert entry["decision"] == "reject"
+    assert entry["by"] == "ana"
+    assert entry["code"] == "no_progress_stall"
+    assert entry["at"]
+    assert entry["note"].startswith("sha256:")
+    assert entry["message"].startswith("sha256:")
+    assert PRIVATE not in json.dumps(record)
+    assert PRIVATE not in caplog.text
 
 
 @pytest.mark.parametrize("bad", [
@@ -244,7 +254,8 @@ def test_guard_malformed_answer_reasks_and_nothing_runs(saver: Any, bad: Any) ->
     assert ran.names == []
     (again,) = out["__interrupt__"]
     value = valid(again.value)
-    assert value["error"] and again.id == first.id
+    assert value["error"]
+    assert again.id == first.id
     assert held(app, "t").value["error"] == value["error"]  # the thread state shows the re-ask
     assert [c[0].get("error") for c in recorder.calls] == [None, value["error"]]
     ok = Nodes()
@@ -262,7 +273,8 @@ def test_guard_shows_the_hold_again_without_an_answer_and_notifies_once(saver: A
     for again in (None, {"summary": "new input"}, Command(update={"summary": "x"})):
         ran = Nodes()
         out = app.invoke(again, cfg("t", ran))
-        assert ran.names == [] and [i.id for i in out["__interrupt__"]] == [first.id]
+        assert ran.names == []
+        assert [i.id for i in out["__interrupt__"]] == [first.id]
     (call,) = recorder.calls  # once per hold, never when the hold is shown again
     payload, coords = call
     assert payload == first.value
@@ -280,7 +292,8 @@ def test_guard_webhook_is_signed_and_a_failing_notifier_never_releases_the_hold(
     app = guard(polling_graph(saver), exit_behavior="interrupt", notifiers=[Broken(), dead, webhook])
     first = app.invoke({}, cfg("t"))["__interrupt__"][0]
     assert held(app, "t").id == first.id  # still held
-    assert "notifier=Broken" in caplog.text and "notifier=WebhookNotifier" in caplog.text
+    assert "notifier=Broken" in caplog.text
+    assert "notifier=WebhookNotifier" in caplog.text
     assert PRIVATE not in caplog.text
     ((headers, body),) = hook.requests
     assert verify(SECRET, body, headers["x-liveguard-signature"])
@@ -299,7 +312,8 @@ def test_guard_clear_drops_the_hold_and_keeps_the_audit(sqlite_saver: SqliteSave
     assert clear(app, cfg("t")) is not None
     assert app.get_state(cfg("t")).interrupts == ()
     record = thread_status(app, cfg("t"))["guard"]
-    assert record["stop"] is None and [e["decision"] for e in record["audit"]] == ["error"]
+    assert record["stop"] is None
+    assert [e["decision"] for e in record["audit"]] == ["error"]
 
 
 @pytest.mark.parametrize("kind", ["memory", "aiosqlite"])
@@ -365,7 +379,8 @@ def test_middleware_bad_answer_reasks_and_no_further_tool_call_runs(saver: Any) 
     limit = {"recursion_limit": 30}
     first = app.invoke(user("find it"), {**cfg("m"), **limit})["__interrupt__"][0]
     valid(first.value)
-    assert first.value["codes"] == ["tool_no_progress"] and first.value["edit_key"] == "message"
+    assert first.value["codes"] == ["tool_no_progress"]
+    assert first.value["edit_key"] == "message"
     tried = RUNS["search"]
     for bad in ({"decisions": [{"type": "approve", "action": "go"}]}, "approve",
                 {"decisions": [edit("message", "")]}):
@@ -383,7 +398,8 @@ def test_middleware_bad_answer_reasks_and_no_further_tool_call_runs(saver: Any) 
     assert RUNS["search"] == tried
     audit = app.get_state(cfg("m")).values[STATE_KEY]["audit"]
     assert [e["decision"] for e in audit] == ["error", "error", "error", "reject"]
-    assert audit[-1]["by"] == "bo" and PRIVATE not in json.dumps(audit)
+    assert audit[-1]["by"] == "bo"
+    assert PRIVATE not in json.dumps(audit)
 
 
 def test_middleware_each_decision_type(saver: Any) -> None:
@@ -399,7 +415,8 @@ def test_middleware_each_decision_type(saver: Any) -> None:
     third = app.invoke(answer(edit("message", "try another query")), cfg("m"))
     messages = app.get_state(cfg("m")).values["messages"]
     assert any(m.type == "human" and m.content == "try another query" for m in messages)
-    assert RUNS["search"] > tried and third["__interrupt__"]
+    assert RUNS["search"] > tried
+    assert third["__interrupt__"]
     done = app.invoke(answer(REJECT), cfg("m"))
     assert done["messages"][-1].content.startswith("Stopped by liveguard")
     audit = app.get_state(cfg("m")).values[STATE_KEY]["audit"]
@@ -416,14 +433,16 @@ def test_middleware_notifies_once_per_hold_and_a_failing_notifier_never_releases
     first = app.invoke(user("find it"), cfg("m"))["__interrupt__"][0]
     tried = RUNS["search"]
     assert app.get_state(cfg("m")).interrupts[0].id == first.id  # the broken notifier held nothing up
-    assert RUNS["search"] == tried and "notifier=Broken" in caplog.text
+    assert RUNS["search"] == tried
+    assert "notifier=Broken" in caplog.text
     (call,) = recorder.calls
     assert call[0] == first.value
     assert (call[1].thread_id, call[1].interrupt_id) == ("m", first.id)
     ((headers, body),) = hook.requests
     assert verify(SECRET, body, headers["x-liveguard-signature"])
     app.invoke(answer(APPROVE), cfg("m"))  # the replay of the held node does not notify again
-    assert len(recorder.calls) == 2 and len(hook.requests) == 2  # the second hold
+    assert len(recorder.calls) == 2
+    assert len(hook.requests) == 2
     assert recorder.calls[1][1].interrupt_id != first.id
 
 
@@ -477,7 +496,8 @@ def test_every_emitted_value_is_a_hitl_request_and_each_decision_resumes(
         before = RUNS["search"]
         out = app.invoke(answer(chosen), cfg(thread, ran))
         if decision == "reject":
-            assert "tools" not in ran.names and "poll" not in ran.names  # nothing more ran
+            assert "tools" not in ran.names
+            assert "poll" not in ran.names
             assert RUNS["search"] == before
             if kind == "guard":
                 assert app.get_state(cfg(thread)).interrupts == ()

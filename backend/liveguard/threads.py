@@ -91,9 +91,10 @@ def thread_status(graph: Any, config: Any) -> dict[str, Any]:
 
     Each part carries ``stop`` (the violation as a dict, or None), ``held`` and
     ``interrupt_id`` (guard, ``exit_behavior="interrupt"``: the pending hold), ``audit``
-    (a person's decisions: codes, who, when, digests of any text), ``steps`` (steps observed along the thread's latest
-    checkpoint lineage) and ``ledger`` (agent). Codes, counts and digests only. A damaged
-    record shows its stop as ``guard_error`` (``detail.reason = "damaged_record"``).
+    (a person's decisions: codes, who, when, digests of any text), ``steps`` (steps
+    observed along the thread's latest checkpoint lineage) and ``ledger`` (agent). Codes,
+    counts and digests only. A damaged record shows its stop as ``guard_error``
+    (``detail.reason = "damaged_record"``).
     Raises :class:`UnknownThreadError` when the checkpointer has nothing for the thread.
     """
     cfg = _config(config)

@@ -570,7 +570,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         before it, goes into the thread's audit (codes, who, when; never text).
         """
         thread, violation = call.thread, call.held
-        assert thread is not None and violation is not None
+        assert thread is not None
+        assert violation is not None
         call.held = None
         now = _now()
         for error in call.errors:

@@ -741,7 +741,7 @@ class _Plan:
 
     __slots__ = ("error", "go", "input", "notify", "part", "record", "rewrite")
 
-    def __init__(self, *, go: bool = False, input: Any = None, part: Any = _SKIP,  # noqa: PLR0913
+    def __init__(self, *, go: bool = False, input: Any = None, part: Any = _SKIP,
                  error: NoProgressError | None = None,
                  record: tuple[Violation | None, bool] | None = None, rewrite: Any = _SKIP,
                  notify: Mapping[str, Any] | None = None) -> None:
@@ -812,7 +812,7 @@ class _Settings:
     __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "node_names",
                  "notifiers", "per_call_told", "policy", "severity")
 
-    def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,  # noqa: PLR0913
+    def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
                  exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int,
                  notifiers: Sequence[Notifier] = ()) -> None:
         self.inner = inner
