@@ -192,6 +192,18 @@ def test_guard_hold_is_a_pending_interrupt_of_the_thread_state(saver: Any) -> No
     assert held(app, "t").id == second.id
 
 
+def test_guard_hold_is_pending_when_the_saver_comes_in_the_config(saver: Any) -> None:
+    """As the LangGraph server runs a graph: compiled without a checkpointer, the saver lent
+    through the config. The hold must still be a pending interrupt of the thread."""
+    app = guard(polling_graph(None), exit_behavior="interrupt")
+    config = {"configurable": {"thread_id": "s", "__pregel_checkpointer": saver}}
+    first = app.invoke({}, config)["__interrupt__"][0]
+    assert [i.id for i in app.get_state(config).interrupts] == [first.id]
+    ran = Nodes()
+    app.invoke(answer(APPROVE), {**config, "callbacks": [ran]})
+    assert ran.names == ["poll", "poll"]
+
+
 def test_guard_resumes_by_interrupt_id_as_the_sdk_sends_it(saver: Any) -> None:
     app = guard(polling_graph(saver), exit_behavior="interrupt")
     first = app.invoke({}, cfg("t"))["__interrupt__"][0]

@@ -989,8 +989,13 @@ class GuardedGraph:
             _safe(lambda: store.save_stop(stop, False, audit=call.audit))
             return
         iid = str(request.get("interrupt_id") or "")
-        snapshot = _safe(lambda: self.get_state(store._graph_config(None)))  # type: ignore[attr-defined]
-        hold = _safe(lambda: store.put_hold(snapshot, request, iid)) or {"id": iid}
+        hold: dict[str, Any] = {"id": iid}
+        if not store.ns:  # a root graph (a subgraph's interrupt is its parent's to keep)
+            # the saver in the config: a graph served by the LangGraph server gets it only there
+            state_config = store._graph_config(None)
+            state_config["configurable"][_CHECKPOINTER_KEY] = store.saver
+            snapshot = _safe(lambda: self.get_state(state_config))  # type: ignore[attr-defined]
+            hold = _safe(lambda: store.put_hold(snapshot, request, iid)) or hold
         call.hold = hold
         _safe(lambda: store.save_stop(stop, True, hold=hold, audit=call.audit))
         self._notify(store, request, iid)
