@@ -42,7 +42,17 @@ from pydantic import TypeAdapter
 
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
+from liveguard.model import Violation
 from liveguard.notify import Coords, NotifyOutcome, WebhookNotifier, verify
+from liveguard.thread_guard import (
+    Decider,
+    audit_entry,
+    decide_hold,
+    hold_request,
+    read_audit,
+    read_hold,
+    stop_value,
+)
 from liveguard.threads import clear, thread_status
 from test_notify import SECRET, Hook, closed_port
 
@@ -519,3 +529,53 @@ def test_every_emitted_value_is_a_hitl_request_and_each_decision_resumes(
                 valid(again.value)
                 seen += 1
     assert seen >= 14
+
+
+# ------------------------------------------------------------------------ the core (thread_guard)
+STOP = Violation(code="tool_no_progress", severity="hard", step=5, node="tools", count=3,
+                 detail={"digest": "50e432945c4c"})
+OTHER = Violation(code="content_cycle", severity="hard", step=5, node="model", count=2, detail={})
+
+
+def test_the_core_decider_debounces_for_the_middleware_and_stops_on_anything_else() -> None:
+    """The middleware's continue mode now decides through the core: a debounced violation
+    lets the run go on, any other stops at once (no counting up to the ceiling)."""
+    blocked: list[str] = []
+
+    def debounce(v: Violation) -> bool:
+        blocked.append(v.code)
+        return v.code == "tool_no_progress"
+
+    decider = Decider("continue", "hard", ceiling=3)
+    assert decider.decide([STOP], debounce=debounce) is None
+    assert decider.decide([STOP, OTHER], debounce=debounce) == OTHER
+    assert blocked == ["tool_no_progress", "tool_no_progress", "content_cycle"]
+    assert Decider("continue", ceiling=3).decide([OTHER]) is None  # guard(): counts to the ceiling
+    assert Decider("error").decide([STOP], debounce=debounce) == STOP  # only continue debounces
+    assert decider.debounce_ceiling(2, step=7, node="tools") is None
+    ceiling = decider.debounce_ceiling(3, step=7, node="tools")
+    assert ceiling is not None
+    assert (ceiling.code, ceiling.count, ceiling.step, ceiling.hard) == ("debounce_ceiling", 3, 7, True)
+    assert Decider("end").debounce_ceiling(9, step=7, node="tools") is None
+
+
+def test_the_core_builds_the_hold_and_audits_codes_who_and_when_never_text() -> None:
+    request = hold_request(STOP, edit="update", interrupt_id="ab" * 16, error="decisions: bad")
+    valid(request)
+    assert request["detail"] == {"digest": "50e432945c4c"}
+    assert request["error"] == "decisions: bad"
+    decision = decide_hold({"decisions": [REJECT], "by": "ana", "note": PRIVATE}, request)
+    entry = audit_entry(decision, STOP, at="2026-12-01T14:00:00+00:00")
+    assert entry["decision"] == "reject"
+    assert entry["by"] == "ana"
+    assert entry["step"] == 5
+    assert PRIVATE not in json.dumps(entry)
+    assert entry["note"] != entry["message"]
+    error = decide_hold("approve", request)
+    bad = audit_entry(error, STOP, at="2026-12-01T14:00:00+00:00")
+    assert bad["decision"] == "error"
+    assert bad["location"] == "resume"
+    value = stop_value(STOP, held=True, hold={"id": "x"}, audit=[entry] * 40)
+    assert len(read_audit(value)) == 32
+    assert read_hold(value) == {"id": "x"}
+    assert "hold" not in stop_value(STOP, held=False, hold={"id": "x"})

@@ -53,7 +53,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -321,9 +321,10 @@ class Decider:
     """Which violation stops the run, for one exit behaviour.
 
     ``severity="hard"`` acts on hard violations only. ``"warn"`` logs and never stops;
-    ``"continue"`` logs and stops at the ``ceiling``-th violation of the run; every other
-    behaviour stops at the first. A violation at the user's own input step
-    (:data:`INPUT_NODE`) is never acted on: the agent did not repeat itself.
+    ``"continue"`` logs and stops at the ``ceiling``-th violation of the run (or, for a
+    driver that can debounce, see :meth:`decide`); every other behaviour stops at the
+    first. A violation at the user's own input step (:data:`INPUT_NODE`) is never acted
+    on: the agent did not repeat itself.
     """
 
     __slots__ = ("behavior", "ceiling", "seen", "severity")
@@ -339,8 +340,15 @@ class Decider:
         self.ceiling = ceiling
         self.seen = 0
 
-    def decide(self, found: list[Violation]) -> Violation | None:
-        """The violation to stop on among ``found`` (each acted-on one is logged)."""
+    def decide(self, found: list[Violation], *,
+               debounce: Callable[[Violation], bool] | None = None) -> Violation | None:
+        """The violation to stop on among ``found`` (each acted-on one is logged).
+
+        ``debounce`` (``"continue"`` only): a driver that can answer the repeated call
+        instead of running it (the middleware) says so for each violation; a debounced
+        violation lets the run go on, any other stops it at once. Without it, ``"continue"``
+        counts violations up to the ``ceiling``.
+        """
         for violation in found:
             if self.severity == "hard" and not violation.hard:
                 continue
@@ -350,11 +358,26 @@ class Decider:
                 log_violation(violation, "run continues (exit_behavior=warn)")
                 continue
             if self.behavior == "continue":
-                self.seen += 1
-                if self.seen < self.ceiling:
-                    log_violation(violation, f"run continues ({self.seen}/{self.ceiling}, "
-                                             "exit_behavior=continue)")
-                    continue
-            log_violation(violation, "stopping the run")
+                if debounce is not None:
+                    if debounce(violation):
+                        log_violation(violation, "call blocked, run continues (exit_behavior=continue)")
+                        continue
+                else:
+                    self.seen += 1
+                    if self.seen < self.ceiling:
+                        log_violation(violation, f"run continues ({self.seen}/{self.ceiling}, "
+                                                 "exit_behavior=continue)")
+                        continue
+            if self.behavior == "interrupt":
+                log_violation(violation, "holding the thread for a person (exit_behavior=interrupt)")
+            else:
+                log_violation(violation, "stopping the run")
             return violation
         return None
+
+    def debounce_ceiling(self, debounced: int, step: int, node: str) -> Violation | None:
+        """``"continue"`` with debouncing: the stop once ``debounced`` calls reach the ceiling."""
+        if self.behavior != "continue" or debounced < self.ceiling:
+            return None
+        return Violation(code="debounce_ceiling", severity="hard", step=step, node=node,
+                         count=debounced, detail={"ceiling": self.ceiling})

@@ -92,6 +92,7 @@ Importing this module imports LangChain; ``import liveguard`` never does.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import uuid
@@ -122,7 +123,7 @@ from liveguard.policy import Policy
 from liveguard.thread_guard import (
     DAMAGED,
     EXIT_BEHAVIORS,
-    INPUT_NODE,
+    Decider,
     ExitBehavior,
     audit_entry,
     audit_value,
@@ -420,11 +421,10 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 call.answer = self._act(call, thread.stop, saved=True)
                 return call
             messages = state.get("messages") or []
-            violation = self._observe_input(call, messages) or self._observe_turn(call, messages)
-            if violation is not None:
-                call.answer = self._act(call, violation)
-                if call.answer is not None:
-                    return call
+            found = self._observe_input(call, messages) + self._observe_turn(call, messages)
+            call.answer = self._decide(call, found)
+            if call.answer is not None:
+                return call
             if self.show_ledger and thread.ledger:
                 call.request = _with_ledger(call.request, thread.ledger_text)
         except NoProgressError:
@@ -444,11 +444,9 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         try:
             message = _last_ai(response)
             found = thread.monitor.observe(Step(node=MODEL_NODE, output=message))
-            violation = self._first(found)
-            if violation is not None:
-                answer = self._act(call, violation)
-                if answer is not None:
-                    return answer
+            answer = self._decide(call, found)
+            if answer is not None:
+                return answer
             return self._respond(call, response)
         except NoProgressError:
             raise
@@ -460,7 +458,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 call.run.disabled = True
             return response
 
-    def _observe_input(self, call: _Call, messages: list[Any]) -> Violation | None:
+    def _observe_input(self, call: _Call, messages: list[Any]) -> list[Violation]:
         """A new user request on a thread with history: the rules see the user's turn.
 
         The last ``HumanMessage`` after the last ``AIMessage`` is fed once (by message id)
@@ -471,24 +469,24 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         assert thread is not None
         human = _new_human(messages)
         if human is None or thread.monitor.steps_seen == 0:
-            return None
+            return []
         marker = str(human.id)
         if human.id is None or marker == thread.heard:
-            return None
+            return []
         thread.heard = marker
         step = input_step({"messages": [human]})
-        return self._first(thread.monitor.observe(step)) if step is not None else None
+        return thread.monitor.observe(step) if step is not None else []
 
-    def _observe_turn(self, call: _Call, messages: list[Any]) -> Violation | None:
+    def _observe_turn(self, call: _Call, messages: list[Any]) -> list[Violation]:
         """Feed the last tool turn (once) to the Monitor and the ledger."""
         thread = call.thread
         assert thread is not None
         turn = _last_turn(messages)
         if turn is None:
-            return None
+            return []
         marker, pairs = turn
         if marker == thread.seen:
-            return None
+            return []
         thread.seen = marker
         found: list[Violation] = []
         debounced = 0
@@ -509,50 +507,62 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             run = call.run
             if run is not None:
                 run.debounced += debounced
-                if run.debounced >= self.ceiling and self.exit_behavior == "continue":
-                    last = thread.monitor.steps_seen
-                    return Violation(code="debounce_ceiling", severity="hard", step=max(last - 1, 0),
-                                     node=TOOLS_NODE, count=run.debounced,
-                                     detail={"ceiling": self.ceiling})
-        return self._first(found)
+                ceiling = self._decider().debounce_ceiling(
+                    run.debounced, step=max(thread.monitor.steps_seen - 1, 0), node=TOOLS_NODE)
+                if ceiling is not None:
+                    return [ceiling]
+        return found
 
-    def _first(self, found: list[Violation]) -> Violation | None:
-        for violation in found:
-            if violation.hard and violation.node != INPUT_NODE:
-                return violation
-        return None
+    # -- acting on a violation: the core decides, the middleware carries it out ------------------
+    def _decider(self) -> Decider:
+        return Decider(self.exit_behavior, "hard", self.ceiling)
 
-    # -- acting on a violation ------------------------------------------------------------------
-    def _act(
-        self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
-        """The answer in place of the model call, or None to call the model anyway."""
+    def _decide(self, call: _Call, found: list[Violation]) -> Any:
+        """The answer in place of the model call, or None to call the model anyway.
+
+        The core (:class:`~liveguard.thread_guard.Decider`) picks the violation to act on
+        and logs it; in ``"continue"`` mode the middleware debounces what it can block.
+        """
+        if not found:
+            return None
+        debounce = functools.partial(self._block, call) if self.exit_behavior == "continue" else None
+        stop = self._decider().decide(found, debounce=debounce)
+        return None if stop is None else self._act(call, stop)
+
+    def _block(self, call: _Call, violation: Violation) -> bool:
+        """Debounce a repeated (tool, args) whose outcome repeated: later identical calls are
+        answered, not run. Only ``tool_no_progress`` of a call this turn executed."""
+        if violation.code != "tool_no_progress" or call.thread is None:
+            return False
+        blocked = call.sigs.get(str(violation.detail.get("digest")))
+        if blocked is None:
+            return False
+        call.thread.block(*blocked)
+        return True
+
+    def _act(self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
+        """Carry out a stop (``saved``: the thread's saved one, found at the call's start)."""
         thread = call.thread
         assert thread is not None
         behavior = self.exit_behavior
-        if behavior == "warn":
+        if behavior == "warn":  # a stop saved under another behaviour: warn never stops
             log_violation(violation, "run continues (exit_behavior=warn)")
             return None
-        if behavior == "continue" and violation.code == "tool_no_progress" and not saved:
-            blocked = call.sigs.get(str(violation.detail.get("digest")))
-            if blocked is not None:
-                thread.block(*blocked)
-                log_violation(violation, "call blocked, run continues (exit_behavior=continue)")
-                return None
         if behavior == "interrupt":
+            if saved:
+                log_violation(violation, "thread stopped: asking the person again")
             return self._interrupt(call, violation)
         if saved:
             if behavior == "error":
                 raise NoProgressError(violation)
             log_violation(violation, "thread already stopped")
             return ModelResponse(result=[stop_message(violation)])
-        log_violation(violation, "stopping the run")
         thread.stop = violation
         return self._respond(call, ModelResponse(result=[stop_message(violation)]))
 
     def _interrupt(self, call: _Call, violation: Violation) -> Any:
         """Hold the thread for a person: the model call asks (:func:`liveguard.hitl.ask`)."""
         call.held = violation
-        log_violation(violation, "pausing the thread for a person (exit_behavior=interrupt)")
         return _HOLD
 
     def _request(self, call: _Call) -> HoldRequest:
