@@ -47,11 +47,15 @@ At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
         call never reaches the tool. After ``ceiling`` debounced calls in one run (default
         3), or at any other hard violation, the run ends as with ``"end"``.
     ``"interrupt"``
-        ``interrupt({"liveguard": {...}})`` pauses the thread for a person, carrying the
-        codes, counts and steps (never text). Resume with ``Command(resume="approve")``
-        (the windows are cleared and the model is called), ``"reject"`` (ends as
-        ``"end"``) or ``{"action": "edit", "message": "..."}`` (approve, and the message
-        is added as a human turn before the model is called).
+        A person decides: the model call interrupts with a LangChain ``HITLRequest``
+        (:func:`liveguard.hitl.liveness_request`, ``edit_key="message"``: codes, counts
+        and steps, never text) through :func:`liveguard.hitl.ask`. Resume with
+        ``Command(resume={"decisions": [{"type": "approve"}]})`` (the windows are cleared
+        and the run goes on), an ``edit`` whose ``edited_action.args.message`` is added as
+        a human turn before the model is called, or a ``reject`` (ends as ``"end"``);
+        ``by`` / ``note`` go into the thread's audit (codes, who, when; never text). A
+        malformed answer re-asks with ``error`` and never stands the guard down.
+        ``notifiers`` are called once per hold (:func:`liveguard.notify.notify_all`).
     ``"warn"``
         A WARNING on the ``liveguard.guard`` logger; the run goes on.
 
@@ -279,7 +283,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     """Stops a ``create_agent`` thread at the first hard liveness violation.
 
     See the module docstring for what is observed, what is kept with the thread and
-    what each ``exit_behavior`` does.
+    what each ``exit_behavior`` does. ``notifiers``: callables ``notifier(payload, coords)``
+    called once per ``"interrupt"`` hold; a failing one is logged and never releases it.
     """
 
     state_schema = LivenessState

@@ -58,18 +58,25 @@ At a violation (``exit_behavior``)
     the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
     chunk). ``"continue"``: no node can be "not executed", so violations are logged, the
     windows start afresh after each (a loop that goes on fires again), and the run ends
-    at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
-    ``__interrupt__`` carrying ``{"liveguard": {code, step, node, count}}``; resume with
-    ``Command(resume="approve")`` (windows cleared, the run goes on),
-    ``Command(resume="reject")`` (stays stopped) or ``Command(resume={"action": "edit",
-    "update": {...}})``. ``"warn"``: a WARNING on the ``liveguard.guard`` logger (code,
-    step, node, count, digest prefix; never text); the run goes on. ``on_violation`` is
+    at the ``ceiling``-th one. ``"interrupt"``: a person decides. The run stops with an
+    ``__interrupt__`` whose value is a LangChain ``HITLRequest``
+    (:func:`liveguard.hitl.liveness_request`, ``edit_key="update"``), and the hold is
+    written as a pending interrupt of the thread's latest checkpoint, so
+    ``get_state(config).interrupts`` lists it. Resume with
+    ``Command(resume={"decisions": [{"type": "approve"}]})`` (stop and windows cleared,
+    the run goes on), an ``edit`` whose ``edited_action.args.update`` is applied as a state
+    update before the run goes on, or a ``reject`` (the thread stays stopped, the hold is
+    dropped); ``by`` / ``note`` go into the record's audit. A malformed answer re-asks
+    with ``error``; ``notifiers`` are called once per hold. ``"warn"``: a WARNING on the
+    ``liveguard.guard`` logger (code, step, node, count, digest prefix; never text); the
+    run goes on. ``on_violation`` is
     the deprecated name (``"raise"`` = ``"error"``).
 
 A stopped thread stays stopped
     Every later call on a thread whose saved stop is hard answers at once, without
     running a node: ``"error"`` raises the same ``NoProgressError``; ``"end"`` returns
-    nothing; an ``"interrupt"`` hold waits for a decision. :func:`liveguard.clear` (or
+    nothing; an ``"interrupt"`` hold shows its pending interrupt again until a person
+    decides. :func:`liveguard.clear` (or
     ``liveguard threads clear``) lifts it.
 
 ``severity``
@@ -1401,7 +1408,10 @@ def guard(
     preset for a ``create_agent`` graph, with environment overrides). ``exit_behavior``:
     ``"error"`` (default), ``"end"``, ``"continue"``, ``"interrupt"`` or ``"warn"`` (see the
     module docstring); ``on_violation`` is its deprecated name (``"raise"`` = ``"error"``).
-    Arguments are validated here: a bad policy or allow-set fails now, not mid-run.
+    ``notifiers``: callables ``notifier(payload, coords)`` (e.g.
+    :class:`liveguard.notify.WebhookNotifier`) called once per ``"interrupt"`` hold; a
+    failing one is logged and never releases the hold. Arguments are validated here: a
+    bad policy or allow-set fails now, not mid-run.
     """
     if on_violation is not None:
         warnings.warn("guard(on_violation=...) is deprecated; use exit_behavior=",
