@@ -957,8 +957,11 @@ class GuardedGraph:
         return _Plan(go=True, record=(None, False), input=Command(resume=go) if go else None)
 
     def _hold_part(self, call: _GuardCall, request: HoldRequest) -> Any:
+        """The hold's ``__interrupt__`` part, where LangGraph puts one: the ``updates`` stream."""
         from langgraph.types import Interrupt
 
+        if "updates" not in call.run._shape.modes:
+            return _SKIP
         return _interrupt_part(call.run._shape, Interrupt(value=dict(request),
                                                           id=str(call.hold.get("id") or "liveguard")))
 
