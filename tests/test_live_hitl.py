@@ -54,6 +54,7 @@ from liveguard.thread_guard import (
     stop_value,
 )
 from liveguard.threads import clear, thread_status
+from test_live_graphs import review_graph
 from test_notify import SECRET, Hook, closed_port
 
 REQUEST = TypeAdapter(lc.HITLRequest)
@@ -212,6 +213,26 @@ def test_guard_hold_is_pending_when_the_saver_comes_in_the_config(saver: Any) ->
     ran = Nodes()
     app.invoke(answer(APPROVE), {**config, "callbacks": [ran]})
     assert ran.names == ["poll", "poll"]
+
+
+def test_guard_hold_and_the_graphs_own_interrupts_take_turns(saver: Any) -> None:
+    """A graph that asks a person every round (``interrupt()``) and drafts the same thing:
+    the guard's hold is answered by decisions and never consumes the graph's own question,
+    which is answered by the graph's own resume value."""
+    app = guard(review_graph(saver), exit_behavior="interrupt")
+    out = app.invoke({}, cfg("r"))
+    kinds = []
+    for _ in range(6):
+        (pending,) = app.get_state(cfg("r")).interrupts
+        (streamed,) = out["__interrupt__"]
+        assert pending.id == streamed.id
+        ours = isinstance(pending.value, dict) and pending.value.get("kind") == "liveguard.liveness"
+        kinds.append("hold" if ours else "question")
+        out = app.invoke(answer(APPROVE) if ours else Command(resume="no"), cfg("r"))
+    assert kinds.count("hold") >= 1
+    assert kinds.count("question") >= 3
+    answers = [s.values.get("answer") for s in app.get_state_history(cfg("r"))]
+    assert {"decisions": [APPROVE]} not in answers  # the hold's answer never reached the node
 
 
 def test_guard_resumes_by_interrupt_id_as_the_sdk_sends_it(saver: Any) -> None:
