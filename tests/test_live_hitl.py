@@ -235,6 +235,31 @@ def test_guard_hold_and_the_graphs_own_interrupts_take_turns(saver: Any) -> None
     assert {"decisions": [APPROVE]} not in answers  # the hold's answer never reached the node
 
 
+def test_guard_hold_streams_where_langgraph_streams_an_interrupt(saver: Any) -> None:
+    """``values`` mode ends with the values plus ``__interrupt__``, as for an ``interrupt()``
+    (before: only an ``updates`` caller saw the hold); ``invoke(version="v2")`` returns it in
+    ``GraphOutput.interrupts``, at the hold and when the hold is shown again."""
+    free = review_graph(InMemorySaver())
+    last = list(free.stream({}, cfg("f"), stream_mode="values"))[-1]
+    assert "__interrupt__" in last  # what LangGraph itself does
+
+    app = guard(polling_graph(saver), exit_behavior="interrupt")
+    *_, end = app.stream({}, cfg("t"), stream_mode="values")
+    (hold,) = end["__interrupt__"]
+    assert end["summary"] == "inbox empty"
+    assert [i.id for i in app.get_state(cfg("t")).interrupts] == [hold.id]
+    (again,) = list(app.stream(None, cfg("t"), stream_mode="values"))
+    assert [i.id for i in again["__interrupt__"]] == [hold.id]
+    assert again["polls"] == app.get_state(cfg("t")).values["polls"]
+
+    first = app.invoke({}, cfg("v2"), version="v2")
+    (held_v2,) = first.interrupts
+    valid(held_v2.value)
+    shown = app.invoke(None, cfg("v2"), version="v2")
+    assert [i.id for i in shown.interrupts] == [held_v2.id]
+    assert shown.value["summary"] == "inbox empty"
+
+
 def test_guard_resumes_by_interrupt_id_as_the_sdk_sends_it(saver: Any) -> None:
     app = guard(polling_graph(saver), exit_behavior="interrupt")
     first = app.invoke({}, cfg("t"))["__interrupt__"][0]

@@ -378,7 +378,8 @@ class _StreamRun:
     """
 
     __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
-                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "watched")
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "values",
+                 "watched")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -394,12 +395,15 @@ class _StreamRun:
         self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
         self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
         self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
+        self.values: Any = None  # the last root "values" payload the caller got
 
     def process(self, part: Any) -> tuple[Any, Violation | None]:
         shape = self._shape
         ns, mode, payload = shape.split(part)
         violation = None
         if not ns and isinstance(payload, Mapping):
+            if mode == "values":
+                self.values = payload
             if mode == "updates":
                 violation = self._release()
                 if _INTERRUPT in payload:
@@ -906,7 +910,7 @@ class GuardedGraph:
         stop, held, hold, audit = record
         return _GuardCall(self, store, windows, (stop, held), shape, origin, hold, audit)
 
-    def _resume(self, call: _GuardCall, input: Any) -> _Plan:
+    def _resume(self, call: _GuardCall, input: Any, values: Any = None) -> _Plan:
         """What to do on a thread the guard holds or stopped (``call.stop`` is set).
 
         Held (``exit_behavior="interrupt"``): a ``Command(resume=...)`` carries the person's
@@ -916,6 +920,7 @@ class GuardedGraph:
         applied as a state update; reject: the thread stays stopped and the hold is dropped.
         A malformed answer re-asks (the same hold, with ``error``); no answer shows the
         hold again. Every answer goes into the record's audit. Not held: the saved stop.
+        ``values``: the thread's current values (a ``values`` stream shows the hold with them).
         """
         stop = call.stop
         assert stop is not None
@@ -927,7 +932,7 @@ class GuardedGraph:
         resume = getattr(input, "resume", None) if type(input).__name__ == "Command" else None
         if resume is None:
             log_violation(stop, "thread held: resume with Command(resume={'decisions': [...]})")
-            return _Plan(part=self._hold_part(call, request))
+            return _Plan(part=self._hold_part(call, request, values))
         answer = resume.get(iid, _MISSING) if isinstance(resume, Mapping) and iid else _MISSING
         if answer is _MISSING:
             answer = resume
@@ -937,7 +942,7 @@ class GuardedGraph:
         if isinstance(decision, DecisionError):
             again = with_error(request, decision)
             call.hold["error"] = again["error"]
-            return _Plan(part=self._hold_part(call, again), record=(stop, True), rewrite=again,
+            return _Plan(part=self._hold_part(call, again, values), record=(stop, True), rewrite=again,
                          notify=again)
         if decision.type == "reject":
             call.held = False
@@ -956,14 +961,12 @@ class GuardedGraph:
                          input=Command(update=decision.value, resume=go))
         return _Plan(go=True, record=(None, False), input=Command(resume=go) if go else None)
 
-    def _hold_part(self, call: _GuardCall, request: HoldRequest) -> Any:
-        """The hold's ``__interrupt__`` part, where LangGraph puts one: the ``updates`` stream."""
+    def _hold_part(self, call: _GuardCall, request: HoldRequest, values: Any = None) -> Any:
+        """The hold's parts, where LangGraph puts an interrupt's (see :func:`_interrupt_parts`)."""
         from langgraph.types import Interrupt
 
-        if "updates" not in call.run._shape.modes:
-            return _SKIP
-        return _interrupt_part(call.run._shape, Interrupt(value=dict(request),
-                                                          id=str(call.hold.get("id") or "liveguard")))
+        interrupt = Interrupt(value=dict(request), id=str(call.hold.get("id") or "liveguard"))
+        return _interrupt_parts(call.run._shape, interrupt, values)
 
     def _apply(self, call: _GuardCall, plan: _Plan) -> None:
         """The record I/O of a plan (sync; the async path runs it in a worker thread)."""
@@ -1028,9 +1031,8 @@ class GuardedGraph:
 
             iid = uuid.uuid4().hex  # 32 hex digits: LangGraph accepts it in a resume map
             call.request = request = hold_request(stop, edit="update", interrupt_id=iid)
-            part = call.run.stop_part(value)
             interrupt = Interrupt(value=dict(request), id=iid)
-            return _interrupt_part(call.run._shape, interrupt) if part is not _SKIP else _SKIP, None
+            return _interrupt_parts(call.run._shape, interrupt, call.run.values), None
         return call.run.stop_part(value), None
 
     def _prepare(self, call: _GuardCall, input: Any, config: Any,
@@ -1063,10 +1065,13 @@ class GuardedGraph:
         call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
         stop: Violation | None = None
         if call.stop is not None:
-            plan = self._resume(call, input)
+            values = None
+            if call.held and "values" in call.run._shape.modes:
+                values = getattr(_safe(lambda: self.get_state(config)), "values", None)  # type: ignore[attr-defined]
+            plan = self._resume(call, input, values)
             self._apply(call, plan)
-            if plan.part is not _SKIP:
-                yield plan.part
+            for out_part in _each(plan.part):
+                yield out_part
             if plan.error is not None:
                 raise plan.error
             if not plan.go:
@@ -1086,8 +1091,8 @@ class GuardedGraph:
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
-                if extra is not _SKIP:
-                    yield extra
+                for out_part in _each(extra):
+                    yield out_part
                 if error is not None:
                     raise error
                 return
@@ -1106,8 +1111,8 @@ class GuardedGraph:
                             run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
-                            if extra is not _SKIP:
-                                yield extra
+                            for out_part in _each(extra):
+                                yield out_part
                             if error is not None:
                                 raise error
                             return
@@ -1117,8 +1122,8 @@ class GuardedGraph:
                         raise
                     stop = inside
                     extra, error = self._on_violation(call, stop)
-                    if extra is not _SKIP:
-                        yield extra
+                    for out_part in _each(extra):
+                        yield out_part
                     if error is not None:
                         raise error from None
                     return
@@ -1126,8 +1131,8 @@ class GuardedGraph:
                     stop = found
                     if self._lg.exit_behavior in ("error", "interrupt"):
                         extra, error = self._on_violation(call, found)
-                        if extra is not _SKIP:
-                            yield extra
+                        for out_part in _each(extra):
+                            yield out_part
                         if error is not None:
                             raise error
             finally:
@@ -1154,10 +1159,14 @@ class GuardedGraph:
         call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
         stop: Violation | None = None
         if call.stop is not None:
-            plan = self._resume(call, input)
+            values = None
+            if call.held and "values" in call.run._shape.modes:
+                state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
+                values = getattr(state, "values", None)
+            plan = self._resume(call, input, values)
             await _athread(lambda: self._apply(call, plan))  # notifiers run off the event loop
-            if plan.part is not _SKIP:
-                yield plan.part
+            for out_part in _each(plan.part):
+                yield out_part
             if plan.error is not None:
                 raise plan.error
             if not plan.go:
@@ -1178,8 +1187,8 @@ class GuardedGraph:
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
-                if extra is not _SKIP:
-                    yield extra
+                for out_part in _each(extra):
+                    yield out_part
                 if error is not None:
                     raise error
                 return
@@ -1198,8 +1207,8 @@ class GuardedGraph:
                             run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
-                            if extra is not _SKIP:
-                                yield extra
+                            for out_part in _each(extra):
+                                yield out_part
                             if error is not None:
                                 raise error
                             return
@@ -1209,8 +1218,8 @@ class GuardedGraph:
                         raise
                     stop = inside
                     extra, error = self._on_violation(call, stop)
-                    if extra is not _SKIP:
-                        yield extra
+                    for out_part in _each(extra):
+                        yield out_part
                     if error is not None:
                         raise error from None
                     return
@@ -1218,8 +1227,8 @@ class GuardedGraph:
                     stop = found
                     if self._lg.exit_behavior in ("error", "interrupt"):
                         extra, error = self._on_violation(call, found)
-                        if extra is not _SKIP:
-                            yield extra
+                        for out_part in _each(extra):
+                            yield out_part
                         if error is not None:
                             raise error
             finally:
@@ -1361,11 +1370,35 @@ def _control(config: Any, kwargs: Mapping[str, Any]) -> Any:
     return RunControl()
 
 
-def _interrupt_part(shape: _Shape, interrupt: Any) -> Any:
-    payload = {_INTERRUPT: (interrupt,)}
-    if shape.v2:
-        return {"type": "updates", "ns": (), "data": payload}
-    return shape.outward(None, (), "updates", payload)
+class _Many(tuple):  # type: ignore[type-arg]
+    """Several parts to yield in order."""
+
+    __slots__ = ()
+
+
+def _each(extra: Any) -> tuple[Any, ...]:
+    """The parts in ``extra``: none (``_SKIP``), several (:class:`_Many`) or one."""
+    if extra is _SKIP:
+        return ()
+    return tuple(extra) if isinstance(extra, _Many) else (extra,)
+
+
+def _interrupt_parts(shape: _Shape, interrupt: Any, values: Any) -> Any:
+    """An interrupt as LangGraph streams one: an ``updates`` part ``{"__interrupt__": (...)}``
+    and a ``values`` part, the current values plus the interrupt (v2: in ``interrupts``),
+    each when the caller asked for that mode (``values``: when the values are known)."""
+    parts: list[Any] = []
+    if "updates" in shape.modes:
+        payload = {_INTERRUPT: (interrupt,)}
+        parts.append({"type": "updates", "ns": (), "data": payload} if shape.v2
+                     else shape.outward(None, (), "updates", payload))
+    if "values" in shape.modes and isinstance(values, Mapping):
+        if shape.v2:
+            parts.append({"type": "values", "ns": (), "data": dict(values),
+                          "interrupts": (interrupt,)})
+        else:
+            parts.append(shape.outward(None, (), "values", {**values, _INTERRUPT: (interrupt,)}))
+    return _Many(parts) if parts else _SKIP
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
