@@ -54,6 +54,7 @@ from liveguard.thread_guard import (
     stop_value,
 )
 from liveguard.threads import clear, thread_status
+from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
 from test_live_graphs import review_graph
 from test_notify import SECRET, Hook, closed_port
 
@@ -258,6 +259,27 @@ def test_guard_hold_streams_where_langgraph_streams_an_interrupt(saver: Any) -> 
     shown = app.invoke(None, cfg("v2"), version="v2")
     assert [i.id for i in shown.interrupts] == [held_v2.id]
     assert shown.value["summary"] == "inbox empty"
+
+
+def test_guard_hold_on_postgres(postgres_url: str) -> None:  # noqa: F811
+    """The same on a real PostgreSQL: pending, re-asked in place, approved, then rejected."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(postgres_url) as pg:
+        pg.setup()
+        app = guard(polling_graph(pg), exit_behavior="interrupt")
+        first = app.invoke({}, cfg("pg-hold"))["__interrupt__"][0]
+        assert held(app, "pg-hold").id == first.id
+        app.invoke(Command(resume="approve"), cfg("pg-hold"))
+        assert held(app, "pg-hold").value["error"]
+        ran = Nodes()
+        second = app.invoke(answer(APPROVE), cfg("pg-hold", ran))["__interrupt__"][0]
+        assert ran.names == ["poll", "poll"]
+        assert held(app, "pg-hold").id == second.id
+        app.invoke(answer(REJECT), cfg("pg-hold"))
+        assert app.get_state(cfg("pg-hold")).interrupts == ()
+        audit = thread_status(app, cfg("pg-hold"))["guard"]["audit"]
+        assert [e["decision"] for e in audit] == ["error", "approve", "reject"]
 
 
 def test_guard_resumes_by_interrupt_id_as_the_sdk_sends_it(saver: Any) -> None:
