@@ -45,12 +45,14 @@ from liveguard.integrations.langgraph import guard
 from liveguard.model import Violation
 from liveguard.notify import Coords, NotifyOutcome, WebhookNotifier, verify
 from liveguard.thread_guard import (
+    RECORD_VERSION,
     Decider,
     audit_entry,
     decide_hold,
     hold_request,
     read_audit,
     read_hold,
+    read_stop,
     stop_value,
 )
 from liveguard.threads import clear, thread_status
@@ -486,10 +488,18 @@ def test_middleware_bad_answer_reasks_and_no_further_tool_call_runs(saver: Any) 
     done = app.invoke(answer(REJECT, by="bo"), {**cfg("m"), **limit})
     assert done["messages"][-1].content.startswith("Stopped by liveguard: tool_no_progress")
     assert RUNS["search"] == tried
-    audit = app.get_state(cfg("m")).values[STATE_KEY]["audit"]
+    saved = app.get_state(cfg("m")).values[STATE_KEY]
+    audit = saved["audit"]
     assert [e["decision"] for e in audit] == ["error", "error", "error", "reject"]
     assert audit[-1]["by"] == "bo"
     assert PRIVATE not in json.dumps(audit)
+    # one record schema: the core reads the middleware's saved value as it reads guard()'s
+    assert saved["v"] == RECORD_VERSION
+    stop, held_now = read_stop(saved)
+    assert stop is not None
+    assert (stop.code, stop.step, stop.count) == ("tool_no_progress", first.value["step"],
+                                                  first.value["count"])
+    assert held_now is False
 
 
 def test_middleware_each_decision_type(saver: Any) -> None:

@@ -139,6 +139,8 @@ from liveguard.thread_guard import (
     read_audit,
     read_stop,
     read_windows,
+    stop_value,
+    windows_value,
 )
 
 if TYPE_CHECKING:
@@ -221,11 +223,13 @@ class _Thread:
         return self._text
 
     def dump(self) -> dict[str, Any]:
+        """The saved value: the core's windows and stop values (one record schema, see
+        :mod:`liveguard.thread_guard`), the audit, and the middleware's own ledger and markers."""
         return {
-            "m": self.monitor.snapshot(),
+            **windows_value(self.monitor),
+            **stop_value(self.stop),
             "seen": self.seen,
             "heard": self.heard,
-            "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
             "ledger": [list(entry) for entry in self.ledger],
             "debounced": self.debounced,
             "audit": audit_value(self.audit),
