@@ -218,21 +218,27 @@ def test_end_and_interrupt_behaviours(sqlite_file: SqliteSaver) -> None:
     held = guard(polling_graph(sqlite_file), exit_behavior="interrupt")
     paused = held.invoke({}, cfg("held"))
     (found,) = paused["__interrupt__"]
-    assert found.value["liveguard"]["code"] == "no_progress_stall"
-    assert held.invoke(None, cfg("held")) is None  # held: nothing runs without a decision
+    assert found.value["codes"] == ["no_progress_stall"]
+    assert found.value["interrupt_id"] == found.id
+    shown = Nodes()
+    again_shown = held.invoke(None, cfg("held", shown))  # held: nothing runs without a decision
+    assert [i.id for i in again_shown["__interrupt__"]] == [found.id]
+    assert shown.names == []
     ran = Nodes()
-    again = held.invoke(Command(resume="approve"), cfg("held", ran))
+    again = held.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("held", ran))
     assert again["__interrupt__"]  # approved: it ran on, and paused at the next repeat
     assert ran.names == ["poll", "poll"]
     edited = Nodes()
-    out = held.invoke(Command(resume={"action": "edit", "update": {"summary": "inbox: reply"}}),
-                      cfg("held", edited))
+    update = {"type": "edit", "edited_action": {"name": "continue_run",
+                                                "args": {"update": {"summary": "inbox: reply"}}}}
+    out = held.invoke(Command(resume={"decisions": [update]}), cfg("held", edited))
     assert edited.names[:1] == ["poll"]  # the person's update applied, and the run went on
     assert out["__interrupt__"]
     rejected = Nodes()
-    held.invoke(Command(resume="reject"), cfg("held", rejected))
+    held.invoke(Command(resume={"decisions": [{"type": "reject"}]}), cfg("held", rejected))
     assert rejected.names == []
-    assert held.invoke(Command(resume="approve"), cfg("held")) is None  # rejected: stays stopped
+    approve = Command(resume={"decisions": [{"type": "approve"}]})
+    assert held.invoke(approve, cfg("held")) is None  # rejected: stays stopped
 
 
 # ------------------------------------------------------------------------------------ subgraphs

@@ -340,21 +340,22 @@ def test_interrupt_pauses_for_a_person(decision: str) -> None:
     app = agent(InMemorySaver(), LivenessMiddleware(exit_behavior="interrupt"), model=model)
     paused = app.invoke(user("load it"), cfg("i"))
     (found,) = paused["__interrupt__"]
-    value = found.value["liveguard"]
-    assert (value["code"], value["count"], value["step"]) == ("tool_no_progress", 2, 3)
+    value = found.value
+    assert (value["codes"], value["count"], value["step"]) == (["tool_no_progress"], 2, 3)
     assert CALLS["fetch"] == 2
     if decision == "approve":
-        again = app.invoke(Command(resume="approve"), cfg("i"))
+        again = app.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg("i"))
         assert CALLS["fetch"] == 4  # the windows were cleared: two more tries, then a new pause
         assert again["__interrupt__"]
     elif decision == "reject":
-        done = app.invoke(Command(resume="reject"), cfg("i"))
+        done = app.invoke(Command(resume={"decisions": [{"type": "reject"}]}), cfg("i"))
         assert done["messages"][-1].content.startswith("Stopped by liveguard: tool_no_progress")
         assert CALLS["fetch"] == 2
     else:
         model.give_up = True
-        done = app.invoke(Command(resume={"action": "edit", "message": "url=https://example.org"}),
-                          cfg("i"))
+        edit = {"type": "edit", "edited_action": {"name": "continue_run",
+                                                  "args": {"message": "url=https://example.org"}}}
+        done = app.invoke(Command(resume={"decisions": [edit]}), cfg("i"))
         assert "url=https://example.org" in model.seen[-2]["contents"][-1]  # the person's turn
         assert done["messages"][-1].content.startswith("done after")
         assert CALLS["fetch"] == 3

@@ -32,6 +32,15 @@ The user's turn
     rules see a new request between two replies: the same reply to a different request
     is progress, the same request answered the same way is a repeat.
 
+A person's decision (``exit_behavior="interrupt"``)
+    :func:`hold_request` builds the hold's interrupt value (a LangChain ``HITLRequest``,
+    :func:`liveguard.hitl.liveness_request`) from the stop; :func:`decide_hold` reads
+    the answer (:func:`liveguard.hitl.parse_resume`: a malformed one is a
+    :class:`~liveguard.hitl.DecisionError`, re-asked, never a reason to stand down);
+    :func:`audit_entry` is what the thread record keeps of it: the decision type, the
+    stop's code and step, who (``by``), when, and digests of any note or message, never
+    their text. :func:`audit_value` bounds the list (:data:`AUDIT_SIZE`).
+
 The decision
     :class:`Decider` applies the exit behaviour to what the Monitor found: which
     violation stops the run (``"warn"`` never; ``"continue"`` at its ``ceiling``-th
@@ -41,12 +50,20 @@ The decision
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from liveguard.hitl import (
+    DecisionError,
+    HoldRequest,
+    ReviewDecision,
+    liveness_request,
+    parse_resume,
+)
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor
 
@@ -55,6 +72,7 @@ if TYPE_CHECKING:
     from liveguard.policy import Policy
 
 __all__ = [
+    "AUDIT_SIZE",
     "DAMAGED",
     "EXIT_BEHAVIORS",
     "GUARD_ERROR",
@@ -63,9 +81,15 @@ __all__ = [
     "Decider",
     "ExitBehavior",
     "SeverityFloor",
+    "audit_entry",
+    "audit_value",
+    "decide_hold",
+    "hold_request",
     "input_step",
     "log_guard_failure",
     "log_violation",
+    "read_audit",
+    "read_hold",
     "read_stop",
     "read_windows",
     "stop_value",
@@ -150,10 +174,33 @@ def read_stop(raw: Any, *, present: bool = True) -> tuple[Violation | None, bool
         return DAMAGED, False
 
 
-def stop_value(stop: Violation | None, *, held: bool = False) -> dict[str, Any]:
-    """The saved form of a stop (``None``: cleared)."""
-    return {"stop": None if stop is None else stop.model_dump(mode="json"),
-            "held": bool(held and stop is not None)}
+def stop_value(stop: Violation | None, *, held: bool = False, hold: Mapping[str, Any] | None = None,
+               audit: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The saved form of a stop (``None``: cleared).
+
+    ``hold`` (only while ``held``): where the pending interrupt is (its id, and the
+    checkpoint and task it is written on) and the last answer's error; ``audit``: the
+    decisions taken on this thread (:func:`audit_entry`), kept across stops and clears.
+    """
+    value: dict[str, Any] = {"stop": None if stop is None else stop.model_dump(mode="json"),
+                             "held": bool(held and stop is not None)}
+    if value["held"] and hold is not None:
+        value["hold"] = dict(hold)
+    if audit:
+        value["audit"] = audit_value(audit)
+    return value
+
+
+def read_hold(raw: Any) -> dict[str, Any]:
+    """The ``hold`` part of a saved stop value (empty when there is none)."""
+    hold = raw.get("hold") if isinstance(raw, Mapping) else None
+    return dict(hold) if isinstance(hold, Mapping) else {}
+
+
+def read_audit(raw: Any) -> list[dict[str, Any]]:
+    """The audit list of a saved value (a damaged one reads as empty)."""
+    audit = raw.get("audit") if isinstance(raw, Mapping) else None
+    return [dict(e) for e in audit if isinstance(e, Mapping)] if isinstance(audit, list) else []
 
 
 def read_windows(raw: Any, policy: Policy, allow_set: AllowSet | None) -> Monitor | None:
@@ -175,6 +222,60 @@ def read_windows(raw: Any, policy: Policy, allow_set: AllowSet | None) -> Monito
 def windows_value(monitor: Monitor | None) -> dict[str, Any]:
     """The saved form of a Monitor's windows."""
     return {"v": RECORD_VERSION, "m": None if monitor is None else monitor.snapshot()}
+
+
+# -- a person's decision ---------------------------------------------------------------------------
+AUDIT_SIZE: Final = 32
+"""Audit entries a thread record keeps (the most recent)."""
+
+
+def hold_request(stop: Violation, *, edit: Literal["message", "update"], interrupt_id: str | None = None,
+                 error: str | None = None) -> HoldRequest:
+    """The interrupt value of a hold on ``stop`` (``error``: the last answer's, on a re-ask)."""
+    request = liveness_request(code=stop.code, step=stop.step, node=stop.node, count=stop.count,
+                               edit=edit, detail=stop.model_dump(mode="json")["detail"],
+                               interrupt_id=interrupt_id)
+    if error:
+        request["error"] = error
+    return request
+
+
+def decide_hold(answer: Any, request: Mapping[str, Any]) -> ReviewDecision | DecisionError:
+    """The person's decision in ``answer`` (never raises; a bad answer is a logged error value)."""
+    decision = parse_resume(answer, request)
+    if isinstance(decision, DecisionError):
+        log.warning("liveguard: code=bad_resume location=%s kind=%s; the thread stays held and "
+                    "the person is asked again", decision.location, request.get("kind"))
+    return decision
+
+
+def _digest(text: str | None) -> str | None:
+    if not text:
+        return None
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def audit_entry(decision: ReviewDecision | DecisionError, stop: Violation, *, at: str) -> dict[str, Any]:
+    """What the thread record keeps of one answer: codes, who, when; never text.
+
+    ``{"at": <ISO time>, "decision": "approve" | "edit" | "reject" | "respond" | "error",
+    "code": <the stop's code>, "step": <its step>, "by": <who> | None, "note": <digest> |
+    None, "message": <digest> | None}``; an ``"error"`` entry (a malformed answer) carries
+    ``"location"`` instead of who.
+    """
+    entry: dict[str, Any] = {"at": at, "code": stop.code, "step": stop.step}
+    if isinstance(decision, DecisionError):
+        entry.update(decision="error", location=decision.location)
+        return entry
+    message = getattr(decision, "message", None)
+    entry.update(decision=decision.type, by=decision.by, note=_digest(decision.note),
+                 message=_digest(message if isinstance(message, str) else None))
+    return entry
+
+
+def audit_value(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The audit list as saved: the last :data:`AUDIT_SIZE` entries."""
+    return [dict(e) for e in audit][-AUDIT_SIZE:]
 
 
 # -- the user's turn -------------------------------------------------------------------------------
@@ -220,9 +321,10 @@ class Decider:
     """Which violation stops the run, for one exit behaviour.
 
     ``severity="hard"`` acts on hard violations only. ``"warn"`` logs and never stops;
-    ``"continue"`` logs and stops at the ``ceiling``-th violation of the run; every other
-    behaviour stops at the first. A violation at the user's own input step
-    (:data:`INPUT_NODE`) is never acted on: the agent did not repeat itself.
+    ``"continue"`` logs and stops at the ``ceiling``-th violation of the run (or, for a
+    driver that can debounce, see :meth:`decide`); every other behaviour stops at the
+    first. A violation at the user's own input step (:data:`INPUT_NODE`) is never acted
+    on: the agent did not repeat itself.
     """
 
     __slots__ = ("behavior", "ceiling", "seen", "severity")
@@ -238,8 +340,15 @@ class Decider:
         self.ceiling = ceiling
         self.seen = 0
 
-    def decide(self, found: list[Violation]) -> Violation | None:
-        """The violation to stop on among ``found`` (each acted-on one is logged)."""
+    def decide(self, found: list[Violation], *,
+               debounce: Callable[[Violation], bool] | None = None) -> Violation | None:
+        """The violation to stop on among ``found`` (each acted-on one is logged).
+
+        ``debounce`` (``"continue"`` only): a driver that can answer the repeated call
+        instead of running it (the middleware) says so for each violation; a debounced
+        violation lets the run go on, any other stops it at once. Without it, ``"continue"``
+        counts violations up to the ``ceiling``.
+        """
         for violation in found:
             if self.severity == "hard" and not violation.hard:
                 continue
@@ -249,11 +358,26 @@ class Decider:
                 log_violation(violation, "run continues (exit_behavior=warn)")
                 continue
             if self.behavior == "continue":
-                self.seen += 1
-                if self.seen < self.ceiling:
-                    log_violation(violation, f"run continues ({self.seen}/{self.ceiling}, "
-                                             "exit_behavior=continue)")
-                    continue
-            log_violation(violation, "stopping the run")
+                if debounce is not None:
+                    if debounce(violation):
+                        log_violation(violation, "call blocked, run continues (exit_behavior=continue)")
+                        continue
+                else:
+                    self.seen += 1
+                    if self.seen < self.ceiling:
+                        log_violation(violation, f"run continues ({self.seen}/{self.ceiling}, "
+                                                 "exit_behavior=continue)")
+                        continue
+            if self.behavior == "interrupt":
+                log_violation(violation, "holding the thread for a person (exit_behavior=interrupt)")
+            else:
+                log_violation(violation, "stopping the run")
             return violation
         return None
+
+    def debounce_ceiling(self, debounced: int, step: int, node: str) -> Violation | None:
+        """``"continue"`` with debouncing: the stop once ``debounced`` calls reach the ceiling."""
+        if self.behavior != "continue" or debounced < self.ceiling:
+            return None
+        return Violation(code="debounce_ceiling", severity="hard", step=step, node=node,
+                         count=debounced, detail={"ceiling": self.ceiling})

@@ -24,7 +24,7 @@ from typing import Any
 
 from liveguard.errors import LiveguardError
 from liveguard.model import Violation
-from liveguard.thread_guard import DAMAGED, read_stop, windows_value
+from liveguard.thread_guard import DAMAGED, read_audit, read_stop, windows_value
 
 __all__ = ["UnknownThreadError", "clear", "thread_status"]
 
@@ -89,10 +89,12 @@ def _steps(windows: Any) -> int:
 def thread_status(graph: Any, config: Any) -> dict[str, Any]:
     """What is saved for this thread: ``{"agent": {...} | None, "guard": {...} | None}``.
 
-    Each part carries ``stop`` (the violation as a dict, or None), ``held`` (guard,
-    ``exit_behavior="interrupt"``), ``steps`` (steps observed along the thread's latest
-    checkpoint lineage) and ``ledger`` (agent). Codes, counts and digests only. A damaged
-    record shows its stop as ``guard_error`` (``detail.reason = "damaged_record"``).
+    Each part carries ``stop`` (the violation as a dict, or None), ``held`` and
+    ``interrupt_id`` (guard, ``exit_behavior="interrupt"``: the pending hold), ``audit``
+    (a person's decisions: codes, who, when, digests of any text), ``steps`` (steps
+    observed along the thread's latest checkpoint lineage) and ``ledger`` (agent). Codes,
+    counts and digests only. A damaged record shows its stop as ``guard_error``
+    (``detail.reason = "damaged_record"``).
     Raises :class:`UnknownThreadError` when the checkpointer has nothing for the thread.
     """
     cfg = _config(config)
@@ -103,14 +105,16 @@ def thread_status(graph: Any, config: Any) -> dict[str, Any]:
         stop = _agent_stop(agent)
         out["agent"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
                         "steps": _steps(agent),
-                        "ledger": agent.get("ledger", []), "debounced": agent.get("debounced", 0)}
+                        "ledger": agent.get("ledger", []), "debounced": agent.get("debounced", 0),
+                        "audit": read_audit(agent)}
     store = _guard_store(graph, cfg)
     if store is not None:
-        stop, held = store.load_stop()
+        stop, held, hold, audit = store.load_record()
         windows, origin = store.load_windows(None)
         if stop is not None or origin is not None:
             out["guard"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
-                            "held": held, "steps": _steps(windows)}
+                            "held": held, "interrupt_id": hold.get("id"),
+                            "steps": _steps(windows), "audit": audit}
     if out["agent"] is None and out["guard"] is None and saver.get_tuple(cfg) is None:
         raise UnknownThreadError(f"thread {cfg['configurable']['thread_id']!r}: no checkpoint "
                                  "in this checkpointer")
@@ -142,20 +146,22 @@ def clear(graph: Any, config: Any) -> Violation | None:
         graph.update_state(cfg, {_STATE_KEY: value}, as_node="model")
     store = _guard_store(graph, cfg)
     if store is not None:
-        stop, _ = _safe_stop(store)
+        stop, _, hold, audit = _safe_record(store)
         if stop is not None and cleared is None:
             cleared = stop
-        store.save_stop(None)
+        if hold:  # a person's hold: its pending interrupt goes too
+            store.set_hold(hold, None)
+        store.save_stop(None, audit=audit)
         _, origin = store.load_windows(None)
         if origin is not None:  # the windows start afresh from the thread's latest checkpoint
             store.save_windows(origin, windows_value(None))
     return cleared
 
 
-def _safe_stop(store: Any) -> tuple[Violation | None, bool]:
-    """The saved stop; a row that cannot even be read is treated as a damaged stop."""
+def _safe_record(store: Any) -> tuple[Violation | None, bool, dict[str, Any], list[dict[str, Any]]]:
+    """The saved stop row; a row that cannot even be read is treated as a damaged stop."""
     try:
-        found: tuple[Violation | None, bool] = store.load_stop()
+        found: tuple[Violation | None, bool, dict[str, Any], list[dict[str, Any]]] = store.load_record()
     except Exception:
-        return DAMAGED, False
+        return DAMAGED, False, {}, []
     return found

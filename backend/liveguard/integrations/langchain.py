@@ -47,11 +47,15 @@ At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
         call never reaches the tool. After ``ceiling`` debounced calls in one run (default
         3), or at any other hard violation, the run ends as with ``"end"``.
     ``"interrupt"``
-        ``interrupt({"liveguard": {...}})`` pauses the thread for a person, carrying the
-        codes, counts and steps (never text). Resume with ``Command(resume="approve")``
-        (the windows are cleared and the model is called), ``"reject"`` (ends as
-        ``"end"``) or ``{"action": "edit", "message": "..."}`` (approve, and the message
-        is added as a human turn before the model is called).
+        A person decides: the model call interrupts with a LangChain ``HITLRequest``
+        (:func:`liveguard.hitl.liveness_request`, ``edit_key="message"``: codes, counts
+        and steps, never text) through :func:`liveguard.hitl.ask`. Resume with
+        ``Command(resume={"decisions": [{"type": "approve"}]})`` (the windows are cleared
+        and the run goes on), an ``edit`` whose ``edited_action.args.message`` is added as
+        a human turn before the model is called, or a ``reject`` (ends as ``"end"``);
+        ``by`` / ``note`` go into the thread's audit (codes, who, when; never text). A
+        malformed answer re-asks with ``error`` and never stands the guard down.
+        ``notifiers`` are called once per hold (:func:`liveguard.notify.notify_all`).
     ``"warn"``
         A WARNING on the ``liveguard.guard`` logger; the run goes on.
 
@@ -92,6 +96,7 @@ Importing this module imports LangChain; ``import liveguard`` never does.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 import uuid
@@ -110,10 +115,11 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from liveguard.errors import NoProgressError
 from liveguard.fingerprint import fingerprint
+from liveguard.hitl import DecisionError, Edit, HoldRequest, ReviewDecision, aask, ask
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
@@ -121,18 +127,27 @@ from liveguard.policy import Policy
 from liveguard.thread_guard import (
     DAMAGED,
     EXIT_BEHAVIORS,
-    INPUT_NODE,
+    Decider,
     ExitBehavior,
+    audit_entry,
+    audit_value,
+    hold_request,
     input_step,
     log,
     log_guard_failure,
     log_violation,
+    read_audit,
     read_stop,
     read_windows,
+    stop_value,
+    windows_value,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from liveguard.allowset import AllowSet
+    from liveguard.notify import Notifier
 
 __all__ = [
     "EXIT_BEHAVIORS",
@@ -179,7 +194,7 @@ def args_digest(args: Any) -> str:
 class _Thread:
     """The saved value under ``state["liveguard"]``, unpacked for one model call."""
 
-    __slots__ = ("_text", "debounced", "heard", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("_text", "audit", "debounced", "heard", "ledger", "monitor", "seen", "stop")
 
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         damaged = saved is not None and not isinstance(saved, Mapping)
@@ -198,6 +213,7 @@ class _Thread:
         ]
         debounced = saved.get("debounced")
         self.debounced: int = debounced if isinstance(debounced, int) else 0
+        self.audit: list[dict[str, Any]] = read_audit(saved)  # a person's decisions: codes, who, when
         self._text: str | None = None  # the ledger as the model sees it, until it changes
 
     @property
@@ -207,13 +223,16 @@ class _Thread:
         return self._text
 
     def dump(self) -> dict[str, Any]:
+        """The saved value: the core's windows and stop values (one record schema, see
+        :mod:`liveguard.thread_guard`), the audit, and the middleware's own ledger and markers."""
         return {
-            "m": self.monitor.snapshot(),
+            **windows_value(self.monitor),
+            **stop_value(self.stop),
             "seen": self.seen,
             "heard": self.heard,
-            "stop": None if self.stop is None else self.stop.model_dump(mode="json"),
             "ledger": [list(entry) for entry in self.ledger],
             "debounced": self.debounced,
+            "audit": audit_value(self.audit),
         }
 
     def record(self, tool: str, digest: str, flag: str, size: int) -> None:
@@ -268,7 +287,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     """Stops a ``create_agent`` thread at the first hard liveness violation.
 
     See the module docstring for what is observed, what is kept with the thread and
-    what each ``exit_behavior`` does.
+    what each ``exit_behavior`` does. ``notifiers``: callables ``notifier(payload, coords)``
+    called once per ``"interrupt"`` hold; a failing one is logged and never releases it.
     """
 
     state_schema = LivenessState
@@ -285,6 +305,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         ceiling: int = 3,
         ledger_size: int = 16,
         show_ledger: bool = True,
+        notifiers: Sequence[Notifier] = (),
     ) -> None:
         super().__init__()
         if on_violation is not None:
@@ -310,6 +331,9 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         self.ceiling = ceiling
         self.ledger_size = ledger_size
         self.show_ledger = show_ledger
+        if not all(callable(n) for n in notifiers):
+            raise TypeError("notifiers: expected callables notifier(payload, coords)")
+        self.notifiers: tuple[Notifier, ...] = tuple(notifiers)
         Monitor(self.policy, allow_set)  # fail fast on a policy the allow-set cannot refine
         self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
         self._last_run: OrderedDict[Hashable, Hashable] = OrderedDict()  # thread -> run
@@ -335,9 +359,14 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
         call = self._begin(request)
-        if call.answer is not None:
-            return call.answer
-        return self._after_model(call, handler(call.request))
+        while True:
+            if call.answer is _HOLD:  # a person decides (exit_behavior="interrupt")
+                call.answer = self._decided(call, ask(self._request(call), notifiers=self.notifiers,
+                                                      on_error=call.errors.append))
+            if call.answer is not None:
+                return call.answer
+            call.response = handler(call.request)
+            call.answer = self._after_model(call, call.response)
 
     async def awrap_model_call(
         self,
@@ -345,9 +374,14 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
         call = self._begin(request)
-        if call.answer is not None:
-            return call.answer
-        return self._after_model(call, await handler(call.request))
+        while True:
+            if call.answer is _HOLD:  # the notifiers run in a worker thread, off the event loop
+                call.answer = self._decided(call, await aask(
+                    self._request(call), notifiers=self.notifiers, on_error=call.errors.append))
+            if call.answer is not None:
+                return call.answer
+            call.response = await handler(call.request)
+            call.answer = self._after_model(call, call.response)
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """``"error"`` mode: raise once the stop is saved with the thread."""
@@ -396,11 +430,10 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 call.answer = self._act(call, thread.stop, saved=True)
                 return call
             messages = state.get("messages") or []
-            violation = self._observe_input(call, messages) or self._observe_turn(call, messages)
-            if violation is not None:
-                call.answer = self._act(call, violation)
-                if call.answer is not None:
-                    return call
+            found = self._observe_input(call, messages) + self._observe_turn(call, messages)
+            call.answer = self._decide(call, found)
+            if call.answer is not None:
+                return call
             if self.show_ledger and thread.ledger:
                 call.request = _with_ledger(call.request, thread.ledger_text)
         except NoProgressError:
@@ -420,11 +453,9 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         try:
             message = _last_ai(response)
             found = thread.monitor.observe(Step(node=MODEL_NODE, output=message))
-            violation = self._first(found)
-            if violation is not None:
-                answer = self._act(call, violation)
-                if answer is not None:
-                    return answer
+            answer = self._decide(call, found)
+            if answer is not None:
+                return answer
             return self._respond(call, response)
         except NoProgressError:
             raise
@@ -436,7 +467,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 call.run.disabled = True
             return response
 
-    def _observe_input(self, call: _Call, messages: list[Any]) -> Violation | None:
+    def _observe_input(self, call: _Call, messages: list[Any]) -> list[Violation]:
         """A new user request on a thread with history: the rules see the user's turn.
 
         The last ``HumanMessage`` after the last ``AIMessage`` is fed once (by message id)
@@ -447,24 +478,24 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         assert thread is not None
         human = _new_human(messages)
         if human is None or thread.monitor.steps_seen == 0:
-            return None
+            return []
         marker = str(human.id)
         if human.id is None or marker == thread.heard:
-            return None
+            return []
         thread.heard = marker
         step = input_step({"messages": [human]})
-        return self._first(thread.monitor.observe(step)) if step is not None else None
+        return thread.monitor.observe(step) if step is not None else []
 
-    def _observe_turn(self, call: _Call, messages: list[Any]) -> Violation | None:
+    def _observe_turn(self, call: _Call, messages: list[Any]) -> list[Violation]:
         """Feed the last tool turn (once) to the Monitor and the ledger."""
         thread = call.thread
         assert thread is not None
         turn = _last_turn(messages)
         if turn is None:
-            return None
+            return []
         marker, pairs = turn
         if marker == thread.seen:
-            return None
+            return []
         thread.seen = marker
         found: list[Violation] = []
         debounced = 0
@@ -485,81 +516,101 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             run = call.run
             if run is not None:
                 run.debounced += debounced
-                if run.debounced >= self.ceiling and self.exit_behavior == "continue":
-                    last = thread.monitor.steps_seen
-                    return Violation(code="debounce_ceiling", severity="hard", step=max(last - 1, 0),
-                                     node=TOOLS_NODE, count=run.debounced,
-                                     detail={"ceiling": self.ceiling})
-        return self._first(found)
+                ceiling = self._decider().debounce_ceiling(
+                    run.debounced, step=max(thread.monitor.steps_seen - 1, 0), node=TOOLS_NODE)
+                if ceiling is not None:
+                    return [ceiling]
+        return found
 
-    def _first(self, found: list[Violation]) -> Violation | None:
-        for violation in found:
-            if violation.hard and violation.node != INPUT_NODE:
-                return violation
-        return None
+    # -- acting on a violation: the core decides, the middleware carries it out ------------------
+    def _decider(self) -> Decider:
+        return Decider(self.exit_behavior, "hard", self.ceiling)
 
-    # -- acting on a violation ------------------------------------------------------------------
-    def _act(
-        self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
-        """The answer in place of the model call, or None to call the model anyway."""
+    def _decide(self, call: _Call, found: list[Violation]) -> Any:
+        """The answer in place of the model call, or None to call the model anyway.
+
+        The core (:class:`~liveguard.thread_guard.Decider`) picks the violation to act on
+        and logs it; in ``"continue"`` mode the middleware debounces what it can block.
+        """
+        if not found:
+            return None
+        debounce = functools.partial(self._block, call) if self.exit_behavior == "continue" else None
+        stop = self._decider().decide(found, debounce=debounce)
+        return None if stop is None else self._act(call, stop)
+
+    def _block(self, call: _Call, violation: Violation) -> bool:
+        """Debounce a repeated (tool, args) whose outcome repeated: later identical calls are
+        answered, not run. Only ``tool_no_progress`` of a call this turn executed."""
+        if violation.code != "tool_no_progress" or call.thread is None:
+            return False
+        blocked = call.sigs.get(str(violation.detail.get("digest")))
+        if blocked is None:
+            return False
+        call.thread.block(*blocked)
+        return True
+
+    def _act(self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
+        """Carry out a stop (``saved``: the thread's saved one, found at the call's start)."""
         thread = call.thread
         assert thread is not None
         behavior = self.exit_behavior
-        if behavior == "warn":
+        if behavior == "warn":  # a stop saved under another behaviour: warn never stops
             log_violation(violation, "run continues (exit_behavior=warn)")
             return None
-        if behavior == "continue" and violation.code == "tool_no_progress" and not saved:
-            blocked = call.sigs.get(str(violation.detail.get("digest")))
-            if blocked is not None:
-                thread.block(*blocked)
-                log_violation(violation, "call blocked, run continues (exit_behavior=continue)")
-                return None
         if behavior == "interrupt":
+            if saved:
+                log_violation(violation, "thread stopped: asking the person again")
             return self._interrupt(call, violation)
         if saved:
             if behavior == "error":
                 raise NoProgressError(violation)
             log_violation(violation, "thread already stopped")
             return ModelResponse(result=[stop_message(violation)])
-        log_violation(violation, "stopping the run")
         thread.stop = violation
         return self._respond(call, ModelResponse(result=[stop_message(violation)]))
 
     def _interrupt(self, call: _Call, violation: Violation) -> Any:
-        thread = call.thread
+        """Hold the thread for a person: the model call asks (:func:`liveguard.hitl.ask`)."""
+        call.held = violation
+        return _HOLD
+
+    def _request(self, call: _Call) -> HoldRequest:
+        assert call.held is not None
+        return hold_request(call.held, edit="message")
+
+    def _decided(self, call: _Call, decision: ReviewDecision) -> Any:
+        """Apply a person's decision: the answer in place of the model call, or None to call it.
+
+        reject: the run ends with the stop message and the thread stays stopped. approve:
+        the stop and the windows are cleared (the ledger and counters kept) and the run
+        goes on: a response the model already gave is used. edit: the same, with
+        ``edited_action.args.message`` added as a human turn, and the model is called with
+        it (a response it gave before is dropped). Each answer, and each malformed one
+        before it, goes into the thread's audit (codes, who, when; never text).
+        """
+        thread, violation = call.thread, call.held
         assert thread is not None
-        payload = {
-            "liveguard": {
-                "code": violation.code,
-                "step": violation.step,
-                "node": violation.node,
-                "count": violation.count,
-                "detail": violation.model_dump(mode="json")["detail"],
-                "options": ["approve", "reject", "edit"],
-            }
-        }
-        log_violation(violation, "pausing the thread for a person (exit_behavior=interrupt)")
-        decision = interrupt(payload)
-        action = decision.get("action") if isinstance(decision, Mapping) else decision
-        if action == "reject":
+        assert violation is not None
+        call.held = None
+        now = _now()
+        for error in call.errors:
+            thread.audit.append(audit_entry(error, violation, at=now))
+        call.errors.clear()
+        thread.audit.append(audit_entry(decision, violation, at=now))
+        if decision.type == "reject":
+            log_violation(violation, "rejected by a person: the run ends")
             thread.stop = violation
             return self._respond(call, ModelResponse(result=[stop_message(violation)]))
-        if action not in ("approve", "edit"):
-            raise ValueError(
-                f"liveguard interrupt: resume with 'approve', 'reject' or "
-                f"{{'action': 'edit', 'message': ...}}, got {action!r}"
-            )
         # approve / edit: clear the stop and the windows, keep the ledger and the counters
         thread.stop = None
         thread.monitor = Monitor(self.policy, self.allow_set)
-        if action == "edit":
-            text = decision.get("message") if isinstance(decision, Mapping) else None
-            if not isinstance(text, str) or not text:
-                raise ValueError("liveguard interrupt: 'edit' needs a non-empty 'message'")
-            human = HumanMessage(content=text)
+        response, call.response = call.response, None
+        if isinstance(decision, Edit):
+            human = HumanMessage(content=str(decision.value))
             call.extra.append(human)
             call.request = call.request.override(messages=[*call.request.messages, human])
-        return None
+            return None
+        return None if response is None else self._respond(call, response)
 
     def _respond(self, call: _Call, response: Any) -> Any:
         """The response plus the thread's liveness state (and any edit) as a state update."""
@@ -692,15 +743,29 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
 class _Call:
     """One model call's working set."""
 
-    __slots__ = ("answer", "extra", "request", "run", "sigs", "thread")
+    __slots__ = ("answer", "errors", "extra", "held", "request", "response", "run", "sigs", "thread")
 
     def __init__(self, request: ModelRequest[Any]) -> None:
         self.request = request
+        self.held: Violation | None = None  # the stop a person is asked about
+        self.errors: list[DecisionError] = []  # malformed answers before the decision
+        self.response: Any = None  # the model's response, while a person decides on it
         self.run: _Run | None = None
         self.sigs: dict[str, tuple[str, str]] = {}  # digest prefix -> (tool, args digest)
         self.thread: _Thread | None = None
         self.answer: Any = None
         self.extra: list[Any] = []
+
+
+_HOLD: Any = object()
+"""``_Call.answer`` while a person is to decide (the model call asks, outside the guard's
+own failure handling: a malformed answer re-asks and never stands the guard down)."""
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _is_graph_bubble(exc: BaseException) -> bool:

@@ -58,18 +58,25 @@ At a violation (``exit_behavior``)
     the stream ends (``stream_mode="updates"`` gets a last ``{"__liveguard__": {...}}``
     chunk). ``"continue"``: no node can be "not executed", so violations are logged, the
     windows start afresh after each (a loop that goes on fires again), and the run ends
-    at the ``ceiling``-th one. ``"interrupt"``: the run stops with an
-    ``__interrupt__`` carrying ``{"liveguard": {code, step, node, count}}``; resume with
-    ``Command(resume="approve")`` (windows cleared, the run goes on),
-    ``Command(resume="reject")`` (stays stopped) or ``Command(resume={"action": "edit",
-    "update": {...}})``. ``"warn"``: a WARNING on the ``liveguard.guard`` logger (code,
-    step, node, count, digest prefix; never text); the run goes on. ``on_violation`` is
+    at the ``ceiling``-th one. ``"interrupt"``: a person decides. The run stops with an
+    ``__interrupt__`` whose value is a LangChain ``HITLRequest``
+    (:func:`liveguard.hitl.liveness_request`, ``edit_key="update"``), and the hold is
+    written as a pending interrupt of the thread's latest checkpoint, so
+    ``get_state(config).interrupts`` lists it. Resume with
+    ``Command(resume={"decisions": [{"type": "approve"}]})`` (stop and windows cleared,
+    the run goes on), an ``edit`` whose ``edited_action.args.update`` is applied as a state
+    update before the run goes on, or a ``reject`` (the thread stays stopped, the hold is
+    dropped); ``by`` / ``note`` go into the record's audit. A malformed answer re-asks
+    with ``error``; ``notifiers`` are called once per hold. ``"warn"``: a WARNING on the
+    ``liveguard.guard`` logger (code, step, node, count, digest prefix; never text); the
+    run goes on. ``on_violation`` is
     the deprecated name (``"raise"`` = ``"error"``).
 
 A stopped thread stays stopped
     Every later call on a thread whose saved stop is hard answers at once, without
     running a node: ``"error"`` raises the same ``NoProgressError``; ``"end"`` returns
-    nothing; an ``"interrupt"`` hold waits for a decision. :func:`liveguard.clear` (or
+    nothing; an ``"interrupt"`` hold shows its pending interrupt again until a person
+    decides. :func:`liveguard.clear` (or
     ``liveguard threads clear``) lifts it.
 
 ``severity``
@@ -117,6 +124,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from liveguard.errors import LivenessError, NoProgressError
 from liveguard.fingerprint import fingerprint
+from liveguard.hitl import DecisionError, Edit, with_error
 from liveguard.messages import tool_calls
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor
@@ -128,10 +136,15 @@ from liveguard.thread_guard import (
     Decider,
     ExitBehavior,
     SeverityFloor,
+    audit_entry,
+    decide_hold,
+    hold_request,
     input_step,
     log,
     log_guard_failure,
     log_violation,
+    read_audit,
+    read_hold,
     read_stop,
     read_windows,
     stop_value,
@@ -139,7 +152,11 @@ from liveguard.thread_guard import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from liveguard.allowset import AllowSet
+    from liveguard.hitl import HoldRequest
+    from liveguard.notify import Notifier
 
 __all__ = [
     "EXIT_BEHAVIORS",
@@ -361,7 +378,8 @@ class _StreamRun:
     """
 
     __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
-                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "watched")
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "values",
+                 "watched")
 
     def __init__(self, shape: _Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -377,12 +395,15 @@ class _StreamRun:
         self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
         self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
         self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
+        self.values: Any = None  # the last root "values" payload the caller got
 
     def process(self, part: Any) -> tuple[Any, Violation | None]:
         shape = self._shape
         ns, mode, payload = shape.split(part)
         violation = None
         if not ns and isinstance(payload, Mapping):
+            if mode == "values":
+                self.values = payload
             if mode == "updates":
                 violation = self._release()
                 if _INTERRUPT in payload:
@@ -575,14 +596,63 @@ class _ThreadStore:
 
     # -- the stop ---------------------------------------------------------------------------------
     def load_stop(self) -> tuple[Violation | None, bool]:
+        stop, held, _, _ = self.load_record()
+        return stop, held
+
+    def load_record(self) -> tuple[Violation | None, bool, dict[str, Any], list[dict[str, Any]]]:
+        """(stop, held, where the hold's interrupt is, the audit) of the stop row."""
         found = self.saver.get_tuple(self.config)
         if found is None:
-            return None, False
+            return None, False, {}, []
         values = found.checkpoint.get("channel_values", {})
-        return read_stop(values.get(THREAD_KEY), present=THREAD_KEY in values)
+        raw = values.get(THREAD_KEY)
+        stop, held = read_stop(raw, present=THREAD_KEY in values)
+        return stop, held, read_hold(raw) if held else {}, read_audit(raw)
 
-    def save_stop(self, stop: Violation | None, held: bool = False) -> None:
-        self.saver.put(*self._put_args(_RECORD_ID, stop_value(stop, held=held)))
+    def save_stop(self, stop: Violation | None, held: bool = False, *,
+                  hold: Mapping[str, Any] | None = None,
+                  audit: Sequence[Mapping[str, Any]] = ()) -> None:
+        value = stop_value(stop, held=held, hold=hold, audit=audit)
+        self.saver.put(*self._put_args(_RECORD_ID, value))
+
+    # -- the hold: a pending interrupt of the thread's latest checkpoint ------------------------
+    def put_hold(self, snapshot: Any, value: Mapping[str, Any], interrupt_id: str) -> dict[str, Any]:
+        """Write the hold as LangGraph writes an ``interrupt()``: a pending write of channel
+        ``__interrupt__`` for a task of the checkpoint's next step (one that has no question
+        of its own pending, else beside that task's question). ``get_state(config).interrupts``
+        and a server's thread list then show it. Returns where it was written (``{"id"}``
+        alone when the graph has no next task: the hold is then in the stream and the record).
+        """
+        from langgraph.types import Interrupt
+
+        hold: dict[str, Any] = {"id": interrupt_id}
+        tasks = list(getattr(snapshot, "tasks", None) or ())
+        config = getattr(snapshot, "config", None) or {}
+        checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
+        if not tasks or not checkpoint_id or self.ns:
+            return hold
+        task = next((t for t in tasks if not t.interrupts), tasks[0])
+        interrupts = [*task.interrupts, Interrupt(value=dict(value), id=interrupt_id)]
+        self.saver.put_writes(self._graph_config(checkpoint_id), [(_INTERRUPT, interrupts)], task.id)
+        hold.update(checkpoint_id=checkpoint_id, task_id=task.id)
+        return hold
+
+    def set_hold(self, hold: Mapping[str, Any], value: Mapping[str, Any] | None) -> None:
+        """Replace the hold's pending interrupt with ``value`` (a re-ask), or drop it (None);
+        any other question pending on the same task is kept."""
+        from langgraph.types import Interrupt
+
+        checkpoint_id, task_id = hold.get("checkpoint_id"), hold.get("task_id")
+        if not isinstance(checkpoint_id, str) or not isinstance(task_id, str):
+            return
+        config = self._graph_config(checkpoint_id)
+        found = self.saver.get_tuple(config)
+        others = [i for tid, channel, items in (getattr(found, "pending_writes", None) or ())
+                  if tid == task_id and channel == _INTERRUPT
+                  for i in (items if isinstance(items, list | tuple) else [items])
+                  if getattr(i, "id", None) != hold.get("id")]
+        mine = [] if value is None else [Interrupt(value=dict(value), id=str(hold.get("id")))]
+        self.saver.put_writes(config, [(_INTERRUPT, [*others, *mine])], task_id)
 
     # -- the windows, along the lineage ----------------------------------------------------------
     def load_windows(self, checkpoint_id: str | None) -> tuple[Any, str | None]:
@@ -672,18 +742,52 @@ async def _athread(fn: Callable[[], Any]) -> Any:
     return await asyncio.get_running_loop().run_in_executor(None, fn)
 
 
+class _Plan:
+    """What a call on a held or stopped thread does: run on (``go`` with ``input``), or not.
+
+    ``part`` is yielded to the caller, ``error`` raised; ``record`` (stop, held) is saved
+    with the call's hold and audit; ``rewrite`` replaces the hold's pending interrupt
+    (``None`` drops it; ``_SKIP`` leaves it); ``notify`` is sent to the notifiers.
+    """
+
+    __slots__ = ("error", "go", "input", "notify", "part", "record", "rewrite")
+
+    def __init__(self, *, go: bool = False, input: Any = None, part: Any = _SKIP,
+                 error: NoProgressError | None = None,
+                 record: tuple[Violation | None, bool] | None = None, rewrite: Any = _SKIP,
+                 notify: Mapping[str, Any] | None = None) -> None:
+        self.go = go
+        self.input = input
+        self.part = part
+        self.error = error
+        self.record = record
+        self.rewrite = rewrite
+        self.notify = notify
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 class _GuardCall:
     """One guarded call's thread state: the Monitor to continue from and any saved stop."""
 
-    __slots__ = ("guarded", "held", "origin", "run", "saved", "stop", "store")
+    __slots__ = ("audit", "guarded", "held", "hold", "origin", "request", "run", "saved", "stop",
+                 "store")
 
     def __init__(self, guarded: GuardedGraph, store: _ThreadStore | None,  # noqa: PLR0917
                  windows: Any, stop: tuple[Violation | None, bool], shape: _Shape,
-                 origin: str | None = None) -> None:
+                 origin: str | None = None, hold: Mapping[str, Any] | None = None,
+                 audit: list[dict[str, Any]] | None = None) -> None:
         settings = guarded._lg
         self.guarded = guarded
         self.store = store
         self.stop, self.held = stop
+        self.hold: dict[str, Any] = dict(hold or {})  # where the thread's pending hold is
+        self.audit: list[dict[str, Any]] = list(audit or [])
+        self.request: HoldRequest | None = None  # the hold this call raises
         self.origin = origin  # the checkpoint the call resumes from
         monitor = read_windows(windows, settings.policy, settings.allow_set)
         if monitor is not None:
@@ -717,11 +821,13 @@ class _Settings:
     """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
 
     __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "node_names",
-                 "per_call_told", "policy", "severity")
+                 "notifiers", "per_call_told", "policy", "severity")
 
     def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
-                 exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int) -> None:
+                 exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int,
+                 notifiers: Sequence[Notifier] = ()) -> None:
         self.inner = inner
+        self.notifiers: tuple[Notifier, ...] = tuple(notifiers)
         self.policy = policy
         self.allow_set = allow_set
         self.exit_behavior: ExitBehavior = exit_behavior
@@ -793,7 +899,7 @@ class GuardedGraph:
         return self._lg.severity
 
     def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],  # noqa: PLR0917
-               store: _ThreadStore | None, windows: Any, stop: tuple[Violation | None, bool],
+               store: _ThreadStore | None, windows: Any, record: tuple[Any, ...],
                origin: str | None) -> _GuardCall:
         if store is None and not self._lg.per_call_told:
             self._lg.per_call_told = True
@@ -801,36 +907,116 @@ class GuardedGraph:
                      "kept between calls")
         shape = _Shape(stream_mode, getattr(self, "stream_mode", "values"), kwargs,
                        nested=self._lg.nested(self))
-        return _GuardCall(self, store, windows, stop, shape, origin)
+        stop, held, hold, audit = record
+        return _GuardCall(self, store, windows, (stop, held), shape, origin, hold, audit)
 
-    def _resume(self, call: _GuardCall, input: Any) -> tuple[Any, bool]:
-        """(input to run, run it?) for a thread the guard holds or stopped."""
-        if call.stop is None:
-            return input, True
-        decision = getattr(input, "resume", None) if call.held else None
-        action = decision.get("action") if isinstance(decision, Mapping) else decision
-        if action in ("approve", "edit"):
-            call.stop, call.held = None, False
-            call.run = _GuardCall(self, call.store, None, (None, False), call.run._shape,
-                                  call.origin).run  # the windows start afresh
-            call.saved = -2  # and the next save writes them, whatever their count
-            if action == "edit":
-                from langgraph.types import Command
+    def _resume(self, call: _GuardCall, input: Any, values: Any = None) -> _Plan:
+        """What to do on a thread the guard holds or stopped (``call.stop`` is set).
 
-                update = decision.get("update") if isinstance(decision, Mapping) else None
-                return Command(update=update or {}), True
-            return None, True
-        if action == "reject":
+        Held (``exit_behavior="interrupt"``): a ``Command(resume=...)`` carries the person's
+        answer (a ``{"decisions": [...]}`` value, or a map naming the hold's interrupt id).
+        approve: the stop is cleared, the windows start afresh, and the graph resumes,
+        answering the hold's interrupt; edit: the same, with ``edited_action.args.update``
+        applied as a state update; reject: the thread stays stopped and the hold is dropped.
+        A malformed answer re-asks (the same hold, with ``error``); no answer shows the
+        hold again. Every answer goes into the record's audit. Not held: the saved stop.
+        ``values``: the thread's current values (a ``values`` stream shows the hold with them).
+        """
+        stop = call.stop
+        assert stop is not None
+        if not call.held:
+            return _Plan(error=self._stopped(call))
+        iid = str(call.hold.get("id") or "")
+        request = hold_request(stop, edit="update", interrupt_id=iid or None,
+                               error=call.hold.get("error"))
+        resume = getattr(input, "resume", None) if type(input).__name__ == "Command" else None
+        if resume is None:
+            log_violation(stop, "thread held: resume with Command(resume={'decisions': [...]})")
+            return _Plan(part=self._hold_part(call, request, values))
+        answer = resume.get(iid, _MISSING) if isinstance(resume, Mapping) and iid else _MISSING
+        if answer is _MISSING:
+            answer = resume
+        decision = decide_hold(answer, request)
+        now = _now()
+        call.audit.append(audit_entry(decision, stop, at=now))
+        if isinstance(decision, DecisionError):
+            again = with_error(request, decision)
+            call.hold["error"] = again["error"]
+            return _Plan(part=self._hold_part(call, again, values), record=(stop, True), rewrite=again,
+                         notify=again)
+        if decision.type == "reject":
             call.held = False
-        return input, False
+            log_violation(stop, "rejected by a person: the thread stays stopped")
+            return _Plan(record=(stop, False), rewrite=None, part=call.run.stop_part(
+                {"code": stop.code, "step": stop.step, "node": stop.node, "count": stop.count}))
+        from langgraph.types import Command
+
+        call.stop, call.held = None, False
+        call.run = _GuardCall(self, call.store, None, (None, False), call.run._shape,
+                              call.origin).run  # the windows start afresh
+        call.saved = -2  # and the next save writes them, whatever their count
+        go = {iid: answer} if iid else None
+        if isinstance(decision, Edit):
+            return _Plan(go=True, record=(None, False),
+                         input=Command(update=decision.value, resume=go))
+        return _Plan(go=True, record=(None, False), input=Command(resume=go) if go else None)
+
+    def _hold_part(self, call: _GuardCall, request: HoldRequest, values: Any = None) -> Any:
+        """The hold's parts, where LangGraph puts an interrupt's (see :func:`_interrupt_parts`)."""
+        from langgraph.types import Interrupt
+
+        interrupt = Interrupt(value=dict(request), id=str(call.hold.get("id") or "liveguard"))
+        return _interrupt_parts(call.run._shape, interrupt, values)
+
+    def _apply(self, call: _GuardCall, plan: _Plan) -> None:
+        """The record I/O of a plan (sync; the async path runs it in a worker thread)."""
+        store = call.store
+        if store is None:
+            return
+        if plan.record is not None:
+            stop, held = plan.record
+            _safe(lambda: store.save_stop(stop, held, hold=call.hold if held else None,
+                                          audit=call.audit))
+        if plan.rewrite is not _SKIP and call.hold:
+            _safe(lambda: store.set_hold(call.hold, plan.rewrite))
+        if plan.notify is not None:
+            self._notify(store, plan.notify, str(call.hold.get("id") or ""))
+
+    def _notify(self, store: _ThreadStore, request: Mapping[str, Any], interrupt_id: str) -> None:
+        notifiers = self._lg.notifiers
+        if not notifiers:
+            return
+        from liveguard.notify import Coords, notify_all
+
+        coords = Coords(thread_id=store.thread_id, checkpoint_ns=store.ns,
+                        interrupt_id=interrupt_id or None)
+        _safe(lambda: notify_all(notifiers, request, coords))
+
+    def _save_stop(self, call: _GuardCall, stop: Violation) -> None:
+        """End of a call that stopped: the stop row; at a hold, the pending interrupt first."""
+        store = call.store
+        if store is None:
+            return
+        request = call.request
+        if self._lg.exit_behavior != "interrupt" or request is None:
+            _safe(lambda: store.save_stop(stop, False, audit=call.audit))
+            return
+        iid = str(request.get("interrupt_id") or "")
+        hold: dict[str, Any] = {"id": iid}
+        if not store.ns:  # a root graph (a subgraph's interrupt is its parent's to keep)
+            # the saver in the config: a graph served by the LangGraph server gets it only there
+            state_config = store._graph_config(None)
+            state_config["configurable"][_CHECKPOINTER_KEY] = store.saver
+            snapshot = _safe(lambda: self.get_state(state_config))  # type: ignore[attr-defined]
+            hold = _safe(lambda: store.put_hold(snapshot, request, iid)) or hold
+        call.hold = hold
+        _safe(lambda: store.save_stop(stop, True, hold=hold, audit=call.audit))
+        self._notify(store, request, iid)
 
     def _stopped(self, call: _GuardCall) -> NoProgressError | None:
         """At once, without running a node: the saved stop of a stopped thread."""
         stop = call.stop
         assert stop is not None
-        if call.held:
-            log_violation(stop, "thread held: resume with Command(resume='approve'|'reject')")
-            return None
         log_violation(stop, "thread already stopped (clear it with liveguard.clear)")
         return NoProgressError(stop) if self._lg.exit_behavior == "error" else None
 
@@ -843,11 +1029,10 @@ class GuardedGraph:
         if behavior == "interrupt":
             from langgraph.types import Interrupt
 
-            part = call.run.stop_part(value)
-            interrupt = Interrupt(value={"liveguard": {**value, "options": ["approve", "reject",
-                                                                             "edit"]}},
-                                  id="liveguard")
-            return _interrupt_part(call.run._shape, interrupt) if part is not _SKIP else _SKIP, None
+            iid = uuid.uuid4().hex  # 32 hex digits: LangGraph accepts it in a resume map
+            call.request = request = hold_request(stop, edit="update", interrupt_id=iid)
+            interrupt = Interrupt(value=dict(request), id=iid)
+            return _interrupt_parts(call.run._shape, interrupt, call.run.values), None
         return call.run.stop_part(value), None
 
     def _prepare(self, call: _GuardCall, input: Any, config: Any,
@@ -872,24 +1057,26 @@ class GuardedGraph:
     ) -> Iterator[Any]:
         """The graph's ``stream``, guarded; every other execution method runs through it."""
         store = _ThreadStore.of(self, config)
-        stop_saved: tuple[Violation | None, bool] = (None, False)
+        record: tuple[Any, ...] = (None, False, {}, [])
         windows, origin = None, None
         if store is not None:
-            stop_saved = _safe(store.load_stop) or (None, False)
+            record = _safe(store.load_record) or record
             windows, origin = _safe(lambda: store.load_windows(_checkpoint_of(config))) or (None, None)
-        call = self._begin(config, stream_mode, kwargs, store, windows, stop_saved, origin)
+        call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
         stop: Violation | None = None
         if call.stop is not None:
-            input, go = self._resume(call, input)
-            if not go or call.stop is not None:
-                if store is not None and call.held != stop_saved[1]:
-                    _safe(lambda: store.save_stop(call.stop, call.held))
-                error = self._stopped(call)  # the record keeps its stop
-                if error is not None:
-                    raise error
+            values = None
+            if call.held and "values" in call.run._shape.modes:
+                values = getattr(_safe(lambda: self.get_state(config)), "values", None)  # type: ignore[attr-defined]
+            plan = self._resume(call, input, values)
+            self._apply(call, plan)
+            for out_part in _each(plan.part):
+                yield out_part
+            if plan.error is not None:
+                raise plan.error
+            if not plan.go:
                 return
-            if store is not None:
-                _safe(lambda: store.save_stop(None))  # approved by a person
+            input = plan.input  # a person approved or edited: the run goes on
         run = call.run
         if store is not None and origin is not None and _is_resume(input):
             _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
@@ -904,8 +1091,8 @@ class GuardedGraph:
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
-                if extra is not _SKIP:
-                    yield extra
+                for out_part in _each(extra):
+                    yield out_part
                 if error is not None:
                     raise error
                 return
@@ -924,8 +1111,8 @@ class GuardedGraph:
                             run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
-                            if extra is not _SKIP:
-                                yield extra
+                            for out_part in _each(extra):
+                                yield out_part
                             if error is not None:
                                 raise error
                             return
@@ -935,15 +1122,19 @@ class GuardedGraph:
                         raise
                     stop = inside
                     extra, error = self._on_violation(call, stop)
-                    if extra is not _SKIP:
-                        yield extra
+                    for out_part in _each(extra):
+                        yield out_part
                     if error is not None:
                         raise error from None
                     return
                 if (found := run.finish()) is not None:
                     stop = found
-                    if self._lg.exit_behavior == "error":
-                        raise NoProgressError(found)
+                    if self._lg.exit_behavior in ("error", "interrupt"):
+                        extra, error = self._on_violation(call, found)
+                        for out_part in _each(extra):
+                            yield out_part
+                        if error is not None:
+                            raise error
             finally:
                 _close(inner)
         finally:
@@ -952,33 +1143,35 @@ class GuardedGraph:
                 # only the last checkpoint reaches the saver: its row holds the whole call
                 _safe(functools.partial(store.save_windows, run.base, call.windows()))
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
-                held = self._lg.exit_behavior == "interrupt"
-                _safe(lambda: store.save_stop(stop, held))
+                self._save_stop(call, stop)
 
     async def astream(  # noqa: PLR0915 - the async twin of stream, kept line for line alike
         self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
         store = _ThreadStore.of(self, config)
-        stop_saved: tuple[Violation | None, bool] = (None, False)
+        record: tuple[Any, ...] = (None, False, {}, [])
         windows, origin = None, None
         if store is not None:
-            stop_saved = await _asafe(store.aload_stop) or (None, False)
+            record = await _asafe(lambda: _athread(store.load_record)) or record
             windows, origin = await _asafe(
                 lambda: store.aload_windows(_checkpoint_of(config))) or (None, None)
-        call = self._begin(config, stream_mode, kwargs, store, windows, stop_saved, origin)
+        call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
         stop: Violation | None = None
         if call.stop is not None:
-            input, go = self._resume(call, input)
-            if not go or call.stop is not None:
-                if store is not None and call.held != stop_saved[1]:
-                    await _asafe(lambda: store.asave_stop(call.stop, call.held))
-                error = self._stopped(call)  # the record keeps its stop
-                if error is not None:
-                    raise error
+            values = None
+            if call.held and "values" in call.run._shape.modes:
+                state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
+                values = getattr(state, "values", None)
+            plan = self._resume(call, input, values)
+            await _athread(lambda: self._apply(call, plan))  # notifiers run off the event loop
+            for out_part in _each(plan.part):
+                yield out_part
+            if plan.error is not None:
+                raise plan.error
+            if not plan.go:
                 return
-            if store is not None:
-                await _asafe(lambda: store.asave_stop(None))  # approved by a person
+            input = plan.input  # a person approved or edited: the run goes on
         run = call.run
         if store is not None and origin is not None and _is_resume(input):
             state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
@@ -994,8 +1187,8 @@ class GuardedGraph:
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
-                if extra is not _SKIP:
-                    yield extra
+                for out_part in _each(extra):
+                    yield out_part
                 if error is not None:
                     raise error
                 return
@@ -1014,8 +1207,8 @@ class GuardedGraph:
                             run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
-                            if extra is not _SKIP:
-                                yield extra
+                            for out_part in _each(extra):
+                                yield out_part
                             if error is not None:
                                 raise error
                             return
@@ -1025,15 +1218,19 @@ class GuardedGraph:
                         raise
                     stop = inside
                     extra, error = self._on_violation(call, stop)
-                    if extra is not _SKIP:
-                        yield extra
+                    for out_part in _each(extra):
+                        yield out_part
                     if error is not None:
                         raise error from None
                     return
                 if (found := run.finish()) is not None:
                     stop = found
-                    if self._lg.exit_behavior == "error":
-                        raise NoProgressError(found)
+                    if self._lg.exit_behavior in ("error", "interrupt"):
+                        extra, error = self._on_violation(call, found)
+                        for out_part in _each(extra):
+                            yield out_part
+                        if error is not None:
+                            raise error
             finally:
                 with suppress(NoProgressError):
                     await inner.aclose()
@@ -1043,8 +1240,8 @@ class GuardedGraph:
                 # only the last checkpoint reaches the saver: its row holds the whole call
                 await _asafe(functools.partial(store.asave_windows, run.base, call.windows()))
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
-                held = self._lg.exit_behavior == "interrupt"
-                await _asafe(lambda: store.asave_stop(stop, held))
+                final = stop
+                await _athread(lambda: self._save_stop(call, final))
 
     def __repr__(self) -> str:
         name = getattr(self, "name", type(self).__name__)
@@ -1173,11 +1370,35 @@ def _control(config: Any, kwargs: Mapping[str, Any]) -> Any:
     return RunControl()
 
 
-def _interrupt_part(shape: _Shape, interrupt: Any) -> Any:
-    payload = {_INTERRUPT: (interrupt,)}
-    if shape.v2:
-        return {"type": "updates", "ns": (), "data": payload}
-    return shape.outward(None, (), "updates", payload)
+class _Many(tuple):  # type: ignore[type-arg]
+    """Several parts to yield in order."""
+
+    __slots__ = ()
+
+
+def _each(extra: Any) -> tuple[Any, ...]:
+    """The parts in ``extra``: none (``_SKIP``), several (:class:`_Many`) or one."""
+    if extra is _SKIP:
+        return ()
+    return tuple(extra) if isinstance(extra, _Many) else (extra,)
+
+
+def _interrupt_parts(shape: _Shape, interrupt: Any, values: Any) -> Any:
+    """An interrupt as LangGraph streams one: an ``updates`` part ``{"__interrupt__": (...)}``
+    and a ``values`` part, the current values plus the interrupt (v2: in ``interrupts``),
+    each when the caller asked for that mode (``values``: when the values are known)."""
+    parts: list[Any] = []
+    if "updates" in shape.modes:
+        payload = {_INTERRUPT: (interrupt,)}
+        parts.append({"type": "updates", "ns": (), "data": payload} if shape.v2
+                     else shape.outward(None, (), "updates", payload))
+    if "values" in shape.modes and isinstance(values, Mapping):
+        if shape.v2:
+            parts.append({"type": "values", "ns": (), "data": dict(values),
+                          "interrupts": (interrupt,)})
+        else:
+            parts.append(shape.outward(None, (), "values", {**values, _INTERRUPT: (interrupt,)}))
+    return _Many(parts) if parts else _SKIP
 
 
 def _safe(fn: Callable[[], Any]) -> Any:
@@ -1215,6 +1436,7 @@ def guard(
     on_violation: str | None = None,
     severity: SeverityFloor = "hard",
     ceiling: int = 3,
+    notifiers: Sequence[Notifier] = (),
 ) -> GuardedGraph:
     """Guard a compiled LangGraph graph: its threads stop at the first liveness violation.
 
@@ -1222,7 +1444,10 @@ def guard(
     preset for a ``create_agent`` graph, with environment overrides). ``exit_behavior``:
     ``"error"`` (default), ``"end"``, ``"continue"``, ``"interrupt"`` or ``"warn"`` (see the
     module docstring); ``on_violation`` is its deprecated name (``"raise"`` = ``"error"``).
-    Arguments are validated here: a bad policy or allow-set fails now, not mid-run.
+    ``notifiers``: callables ``notifier(payload, coords)`` (e.g.
+    :class:`liveguard.notify.WebhookNotifier`) called once per ``"interrupt"`` hold; a
+    failing one is logged and never releases the hold. Arguments are validated here: a
+    bad policy or allow-set fails now, not mid-run.
     """
     if on_violation is not None:
         warnings.warn("guard(on_violation=...) is deprecated; use exit_behavior=",
@@ -1245,8 +1470,11 @@ def guard(
         raise TypeError(f"guard() needs a compiled LangGraph graph, got {type(graph).__name__}")
     policy = default_policy(graph) if policy is None else policy
     Monitor(policy, allow_set)  # fail fast on a policy the allow-set cannot refine
+    if not all(callable(n) for n in notifiers):
+        raise TypeError("notifiers: expected callables notifier(payload, coords)")
     settings = _Settings(inner=graph, policy=policy, allow_set=allow_set,
-                         exit_behavior=behavior, severity=severity, ceiling=ceiling)
+                         exit_behavior=behavior, severity=severity, ceiling=ceiling,
+                         notifiers=notifiers)
     cls = _guarded_class(type(graph))
     guarded: GuardedGraph = object.__new__(cls)
     guarded.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})
