@@ -208,8 +208,6 @@ def test_the_chat_twin_a_graph_that_retrieves_again_and_again_is_stopped() -> No
     assert (stopped.value.violation.code, stopped.value.violation.step) == ("repeated_content", 4)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the rules helper's content rule that judges a "
-                   "reply with the request it answers (keyed on the __input__ step)")
 def test_the_same_short_answer_to_three_different_requests_is_progress_guard() -> None:
     """Old guard: repeated_content at the 3rd "Done."."""
     app = guard(chat_graph(lambda q: "Done."))
@@ -301,8 +299,6 @@ def test_the_react_twin_an_identical_failing_call_is_stopped() -> None:
 
 
 # --------------------------------------------------------------- the same short answer, middleware
-@pytest.mark.xfail(strict=True, reason="needs the rules helper's content rule that judges a "
-                   "reply with the request it answers (keyed on the __input__ step)")
 def test_the_same_short_answer_to_three_different_requests_is_progress_middleware() -> None:
     """Old middleware: repeated_content at the 3rd "Done."."""
     app = create_agent(Scripted(mode="done"), [], checkpointer=InMemorySaver(),

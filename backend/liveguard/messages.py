@@ -70,8 +70,9 @@ def is_tool_message(message: Any) -> bool:
     )
 
 
-USER_NODES: Final = frozenset({"user", "human"})
-"""Node names whose message steps are the user's input (the requests replies answer)."""
+USER_NODES: Final = frozenset({"user", "human", "__input__"})
+"""Node names whose message steps are the user's input (the requests replies answer);
+``__input__`` is the live guards' user turn (``liveguard.thread_guard.INPUT_NODE``)."""
 
 
 def is_user_message(message: Any) -> bool:
