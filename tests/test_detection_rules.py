@@ -288,3 +288,19 @@ def test_the_guarded_byte_masking_equals_the_plain_patterns(text: str) -> None:
     for name in DEFAULT_VOLATILE:
         plain = re.sub(VOLATILE_PATTERNS[name].encode(), b"\x00~", plain)
     assert mask.bytes(data) == plain
+
+
+def test_a_loop_counter_is_not_progress_but_what_it_counts_is() -> None:
+    """Loop counters (``rounds``, ``attempt``, ...) are dropped like request ids: a state that
+    differs from the last only by its counter is the same state; new content is still new."""
+    assert fingerprint({"answer": "again", "rounds": 1}) == fingerprint({"answer": "again", "rounds": 2})
+    assert fingerprint({"q": "x", "attempt": 1}) == fingerprint({"q": "x", "attempt": 7})
+    assert fingerprint({"answer": "a", "rounds": 1}) != fingerprint({"answer": "b", "rounds": 2})
+    loop = [Step(node=n, output=o) for r in range(1, 5)
+            for n, o in (("retrieve", {"docs": ["d"]}), ("generate", {"answer": "again", "rounds": r}))]
+    healthy = [Step(node=n, output=o) for r in range(1, 5)
+               for n, o in (("retrieve", {"docs": [f"d{r}"]}),
+                            ("generate", {"answer": f"a{r}", "rounds": r}))]
+    policy = Policy.workflow(max_revisits=100, max_visits=1000)
+    assert [v.code for v in check_trajectory(loop, policy) if v.severity == "hard"][:1] == ["content_cycle"]
+    assert [v for v in check_trajectory(healthy, policy) if v.severity == "hard"] == []

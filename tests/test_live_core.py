@@ -201,11 +201,12 @@ def test_a_chat_graph_answers_a_new_question_every_turn_and_is_never_stopped() -
 
 
 def test_the_chat_twin_a_graph_that_retrieves_again_and_again_is_stopped() -> None:
-    """retrieve, generate, retrieve, ... with nothing new: repeated_content at step 4 (as before)."""
+    """retrieve, generate, retrieve, ... with nothing new but the loop counter ``rounds``:
+    content_cycle at step 3 (main: repeated_content at step 4). The counter is not progress."""
     app = guard(chat_graph(lambda q: "let me look again", again=True))
     with pytest.raises(NoProgressError) as stopped:
         app.invoke({"question": "q"}, cfg("chat-loop"))
-    assert (stopped.value.violation.code, stopped.value.violation.step) == ("repeated_content", 4)
+    assert (stopped.value.violation.code, stopped.value.violation.step) == ("content_cycle", 3)
 
 
 def test_the_same_short_answer_to_three_different_requests_is_progress_guard() -> None:

@@ -88,9 +88,14 @@ MAX_DEPTH: Final = 100
 """Deepest nesting of containers accepted; deeper payloads raise FingerprintError."""
 
 DEFAULT_IGNORE_KEYS: Final[frozenset[str]] = frozenset(
-    {"request_id", "trace_id", "span_id", "timestamp", "elapsed_ms", "latency_ms", "duration_ms"}
+    {"request_id", "trace_id", "span_id", "timestamp", "elapsed_ms", "latency_ms", "duration_ms",
+     # loop counters: a state that differs from the last one only by its counter is the same state
+     "attempt", "attempts", "retry", "retries", "retry_count", "num_retries", "tries",
+     "iteration", "iterations", "round", "rounds", "loop_count"}
 )
-"""Keys dropped at any depth by default: per-request noise inside tool results."""
+"""Keys dropped at any depth by default: per-request noise inside tool results, and loop
+counters (``rounds``, ``attempt``, ...), which change on every pass of a loop without being
+progress."""
 
 MESSAGE_VOLATILE_KEYS: Final[frozenset[str]] = frozenset(
     {"id", "tool_call_id", "response_metadata", "usage_metadata", "additional_kwargs"}
