@@ -36,9 +36,10 @@ ENV_NAMES: tuple[str, ...] = (
     "AGENT_EVAL_MAX_RETRIES", "AGENT_EVAL_CONCURRENCY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
     "LLM_KILL_SWITCH", "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY",
     "AGENT_EVAL_MAX_REVISITS", "AGENT_EVAL_AUTOAPPROVE",
-    "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_EMBEDDING_MODEL",
+    "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_EMBEDDING_MODEL", "AGENT_EVAL_CHECKPOINT_URL",
+    "LIVEGUARD_NO_CANON", "LANGSMITH_ENDPOINT", "LANGSMITH_API_KEY",
 )
-"""Every variable liveguard reads (and only at the edge)."""
+"""Every variable liveguard reads (and only at the edge); docs/configuration.md has each one."""
 
 
 def resolve(explicit: T | None, metadata: T | None, default: T) -> T:
