@@ -6,11 +6,13 @@ import asyncio
 import datetime as dt
 import uuid
 import warnings
+import math
 from typing import Any
 
 import pytest
 from langsmith import evaluate
 from langsmith.schemas import Example
+from pydantic import TypeAdapter
 
 from fake_langsmith import FakeLangSmith
 from graphs import campaign
@@ -24,8 +26,10 @@ from liveguard.evaluators import (
     create_liveness_evaluator,
     create_verdict_evaluator,
 )
-from liveguard.integrations.langsmith import feedback_for
+from liveguard.integrations.langsmith import EvaluatorArgumentError, feedback_for
+from liveguard.judges import JudgeConfig
 from liveguard.model import Verdict, Violation
+from liveguard.results import EvaluatorResult, GateResult
 
 ALLOW = load_allowsets("expected_paths")
 SCENARIOS = ["healthy", "illegal_hop", "looping", "dead_end"]
@@ -63,6 +67,9 @@ def test_liveness_evaluator_scores_each_traced_run(fake_langsmith: FakeLangSmith
     assert got["illegal_hop"].key == "liveness"
     assert got["illegal_hop"].comment == "illegal_transition"
     assert "node_revisit_cycle" in (got["looping"].comment or "")
+    # the typed result's metadata reaches LangSmith's EvaluationResult as structured evidence
+    assert got["illegal_hop"].metadata == {"hard_codes": ["illegal_transition"], "missing": []}
+    assert got["healthy"].metadata == {"hard_codes": [], "missing": []}
 
 
 def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> None:
@@ -78,6 +85,10 @@ def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> N
     [summary] = results._summary_results["results"]
     assert (summary.key, summary.value, summary.score) == ("release_gate", "ROLLBACK", 0.0)
     assert (summary.comment or "").startswith("ROLLBACK")
+    assert summary.metadata is not None and summary.metadata["decision"] == "ROLLBACK"
+    assert summary.metadata["runs"] == len(SCENARIOS)
+    assert rows["illegal_hop"].metadata is not None
+    assert rows["illegal_hop"].metadata["hard_codes"] == ["illegal_transition"]
 
 
 def test_factories_validate_their_arguments() -> None:
@@ -87,6 +98,53 @@ def test_factories_validate_their_arguments() -> None:
         create_verdict_evaluator(allow_sets={"g": {"transitions": {}}})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="window"):
         create_gate_evaluator(window=0)
+
+
+FACTORIES: dict[str, Any] = {f.__name__: f for f in (
+    create_liveness_evaluator, create_async_liveness_evaluator, create_verdict_evaluator,
+    create_async_verdict_evaluator, create_gate_evaluator, create_async_gate_evaluator)}
+GATES = ["create_gate_evaluator", "create_async_gate_evaluator"]
+VERDICTS = ["create_verdict_evaluator", "create_async_verdict_evaluator"]
+
+
+GOOD: dict[str, Any] = {"policy": Policy.workflow(), "allow_sets": ALLOW, "graph": "campaign",
+                        "judge_config": JudgeConfig(), "window": 5, "min_runs": 0, "pass_rate": 1,
+                        "judges": True}
+
+
+@pytest.mark.parametrize(
+    ("names", "kwargs", "argument"),
+    [
+        (list(FACTORIES), {"policy": {"window": 3}}, "policy"),
+        (list(FACTORIES), {"allow_sets": ["campaign"]}, "allow_sets"),
+        (list(FACTORIES), {"allow_sets": {"campaign": {"transitions": {}}}}, "allow_sets"),
+        (list(FACTORIES), {"graph": 7}, "graph"),
+        (list(FACTORIES), {"graph": ""}, "graph"),
+        (VERDICTS, {"judge_config": {"model": "x"}}, "judge_config"),
+        (GATES, {"window": 0}, "window"),
+        (GATES, {"window": True}, "window"),
+        (GATES, {"window": 2.5}, "window"),
+        (GATES, {"min_runs": -1}, "min_runs"),
+        (GATES, {"min_runs": "10"}, "min_runs"),
+        (GATES, {"pass_rate": 1.5}, "pass_rate"),
+        (GATES, {"pass_rate": math.nan}, "pass_rate"),
+        (GATES, {"pass_rate": "0.9"}, "pass_rate"),
+        (GATES, {"judges": "yes"}, "judges"),
+    ],
+)
+def test_a_bad_argument_is_a_typed_error_naming_it_at_build_time(
+    names: list[str], kwargs: dict[str, Any], argument: str
+) -> None:
+    """Raised by the factory (never later inside langsmith.evaluate), naming factory and argument.
+
+    The healthy look-alike: the same argument with a valid value (by keyword) builds.
+    """
+    for name in names:
+        with pytest.raises(EvaluatorArgumentError, match=rf"^{name}\({argument}=\.\.\.\): "):
+            FACTORIES[name](**kwargs)
+        assert callable(FACTORIES[name](**{argument: GOOD[argument]}))
+        with pytest.raises(TypeError, match="positional"):  # keyword-only, openevals' style
+            FACTORIES[name](GOOD[argument])
 
 
 # -- openevals' calling convention: outputs = the agent's message list ------------------------------
@@ -110,7 +168,8 @@ def test_openevals_convention_with_message_lists() -> None:
     assert (looping["key"], looping["score"]) == ("liveness", 0)
     assert "tool_no_progress" in looping["comment"].split(",")
     healthy = liveness(outputs={"messages": sql_agent_messages(1)})
-    assert healthy == {"key": "liveness", "score": 1, "comment": "ok"}
+    assert healthy == {"key": "liveness", "score": 1.0, "comment": "ok",
+                       "metadata": {"hard_codes": [], "missing": []}}
     with pytest.raises(TypeError, match="outputs"):
         liveness()
 
@@ -133,6 +192,32 @@ def test_async_twins_score_like_the_sync_evaluators() -> None:
     assert verdict["score"] == 0.0
 
 
+def test_every_evaluator_returns_openevals_typed_result() -> None:
+    """EvaluatorResult (GateResult for the gate), strictly typed: every key, float scores."""
+    outputs = [sql_agent_messages(1), sql_agent_messages(3)]
+    typed, gate_typed = TypeAdapter(EvaluatorResult), TypeAdapter(GateResult)
+
+    async def both() -> list[Any]:
+        return [await create_async_liveness_evaluator()(outputs=outputs[1]),
+                await create_async_verdict_evaluator()(outputs=outputs[1]),
+                await create_async_gate_evaluator(min_runs=1)(outputs=outputs)]
+
+    results = [create_liveness_evaluator()(outputs=outputs[0]),
+               create_verdict_evaluator()(outputs=outputs[1]), *asyncio.run(both())]
+    for result in results:
+        typed.validate_python(result, strict=True)
+        assert set(result) >= {"key", "score", "comment", "metadata"}
+        assert isinstance(result["score"], float)
+    gate = create_gate_evaluator(min_runs=1)(outputs=outputs)
+    gate_typed.validate_python(gate, strict=True)
+    assert gate["metadata"] is not None
+    assert (gate["metadata"]["runs"], gate["metadata"]["passed"]) == (2, 1)
+    verdict = results[1]
+    assert verdict["metadata"] is not None
+    assert "tool_no_progress" in verdict["metadata"]["hard_codes"]
+    assert verdict["metadata"]["passed"] is False
+
+
 def test_gate_value_is_categorical() -> None:
     """HOLD when the window is too small, PROMOTE on clean runs (judges off), ROLLBACK on a loop."""
     clean = [sql_agent_messages(1)] * 2
@@ -150,6 +235,7 @@ def test_feedback_for_is_the_one_liveness_definition() -> None:
     soft = Violation(code="dead_end", severity="soft", step=4, node="a", count=1)
     base = {"run_id": "r", "prompt_version": "p", "reason": "x"}
     assert feedback_for(Verdict(**base, passed=False, violations=[stall, soft])) == {
-        "key": "liveness", "score": 0, "comment": "no_progress_stall"}
+        "key": "liveness", "score": 0.0, "comment": "no_progress_stall",
+        "metadata": {"hard_codes": ["no_progress_stall"], "missing": []}}
     assert feedback_for(Verdict(**base, passed=False, violations=[soft])) == {
-        "key": "liveness", "score": 1, "comment": "ok"}
+        "key": "liveness", "score": 1.0, "comment": "ok", "metadata": {"hard_codes": [], "missing": []}}

@@ -409,7 +409,8 @@ def test_a_root_run_without_children_is_scored_from_its_messages() -> None:
     assert result["score"] == 0
     assert "tool_no_progress" in result["comment"].split(",")
     healthy = liveness(_root({"messages": _sql_loop_messages(1)}), None)
-    assert healthy == {"key": "liveness", "score": 1, "comment": "ok"}  # the look-alike passes
+    assert healthy == {"key": "liveness", "score": 1.0, "comment": "ok",  # the look-alike passes
+                       "metadata": {"hard_codes": [], "missing": []}}
 
 
 def test_a_root_run_without_children_or_messages_is_missing_evidence() -> None:

@@ -45,19 +45,45 @@ def test_the_result_has_exactly_openevals_keys_all_required() -> None:
     assert GateResult.__optional_keys__ == frozenset({"value"})
 
 
-@pytest.mark.parametrize("case", CASES, ids=["hard", "passed", "unjudged"])
-def test_builders_are_typed_accepted_by_langsmith_and_agree_with_the_current_dicts(case: Verdict) -> None:
-    from liveguard.integrations.langsmith import _verdict_feedback
+# key, score, comment of the untyped dicts the evaluators returned before (issue 19, item 5):
+# the typed results keep them, and add metadata.
+BEFORE = {
+    "hard": ({"key": "liveness", "score": 0, "comment": "content_cycle,tool_no_progress"},
+             {"key": "verdict", "score": 0.0,
+              "comment": "hard_violation; hard=content_cycle,tool_no_progress; judges=hard_violation"}),
+    "passed": ({"key": "liveness", "score": 1, "comment": "ok"},
+               {"key": "verdict", "score": 0.91, "comment": "passed; hard=none; judges=ran"}),
+    "unjudged": ({"key": "liveness", "score": 1, "comment": "ok"},
+                 {"key": "verdict", "score": 0.0, "comment": "unjudged; hard=none; judges=ran"}),
+}
 
-    for built, current in [(liveness_result(case.hard_codes), feedback_for(case)),
-                           (verdict_result(case), _verdict_feedback(case))]:
+
+@pytest.mark.parametrize("case", CASES, ids=list(BEFORE))
+def test_builders_are_typed_accepted_by_langsmith_and_keep_the_old_values(case: Verdict) -> None:
+    liveness_before, verdict_before = BEFORE[case.reason if case.reason != "hard_violation" else "hard"]
+    for built, before in [(liveness_result(case.hard_codes), liveness_before),
+                          (verdict_result(case), verdict_before)]:
         TYPED.validate_python(built, strict=True)
         EvaluationResult(**built)  # LangSmith forbids unknown keys
         assert {k: v for k, v in built.items() if k != "metadata"} == \
-            {k: v for k, v in to_result(current).items() if k != "metadata"}
+            {k: v for k, v in to_result(before).items() if k != "metadata"}
         assert isinstance(built["score"], float)
-    assert liveness_result(case.hard_codes)["metadata"] == {"hard_codes": case.hard_codes}
+    assert feedback_for(case) == liveness_result(case.hard_codes)  # the one liveness definition
+    assert liveness_result(case.hard_codes)["metadata"] == {"hard_codes": sorted(case.hard_codes),
+                                                            "missing": []}
     assert verdict_result(case)["metadata"]["hard_codes"] == case.hard_codes
+
+
+def test_a_run_without_steps_is_missing_evidence_never_ok() -> None:
+    """``has_steps=False``: score 0.0, the comment and metadata say what was missing."""
+    built = liveness_result([], has_steps=False)
+    TYPED.validate_python(built, strict=True)
+    assert built["score"] == 0.0
+    assert (built["comment"] or "").startswith("missing:no_steps")
+    assert built["metadata"] == {"hard_codes": [], "missing": ["no_steps"]}
+    bare = Verdict(run_id="r", passed=False, prompt_version="v1", reason="unjudged", missing=["no_steps"])
+    assert feedback_for(bare) == built
+    assert liveness_result([])["score"] == 1.0  # the healthy look-alike: steps, no hard code
 
 
 def test_gate_result_is_typed_with_its_categorical_value() -> None:
@@ -66,9 +92,11 @@ def test_gate_result_is_typed_with_its_categorical_value() -> None:
     built = gate_result(decision)
     GATE.validate_python(built, strict=True)
     assert EvaluationResult(**built).value == decision.decision == "ROLLBACK"
-    current = gate_feedback(decision)
+    assert gate_feedback(decision) == built
+    before = {"key": "release_gate", "value": "ROLLBACK", "score": 0.0,
+              "comment": "ROLLBACK: " + "; ".join(decision.reasons)}
     assert {k: v for k, v in built.items() if k != "metadata"} == \
-        {k: v for k, v in to_result(current).items() if k != "metadata"}
+        {k: v for k, v in to_result(before).items() if k != "metadata"}
     assert built["metadata"] is not None
     assert built["metadata"]["decision"] == "ROLLBACK"
     assert built["metadata"]["runs"] == 12

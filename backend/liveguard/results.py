@@ -61,11 +61,21 @@ class GateResult(EvaluatorResult):
     value: NotRequired[str]
 
 
-def liveness_result(hard_codes: Iterable[str]) -> EvaluatorResult:
-    """Deterministic liveness: 1.0 when no hard violation fired, else 0.0; the codes in metadata."""
+_NO_STEPS: Final = ("missing:no_steps (the run has no steps: a root run without its child runs, "
+                    "read it with load_child_runs=True, and no outputs.messages)")
+
+
+def liveness_result(hard_codes: Iterable[str], *, has_steps: bool = True) -> EvaluatorResult:
+    """Deterministic liveness: 1.0 when no hard violation fired, else 0.0; the codes in metadata.
+
+    A run with no steps (``has_steps=False``) is missing evidence, never "ok": score 0.0,
+    comment ``missing:no_steps (...)``, and ``metadata["missing"] == ["no_steps"]``.
+    """
     hard = sorted(set(hard_codes))
-    return {"key": "liveness", "score": 0.0 if hard else 1.0, "comment": ",".join(hard) or "ok",
-            "metadata": {"hard_codes": hard}}
+    missing = [] if has_steps else ["no_steps"]
+    comment = _NO_STEPS if not hard and not has_steps else (",".join(hard) or "ok")
+    return {"key": "liveness", "score": 0.0 if hard or missing else 1.0, "comment": comment,
+            "metadata": {"hard_codes": hard, "missing": missing}}
 
 
 def verdict_result(verdict: "Verdict") -> EvaluatorResult:

@@ -10,6 +10,12 @@
   categorical ``value`` is the release decision: PROMOTE / HOLD / ROLLBACK), each with an
   async twin (``create_async_*``) sharing the same scoring.
 
+Each evaluator returns a typed result in openevals' shape (:mod:`liveguard.results`):
+an :class:`~liveguard.results.EvaluatorResult` (``key``, ``score``, ``comment``,
+``metadata``), a :class:`~liveguard.results.GateResult` for the gate (plus ``value``). A
+factory given a bad argument raises :class:`EvaluatorArgumentError` naming it, when the
+evaluator is built, never later inside ``langsmith.evaluate``.
+
 Evaluators take either calling convention:
 
 * LangSmith's ``evaluator(run, example)`` (``langsmith.evaluate``): the run tree is read
@@ -27,12 +33,13 @@ imported at module import time.
 from __future__ import annotations
 
 import asyncio
+import math
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import TrajectoryReadError
+from liveguard.errors import LiveguardError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE, decide
 from liveguard.judges import JudgeConfig
 from liveguard.messages import field
@@ -41,6 +48,14 @@ from liveguard.monitor import check_trajectory
 from liveguard.policy import Policy
 from liveguard.readers.langsmith import _source_of, run_to_trajectory
 from liveguard.readers.message_list import trajectory_from_messages
+from liveguard.results import (
+    GATE_SCORES,
+    EvaluatorResult,
+    GateResult,
+    gate_result,
+    liveness_result,
+    verdict_result,
+)
 from liveguard.scoring import policy_for
 
 if TYPE_CHECKING:
@@ -49,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GATE_SCORES",
     "LIVENESS_KEY",
+    "EvaluatorArgumentError",
     "create_async_gate_evaluator",
     "create_async_liveness_evaluator",
     "create_async_verdict_evaluator",
@@ -62,49 +78,42 @@ __all__ = [
 ]
 
 LIVENESS_KEY: Final = "liveness"
-GATE_SCORES: Mapping[str, float] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0, "REFUSE": 0.0}
-"""The gate decision as a number, next to the categorical ``value``."""
 
-Evaluator = Callable[..., dict[str, Any]]
-AsyncEvaluator = Callable[..., Awaitable[dict[str, Any]]]
+Evaluator = Callable[..., EvaluatorResult]
+AsyncEvaluator = Callable[..., Awaitable[EvaluatorResult]]
+GateEvaluator = Callable[..., GateResult]
+AsyncGateEvaluator = Callable[..., Awaitable[GateResult]]
+
+
+class EvaluatorArgumentError(LiveguardError, TypeError, ValueError):
+    """A ``create_*_evaluator`` argument of the wrong type or out of range.
+
+    Raised when the evaluator is built; the message starts with the factory and the
+    argument (``create_gate_evaluator(window=...): ...``). It is a ``TypeError`` and a
+    ``ValueError`` as well, so callers catching either keep working.
+    """
 
 
 # ============================================================================ feedback
 
 
-def feedback_for(verdict: Verdict) -> dict[str, Any]:
-    """The ``liveness`` feedback of a verdict: ``{"key", "score", "comment"}``.
+def feedback_for(verdict: Verdict) -> EvaluatorResult:
+    """The ``liveness`` feedback of a verdict, typed (:func:`liveguard.results.liveness_result`).
 
-    Liveness is the deterministic floor only: score 0 when any hard violation fired, else
-    1; the comment lists the hard codes (``"ok"`` when none). A run with no steps (a root
-    run read without its child runs) is missing evidence: score 0, comment
-    ``missing:no_steps``. Judge scores are not part of
-    it (they are the ``verdict`` evaluator's). The CLI's ``--push-feedback`` and the
-    liveness evaluator both write exactly this.
+    Liveness is the deterministic floor only: score 0.0 when any hard violation fired, else
+    1.0; the comment lists the hard codes (``"ok"`` when none), ``metadata`` holds
+    ``hard_codes`` and ``missing``. A run with no steps (a root run read without its child
+    runs) is missing evidence: score 0.0, comment ``missing:no_steps``. Judge scores are not
+    part of it (they are the ``verdict`` evaluator's). The CLI's ``--push-feedback``
+    (``push_feedback(client, run_id, **feedback_for(verdict))``) and the liveness evaluator
+    both write exactly this.
     """
-    return _liveness(verdict.hard_codes, has_steps="no_steps" not in verdict.missing)
+    return liveness_result(verdict.hard_codes, has_steps="no_steps" not in verdict.missing)
 
 
-_NO_STEPS: Final = ("missing:no_steps (the run has no steps: a root run without its child runs, "
-                    "read it with load_child_runs=True, and no outputs.messages)")
-
-
-def _liveness(hard_codes: Iterable[str], *, has_steps: bool = True) -> dict[str, Any]:
-    """Score 0 on a hard code, and 0 on a run with no steps (missing evidence is never "ok")."""
-    hard = sorted(set(hard_codes))
-    if not hard and not has_steps:
-        return {"key": LIVENESS_KEY, "score": 0, "comment": _NO_STEPS}
-    return {"key": LIVENESS_KEY, "score": 0 if hard else 1, "comment": ",".join(hard) or "ok"}
-
-
-def gate_feedback(decision: GateDecision) -> dict[str, Any]:
-    """The release gate's feedback: categorical ``value`` PROMOTE / HOLD / ROLLBACK."""
-    return {
-        "key": "release_gate",
-        "value": decision.decision,
-        "score": GATE_SCORES[decision.decision],
-        "comment": f"{decision.decision}: " + "; ".join(decision.reasons),
-    }
+def gate_feedback(decision: GateDecision) -> GateResult:
+    """The release gate's result (:func:`liveguard.results.gate_result`): categorical ``value``."""
+    return gate_result(decision)
 
 
 def _call_quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -150,13 +159,16 @@ def push_feedback(
     key: str = "liveness",
     score: float | int | bool,
     comment: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
     session_id: Any = None,
 ) -> None:
     """Write one feedback row on a run: ``client.create_feedback(run_id, key, ...)``.
 
     Pass the run's project (``session_id``, in ``Trajectory.metadata["session_id"]`` for
     runs read from LangSmith): langsmith 0.15 warns that run feedback without it is
-    deprecated.
+    deprecated. ``metadata`` is accepted so a typed result can be passed whole
+    (``**feedback_for(verdict)``) and is not written: a feedback row carries key, score and
+    comment, as ``langsmith.evaluate`` writes an evaluator's result.
     """
     client.create_feedback(run_id=run_id, key=key, score=score, comment=comment,
                            session_id=session_id)
@@ -165,12 +177,49 @@ def push_feedback(
 # ============================================================================ evaluators
 
 
-def _check(allow_sets: Mapping[str, AllowSet] | None, policy: Policy | None) -> None:
+def _bad(factory: str, argument: str, message: str) -> EvaluatorArgumentError:
+    return EvaluatorArgumentError(f"{factory}({argument}=...): {message}")
+
+
+def _check(
+    factory: str,
+    *,
+    policy: object,
+    allow_sets: object,
+    graph: object,
+    judge_config: object = None,
+) -> None:
+    """The arguments every factory shares, checked when the evaluator is built."""
     if policy is not None and not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a liveguard Policy, not {type(policy).__name__}")
-    for name, allow in (allow_sets or {}).items():
-        if not isinstance(allow, AllowSet):
-            raise TypeError(f"allow_sets[{name!r}] must be an AllowSet, not {type(allow).__name__}")
+        raise _bad(factory, "policy", f"must be a liveguard Policy, not {type(policy).__name__}")
+    if allow_sets is not None:
+        if not isinstance(allow_sets, Mapping):
+            raise _bad(factory, "allow_sets", "must be a mapping of graph name to AllowSet, "
+                                              f"not {type(allow_sets).__name__}")
+        for name, allow in allow_sets.items():
+            if not isinstance(name, str):
+                raise _bad(factory, "allow_sets", f"keys must be graph names, not {type(name).__name__}")
+            if not isinstance(allow, AllowSet):
+                raise _bad(factory, "allow_sets",
+                           f"[{name!r}] must be an AllowSet, not {type(allow).__name__}")
+    if graph is not None and (not isinstance(graph, str) or not graph):
+        raise _bad(factory, "graph", f"must be a non-empty graph name or None, not {type(graph).__name__}")
+    if judge_config is not None and not isinstance(judge_config, JudgeConfig):
+        raise _bad(factory, "judge_config",
+                   f"must be a liveguard JudgeConfig, not {type(judge_config).__name__}")
+
+
+def _check_gate(factory: str, *, window: object, min_runs: object, pass_rate: object, judges: object) -> None:
+    """The gate's bounds (``decide``'s), checked when the evaluator is built."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise _bad(factory, "window", f"must be an int >= 1, got {window!r}")
+    if isinstance(min_runs, bool) or not isinstance(min_runs, int) or min_runs < 0:
+        raise _bad(factory, "min_runs", f"must be an int >= 0, got {min_runs!r}")
+    if (isinstance(pass_rate, bool) or not isinstance(pass_rate, int | float)
+            or not math.isfinite(pass_rate) or not 0.0 <= pass_rate <= 1.0):
+        raise _bad(factory, "pass_rate", f"must be a number within [0, 1], got {pass_rate!r}")
+    if not isinstance(judges, bool):
+        raise _bad(factory, "judges", f"must be True or False, got {type(judges).__name__}")
 
 
 def _read(graph: str | None, run: Any, outputs: Any) -> Trajectory:
@@ -183,15 +232,15 @@ def _read(graph: str | None, run: Any, outputs: Any) -> Trajectory:
                     "outputs=<message list> (openevals: evaluator(outputs=...))")
 
 
-Score = Callable[[Trajectory], dict[str, Any]]
-AsyncScore = Callable[[Trajectory], Coroutine[Any, Any, dict[str, Any]]]
+Score = Callable[[Trajectory], EvaluatorResult]
+AsyncScore = Callable[[Trajectory], Coroutine[Any, Any, EvaluatorResult]]
 
 
 def _run_evaluator(name: str, graph: str | None, score: Score) -> Evaluator:
     def evaluator(
         run: Any = None, example: Any = None, *, inputs: Any = None, outputs: Any = None,
         reference_outputs: Any = None, **kwargs: Any,
-    ) -> dict[str, Any]:
+    ) -> EvaluatorResult:
         return score(_read(graph, run, outputs))
 
     evaluator.__name__ = evaluator.__qualname__ = name
@@ -202,7 +251,7 @@ def _async_run_evaluator(name: str, graph: str | None, score: AsyncScore) -> Asy
     async def evaluator(
         run: Any = None, example: Any = None, *, inputs: Any = None, outputs: Any = None,
         reference_outputs: Any = None, **kwargs: Any,
-    ) -> dict[str, Any]:
+    ) -> EvaluatorResult:
         return await score(_read(graph, run, outputs))
 
     evaluator.__name__ = evaluator.__qualname__ = name
@@ -210,7 +259,7 @@ def _async_run_evaluator(name: str, graph: str | None, score: AsyncScore) -> Asy
 
 
 def _sync_to_async(score: Score) -> AsyncScore:
-    async def ascore(trajectory: Trajectory) -> dict[str, Any]:
+    async def ascore(trajectory: Trajectory) -> EvaluatorResult:
         return score(trajectory)
 
     return ascore
@@ -220,12 +269,12 @@ def _sync_to_async(score: Score) -> AsyncScore:
 def _liveness_score(
     policy: Policy | None, allow_sets: Mapping[str, AllowSet] | None
 ) -> Score:
-    def score(trajectory: Trajectory) -> dict[str, Any]:
+    def score(trajectory: Trajectory) -> EvaluatorResult:
         default = policy if policy is not None else Policy.from_env()
         allow = (allow_sets or {}).get(trajectory.graph or "")
         violations = check_trajectory(trajectory.steps, policy_for(trajectory, default), allow)
-        return _liveness((v.code for v in violations if v.severity == "hard"),
-                         has_steps=bool(trajectory.steps))
+        return liveness_result((v.code for v in violations if v.severity == "hard"),
+                               has_steps=bool(trajectory.steps))
 
     return score
 
@@ -236,11 +285,12 @@ def create_liveness_evaluator(
     allow_sets: Mapping[str, AllowSet] | None = None,
     graph: str | None = None,
 ) -> Evaluator:
-    """Deterministic liveness (:func:`feedback_for`): 1 when no hard violation fires, else 0.
+    """Deterministic liveness (:func:`feedback_for`): 1.0 when no hard violation fires, else 0.0.
 
     ``graph`` names the target graph when the run does not say (it selects the allow-set).
+    Returns an :class:`~liveguard.results.EvaluatorResult`.
     """
-    _check(allow_sets, policy)
+    _check("create_liveness_evaluator", policy=policy, allow_sets=allow_sets, graph=graph)
     return _run_evaluator("liveness", graph, _liveness_score(policy, allow_sets))
 
 
@@ -251,7 +301,7 @@ def create_async_liveness_evaluator(
     graph: str | None = None,
 ) -> AsyncEvaluator:
     """The async twin of :func:`create_liveness_evaluator` (the same scoring)."""
-    _check(allow_sets, policy)
+    _check("create_async_liveness_evaluator", policy=policy, allow_sets=allow_sets, graph=graph)
     return _async_run_evaluator("liveness", graph, _sync_to_async(_liveness_score(policy, allow_sets)))
 
 
@@ -280,25 +330,13 @@ async def _averdict(
         await client.aclose()
 
 
-def _verdict_feedback(verdict: Verdict) -> dict[str, Any]:
-    score = verdict.composite if verdict.composite is not None else float(verdict.passed)
-    codes = ",".join(verdict.hard_codes) or "none"
-    return {"key": "verdict", "score": score,
-            "comment": f"{verdict.reason}; hard={codes}; judges={verdict.judges_skipped or 'ran'}"}
-
-
 def _verdict_score(
     policy: Policy | None, allow_sets: Mapping[str, AllowSet] | None, judge_config: JudgeConfig | None
 ) -> AsyncScore:
-    async def score(trajectory: Trajectory) -> dict[str, Any]:
-        return _verdict_feedback(await _averdict(trajectory, policy, allow_sets, judge_config))
+    async def score(trajectory: Trajectory) -> EvaluatorResult:
+        return verdict_result(await _averdict(trajectory, policy, allow_sets, judge_config))
 
     return score
-
-
-def _check_judges(judge_config: JudgeConfig | None) -> None:
-    if judge_config is not None and not isinstance(judge_config, JudgeConfig):
-        raise TypeError("judge_config must be a liveguard JudgeConfig")
 
 
 def create_verdict_evaluator(
@@ -308,12 +346,14 @@ def create_verdict_evaluator(
     judge_config: JudgeConfig | None = None,
     graph: str | None = None,
 ) -> Evaluator:
-    """The full eval graph: score is the composite (or 1/0 when unjudged); comment the codes.
+    """The full eval graph: score is the composite (or 1.0/0.0 when unjudged); comment the codes.
 
-    Not for use inside a running event loop: use :func:`create_async_verdict_evaluator`.
+    Returns an :class:`~liveguard.results.EvaluatorResult` (the verdict's evidence in
+    ``metadata``). Not for use inside a running event loop: use
+    :func:`create_async_verdict_evaluator`.
     """
-    _check(allow_sets, policy)
-    _check_judges(judge_config)
+    _check("create_verdict_evaluator", policy=policy, allow_sets=allow_sets, graph=graph,
+           judge_config=judge_config)
     ascore = _verdict_score(policy, allow_sets, judge_config)
     return _run_evaluator("verdict", graph, lambda trajectory: asyncio.run(ascore(trajectory)))
 
@@ -326,8 +366,8 @@ def create_async_verdict_evaluator(
     graph: str | None = None,
 ) -> AsyncEvaluator:
     """The async twin of :func:`create_verdict_evaluator` (the same scoring)."""
-    _check(allow_sets, policy)
-    _check_judges(judge_config)
+    _check("create_async_verdict_evaluator", policy=policy, allow_sets=allow_sets, graph=graph,
+           judge_config=judge_config)
     return _async_run_evaluator("verdict", graph, _verdict_score(policy, allow_sets, judge_config))
 
 
@@ -354,20 +394,22 @@ def create_gate_evaluator(
     allow_sets: Mapping[str, AllowSet] | None = None,
     judges: bool = False,
     graph: str | None = None,
-) -> Callable[..., dict[str, Any]]:
+) -> GateEvaluator:
     """Summary evaluator: ``(runs, examples)`` or ``(*, outputs=[...])`` → the gate decision.
 
-    Returns ``{"key": "release_gate", "value": "PROMOTE" | "HOLD" | "ROLLBACK", "score",
-    "comment"}`` (:func:`gate_feedback`). Judges are off unless ``judges=True``.
+    Returns a :class:`~liveguard.results.GateResult`: ``{"key": "release_gate", "value":
+    "PROMOTE" | "HOLD" | "ROLLBACK", "score", "comment", "metadata"}`` (:func:`gate_feedback`).
+    Judges are off unless ``judges=True``.
     """
-    ascore = _gate_score(window=window, min_runs=min_runs, pass_rate=pass_rate, policy=policy,
-                         allow_sets=allow_sets, judges=judges)
+    ascore = _gate_score("create_gate_evaluator", window=window, min_runs=min_runs,
+                         pass_rate=pass_rate, policy=policy, allow_sets=allow_sets, judges=judges,
+                         graph=graph)
 
     def release_gate(
         runs: Sequence[Any] | None = None, examples: Sequence[Any] | None = None, *,
         inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
         reference_outputs: Sequence[Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> GateResult:
         return asyncio.run(ascore(_gate_trajectories(graph, runs, outputs)))
 
     return release_gate
@@ -382,22 +424,24 @@ def create_async_gate_evaluator(
     allow_sets: Mapping[str, AllowSet] | None = None,
     judges: bool = False,
     graph: str | None = None,
-) -> Callable[..., Awaitable[dict[str, Any]]]:
+) -> AsyncGateEvaluator:
     """The async twin of :func:`create_gate_evaluator` (the same scoring)."""
-    ascore = _gate_score(window=window, min_runs=min_runs, pass_rate=pass_rate, policy=policy,
-                         allow_sets=allow_sets, judges=judges)
+    ascore = _gate_score("create_async_gate_evaluator", window=window, min_runs=min_runs,
+                         pass_rate=pass_rate, policy=policy, allow_sets=allow_sets, judges=judges,
+                         graph=graph)
 
     async def release_gate(
         runs: Sequence[Any] | None = None, examples: Sequence[Any] | None = None, *,
         inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
         reference_outputs: Sequence[Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> GateResult:
         return await ascore(_gate_trajectories(graph, runs, outputs))
 
     return release_gate
 
 
 def _gate_score(
+    factory: str,
     *,
     window: int,
     min_runs: int,
@@ -405,16 +449,17 @@ def _gate_score(
     policy: Policy | None,
     allow_sets: Mapping[str, AllowSet] | None,
     judges: bool,
-) -> Callable[[list[Trajectory]], Coroutine[Any, Any, dict[str, Any]]]:
-    _check(allow_sets, policy)
-    decide([], window=window, min_runs=min_runs, pass_rate=pass_rate)  # validates the bounds
+    graph: str | None,
+) -> Callable[[list[Trajectory]], Coroutine[Any, Any, GateResult]]:
+    _check(factory, policy=policy, allow_sets=allow_sets, graph=graph)
+    _check_gate(factory, window=window, min_runs=min_runs, pass_rate=pass_rate, judges=judges)
     # judges=False is an explicit structural-only evaluation: no judge is called, and a
     # clean run may pass on the deterministic floor (the output says "structural only").
     config = None if judges else JudgeConfig.from_env().model_copy(update={"kill_switch": True})
 
-    async def score(trajectories: list[Trajectory]) -> dict[str, Any]:
+    async def score(trajectories: list[Trajectory]) -> GateResult:
         verdicts = [await _averdict(t, policy, allow_sets, config, structural_only=not judges)
                     for t in trajectories]
-        return gate_feedback(decide(verdicts, window=window, min_runs=min_runs, pass_rate=pass_rate))
+        return gate_result(decide(verdicts, window=window, min_runs=min_runs, pass_rate=pass_rate))
 
     return score
