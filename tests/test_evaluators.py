@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import uuid
 import warnings
-import math
 from typing import Any
 
 import pytest
@@ -85,7 +85,8 @@ def test_verdict_and_gate_summary_evaluators(fake_langsmith: FakeLangSmith) -> N
     [summary] = results._summary_results["results"]
     assert (summary.key, summary.value, summary.score) == ("release_gate", "ROLLBACK", 0.0)
     assert (summary.comment or "").startswith("ROLLBACK")
-    assert summary.metadata is not None and summary.metadata["decision"] == "ROLLBACK"
+    assert summary.metadata is not None
+    assert summary.metadata["decision"] == "ROLLBACK"
     assert summary.metadata["runs"] == len(SCENARIOS)
     assert rows["illegal_hop"].metadata is not None
     assert rows["illegal_hop"].metadata["hard_codes"] == ["illegal_transition"]
