@@ -7,7 +7,7 @@ PY ?= python3
 PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
   tests/test_messages.py tests/test_monitor.py tests/test_monitor_state.py tests/test_stream_reader.py tests/test_golden_datasets.py \
   tests/test_scan_native.py tests/test_native_build.py tests/test_live_turns.py tests/test_rule_kinds.py \
-  tests/test_scale.py
+  tests/test_scale.py tests/test_detection_rules.py tests/test_injection_variants.py
 VENV := .venv
 # The Monitor's hot modules, compiled by mypyc from these very sources (the list is in
 # backend/liveguard/_compiled.py); rebuilt whenever one of these files changes.

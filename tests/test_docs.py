@@ -11,7 +11,8 @@ from liveguard.settings import ENV_NAMES
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
-_VAR = re.compile(r"\b(?:AGENT_EVAL|LIVEGUARD|LANGSMITH)_[A-Z_]*[A-Z]\b|\b(?:DEEPSEEK_API_KEY|OPENAI_API_KEY|LLM_KILL_SWITCH)\b")
+_VAR = re.compile(r"\b(?:AGENT_EVAL|LIVEGUARD|LANGSMITH)_[A-Z_]*[A-Z]\b"
+                  r"|\b(?:DEEPSEEK_API_KEY|OPENAI_API_KEY|LLM_KILL_SWITCH)\b")
 
 
 def _tables(text: str) -> list[set[str]]:
