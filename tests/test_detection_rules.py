@@ -304,3 +304,18 @@ def test_a_loop_counter_is_not_progress_but_what_it_counts_is() -> None:
     policy = Policy.workflow(max_revisits=100, max_visits=1000)
     assert [v.code for v in check_trajectory(loop, policy) if v.severity == "hard"][:1] == ["content_cycle"]
     assert [v for v in check_trajectory(healthy, policy) if v.severity == "hard"] == []
+
+
+def test_a_failing_call_counts_across_requests_a_successful_one_does_not() -> None:
+    """The same successful lookup for three different questions is progress; the same call
+    failing the same way ("retryable": false) is the same state whatever was asked."""
+    def run(result: Any) -> list[tuple[str, int]]:
+        steps = []
+        for q in ("total per region?", "and per month?", "and per product?"):
+            steps += [Step(node="user", output=q),
+                      Step(node="tools", tool="whoami", args={}, result=result)]
+        found = check_trajectory(steps, Policy.tool_agent())
+        return [(v.code, v.step) for v in found if v.severity == "hard"]
+
+    assert run({"user": "ann"}) == []
+    assert run({"error": "boom", "retryable": False})[:1] == [("tool_no_progress", 3)]

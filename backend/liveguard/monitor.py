@@ -22,7 +22,9 @@ Replies and requests
     later step of the agent (messages, tool-call requests, tool steps) is keyed on the
     request's digest: ``xxh3(request digest + own digest)``. So "Done." to three
     different requests is three different states, while the same request answered the
-    same way is the same state again. A step that **carries its own input**, a message
+    same way is the same state again. A failed tool call (an error, or ``"retryable":
+    false``) is not keyed: the same call failing the same way is the same state whatever
+    was asked. A step that **carries its own input**, a message
     step with ``args`` and no ``tool`` (a ``Send`` payload, a Functional API task's
     arguments), is keyed on its input instead: two parallel ``Send``s whose different
     inputs give the same output are different states. A run with neither keeps its
@@ -270,6 +272,10 @@ class Monitor:
                 self._request = obs.digest
             return obs
         carries = step.tool is None and step.args is not None  # a step that carries its input
+        if obs.kind == TOOL and obs.failed:
+            # An identical call with an identical failure is the same state whatever was asked:
+            # it counts across requests (a successful call is keyed on the request it serves).
+            return obs
         context = self._digest(step.args) if carries else self._request
         if context:
             obs.digest = _xxh3_raw(context + obs.digest)
