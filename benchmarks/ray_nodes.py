@@ -74,7 +74,9 @@ def two_nodes(object_store_mb: int = 80) -> Iterator[str]:
     temp = tempfile.mkdtemp(prefix="lg-ray-", dir="/tmp")  # short: Ray's socket paths have a limit
     ports = _free_ports(13)
     address = f"127.0.0.1:{ports[0]}"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # HOME in the temp dir: a ~/.ray/auth_token left by an earlier local ray.init() (Ray writes
+    # one) must not make the worker node's join fail authentication.
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "HOME": temp}
     env.pop("RAY_ADDRESS", None)
     common = ["--num-cpus", "1", "--object-store-memory", str(object_store_mb * 2**20),
               "--disable-usage-stats", "--node-ip-address", "127.0.0.1"]
@@ -97,7 +99,23 @@ def two_nodes(object_store_mb: int = 80) -> Iterator[str]:
             out, _ = proc.communicate(timeout=180)
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd[:3])} failed: {out.decode(errors='replace')[-3000:]}")
+        _wait_for_nodes(address, 2, env)
         yield address
     finally:
         _end(_ours(sessions, temp))
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _wait_for_nodes(address: str, n: int, env: dict[str, str], bound: float = 120.0) -> None:
+    """Block until the cluster reports ``n`` alive nodes (a node joins after `ray start` returns)."""
+    probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+             "print(sum(1 for node in ray.nodes() if node['Alive'])); ray.shutdown()")
+    deadline = time.monotonic() + bound
+    while True:
+        out = subprocess.run([sys.executable, "-c", probe, address], env=env, capture_output=True,
+                             text=True, timeout=bound)
+        if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the Ray cluster at {address} did not report {n} alive nodes: {out.stdout!r}")
+        time.sleep(1.0)

@@ -279,8 +279,7 @@ def iter_rows_ray(
         # A lighter CPU request than scoring's keeps the two steps apart (not fused into one
         # task per file), so one large file is scored by every CPU of the cluster.
         ds = ds.map_batches(_read_files, batch_size=1, num_cpus=0.5)
-        # SPREAD: scoring tasks go to every node of the cluster, not only where the reads ran.
-        ds = ds.map_batches(_score_batch, batch_size=BATCH, scheduling_strategy="SPREAD",
+        ds = ds.map_batches(_score_batch, batch_size=BATCH,
                             fn_kwargs={"options": options, "limiter": limiter})
         for item in ds.iter_rows():
             if nodes is not None:
