@@ -14,6 +14,9 @@ configurations, through liveguard's public API only:
   a spin check (a request whose prompt carries ``spin_check:``) is answered "spins"
   (score 0); every other judge question is answered "fine" (score 1). The answers never
   depend on the labels.
+* ``structural-bare``: ``structural`` with the bare presets, for comparison:
+  ``Policy.tool_agent()`` (only ``model``/``tools``/``agent`` exempt) for the tool agents,
+  the same Who&When policy, no dev-tuned threshold.
 * ``identical3``: naive baseline (a): some step (same node and same content digest) occurs
   three times in the run.
 * ``reference``: naive baseline (b): the reference no-progress guard of
@@ -62,7 +65,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DATA = HERE / "data"
 LABELS = HERE / "labels.jsonl"
-CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference")
+CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference", "structural-bare")
 LOOPING = frozenset({"loop", "stall"})
 
 
@@ -170,6 +173,15 @@ def semantic(run: Any) -> int | None:
     return _first_hard(check_trajectory(run.steps, policy_of(run, semantic=True)))
 
 
+def structural_bare(run: Any) -> int | None:
+    from liveguard import Policy, check_trajectory
+
+    policy = policy_of(run)  # checks metadata.policy against the table
+    if PRESET_OF[run.metadata["source"]] == "tool_agent":
+        policy = Policy.tool_agent()
+    return _first_hard(check_trajectory(run.steps, policy))
+
+
 def _content_digest(step: Any) -> str:
     content = {"summary": step.summary, "output": step.output, "tool": step.tool,
                "args": step.args, "result": step.result, "error": step.error}
@@ -263,18 +275,33 @@ def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Seque
             detectors[name] = identical3
         elif name == "reference":
             detectors[name] = Reference()
+        elif name == "structural-bare":
+            detectors[name] = structural_bare
         else:
             raise SystemExit(f"run.py: unknown configuration {name!r}; known: {', '.join(CONFIGS)}")
+    embedded: dict[str, int] = {}
     try:
         for name, detect in detectors.items():
+            layer = name in ("semantic", "semantic+judge")
+            before = _embedded() if layer else 0  # loads the model once, before the clock starts
             started = time.perf_counter()
             results[name] = {row["run_id"]: detect(runs[row["run_id"]]) for row in labels}
             timings[name] = time.perf_counter() - started
+            if layer:
+                embedded[name] = _embedded() - before
     finally:
         if judge is not None:
             judge.close()
-    return {"results": results, "timings": timings,
+    return {"results": results, "timings": timings, "embedded": embedded,
             "judge_requests": dict(judge.asked) if judge is not None else {}}
+
+
+def _embedded() -> int:
+    """Texts the process-wide embedder has embedded so far (one model and one cache per
+    process, shared by every run and configuration: a text is embedded once)."""
+    from liveguard.semantic.registry import cache_for
+
+    return int(cache_for("local").embedded)
 
 
 def _pct(hit: int, total: int) -> str:
@@ -347,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(len(r.steps) for r in runs.values())} steps; "
           f"{time.perf_counter() - started:.1f} s in all "
           f"({', '.join(f'{k} {v:.1f} s' for k, v in scored['timings'].items())})")
+    if scored["embedded"]:
+        print(f"texts embedded (shared cache, once per distinct text): {scored['embedded']}")
     if scored["judge_requests"]:
         print(f"scripted judge requests: {dict(scored['judge_requests'])}")
     print()
