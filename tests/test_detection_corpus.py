@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from liveguard import Trajectory, TrajectoryReadError, read_jsonl
+from liveguard import Policy, Trajectory, TrajectoryReadError, read_jsonl
 
 DETECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "detection"
 DATA = DETECTION / "data"
@@ -96,3 +96,49 @@ def test_split_is_the_documented_deterministic_one() -> None:
         assert [r["split"] for r in group] == ["dev" if i % 2 == 0 else "test" for i in range(len(group))]
     counts = Counter(row["split"] for row in _labels())
     assert abs(counts["dev"] - counts["test"]) <= len(groups)
+
+
+def _bench_run_module() -> Any:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("liveguard_detection_run", DETECTION / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_run_records_the_policy_of_its_agent_architecture(
+    runs: dict[str, dict[str, Trajectory]],
+) -> None:
+    """Tool agents (tau-bench, mini-swe-agent) carry ``metadata.policy = "tool_agent"``, which
+    ``liveguard score`` reads; the multi-agent Who&When runs carry none (no preset is "no
+    revisit ceiling"), and run.py's table gives every source its policy."""
+    from liveguard.scoring import policy_for
+
+    bench = _bench_run_module()
+    assert set(bench.POLICIES) == set(SOURCE_FILES) == set(bench.PRESET_OF)
+    for source, by_id in runs.items():
+        expected = {"taubench": "tool_agent", "miniswe": "tool_agent"}.get(source)
+        assert bench.PRESET_OF[source] == expected
+        for run in by_id.values():
+            assert (run.metadata or {}).get("source") == source
+            assert (run.metadata or {}).get("policy") == expected, run.run_id
+            resolved = policy_for(run, Policy.workflow())
+            if expected == "tool_agent":  # liveguard score reads the preset from the run
+                assert resolved.revisit_limit("tools") is None
+                assert resolved.revisit_limit("agent") is None
+            policy = bench.policy_of(run)
+            assert policy.semantic is False
+            assert bench.policy_of(run, semantic=True).semantic is True
+    for source in ("taubench", "miniswe"):  # every node of a converted tool agent: no revisit count
+        nodes = {step.node for run in runs[source].values() for step in run.steps}
+        policy = bench.POLICIES[source]()
+        assert {node for node in nodes if policy.revisit_limit(node) is not None} == set(), source
+    for source in ("whowhen", "whowhen_hc"):  # an arbitrary graph: default_policy's construction
+        policy = bench.POLICIES[source]()
+        assert policy.max_revisits > policy.window
+        assert policy.model_copy(update={"max_revisits": Policy.workflow().max_revisits}) == Policy.workflow()

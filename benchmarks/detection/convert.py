@@ -25,7 +25,15 @@ Mapping (SOURCES.md has the repositories, commits and licences):
   by a ``tools`` step per bash action (``tool="bash"``, ``args={"command": ...}``,
   ``result`` = the observation, long outputs intact). A turn without a parsable action
   (format error) keeps its text as an ``agent`` step and the harness's reply as an ``env``
-  step. Provider response objects (``extra``) are dropped.
+  step. Provider response objects (``extra``) are dropped. mini-swe-agent 2.x records a
+  format error as the harness's ``user`` message only (``extra.interrupt_type:
+  FormatError``): the model's malformed reply is not in the file, so two format errors in
+  a row are two consecutive ``env`` steps with nothing recorded between them.
+
+Policy: tau-bench and mini-swe-agent runs carry ``metadata.policy = "tool_agent"`` (a
+tool-calling agent; the preset ``liveguard score`` reads from the run). Who&When runs
+carry none: no named preset is "no revisit ceiling" (``run.py``'s ``POLICIES`` table
+has the policy of every source).
 """
 
 from __future__ import annotations
@@ -127,7 +135,8 @@ def tau_runs(mirror: Mirror, path: str, model: str, domain: str) -> Iterator[dic
             "status": "success" if reward == 1.0 else "failed",
             "outcome": {"reward": reward},
             "metadata": {"source": "taubench", "model": model, "domain": domain,
-                         "task_id": record["task_id"], "trial": record.get("trial")},
+                         "task_id": record["task_id"], "trial": record.get("trial"),
+                         "policy": "tool_agent"},
             "steps": steps,
         }
 
@@ -248,7 +257,8 @@ def miniswe_run(data: dict[str, Any], run_id: str, model: str, origin: str) -> d
         "outcome": {"exit_status": info.get("exit_status"),
                     "api_calls": info.get("model_stats", {}).get("api_calls")},
         "metadata": {"source": "miniswe", "model": model, "instance_id": data.get("instance_id") or run_id,
-                     "origin": origin, "mini_version": info.get("mini_version")},
+                     "origin": origin, "mini_version": info.get("mini_version"),
+                     "policy": "tool_agent"},
         "steps": steps,
     }
 

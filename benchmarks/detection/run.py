@@ -5,20 +5,39 @@
 Scores every run of ``labels.jsonl`` (the runs are in ``data/*.jsonl``) in five
 configurations, through liveguard's public API only:
 
-* ``structural``: ``liveguard.check_trajectory`` with the default ``Policy()``.
-* ``semantic``: the same with ``Policy(semantic=True)`` (``liveguard score --semantic
+* ``structural``: ``liveguard.check_trajectory`` with the source's policy (``POLICIES``).
+* ``semantic``: the same with ``semantic=True`` (``liveguard score --semantic
   --no-judges``): the semantic layer without judges.
-* ``semantic+judge``: ``liveguard.evaluate_trajectory`` with ``Policy(semantic=True)`` and
-  a ``JudgeClient`` pointed at the local scripted OpenAI-compatible server of
+* ``semantic+judge``: ``liveguard.evaluate_trajectory`` with the source's policy,
+  ``semantic=True``, and a ``JudgeClient`` pointed at the local scripted OpenAI-compatible server of
   ``tests/fake_openai.py`` (``liveguard score --semantic`` with a judge). The script's rule:
   a spin check (a request whose prompt carries ``spin_check:``) is answered "spins"
   (score 0); every other judge question is answered "fine" (score 1). The answers never
   depend on the labels.
+* ``structural-bare``: ``structural`` with the bare presets, for comparison:
+  ``Policy.tool_agent()`` (only ``model``/``tools``/``agent`` exempt) for the tool agents,
+  the same Who&When policy, no dev-tuned threshold.
 * ``identical3``: naive baseline (a): some step (same node and same content digest) occurs
   three times in the run.
 * ``reference``: naive baseline (b): the reference no-progress guard of
   ``benchmarks/run.py`` (``reference_guard``: a digest per step, three equal digests in a
   window of 6).
+
+The policy is the one a user of liveguard would pick for the source's agent architecture,
+never chosen by label (``POLICIES``, one entry per source):
+
+* tau-bench (a tool-calling agent with a user simulator) and mini-swe-agent (a bash-tool
+  agent): the tool-agent preset, ``Policy.tool_agent(agent_nodes=...)`` with every node of
+  the converted agent exempt from revisit counting, as ``integrations.langgraph.
+  default_policy`` exempts every node of a recognised agent graph (its core and hook
+  nodes). Their runs carry ``metadata.policy = "tool_agent"``.
+* Who&When (multi-agent conversations, agents taking turns): an arbitrary graph, the
+  construction of ``default_policy`` for one: the workflow preset with no revisit ceiling
+  (``max_revisits = window + 1``).
+* One threshold tuned on the **dev** half only: mini-swe-agent's harness node ``env``
+  ("No tool calls found ..." after a format error) has ``stall=3`` (``NodePolicy``): two in
+  a row and then a new command is how healthy dev runs look; the labelled stalls have six
+  or more.
 
 A run is *flagged* when the configuration raises any hard finding (any code: the rules
 are changing, so no code list is assumed). Reported per source and split: recall on runs
@@ -46,7 +65,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 DATA = HERE / "data"
 LABELS = HERE / "labels.jsonl"
-CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference")
+CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference", "structural-bare")
 LOOPING = frozenset({"loop", "stall"})
 
 
@@ -76,6 +95,65 @@ def load_runs(wanted: set[str]) -> dict[str, Any]:
     return runs
 
 
+# -- the policy of each source (by agent architecture, never by label) -------------------
+
+def _tool_agent(*channels: str, env_stall: int | None = None) -> Any:
+    """``Policy.tool_agent`` with the converted agent's other nodes (the user simulator, the
+    harness) exempt from revisit counting too: the user's turns are requests, not revisits."""
+    from liveguard import Policy
+    from liveguard.policy import NodePolicy
+
+    policy = Policy.tool_agent(agent_nodes=("model", "tools", "agent", *channels))
+    if env_stall is not None:
+        nodes = dict(policy.nodes)
+        nodes["env"] = nodes.get("env", NodePolicy()).model_copy(update={"stall": env_stall})
+        policy = policy.model_copy(update={"nodes": nodes})
+    return policy
+
+
+def _arbitrary_graph() -> Any:
+    """``liveguard.integrations.langgraph.default_policy``'s construction for a graph that is
+    not a recognised tool agent (without the environment overrides)."""
+    from liveguard import Policy
+
+    base = Policy.workflow()
+    return base.model_copy(update={"max_revisits": base.window + 1})
+
+
+POLICIES: dict[str, Callable[[], Any]] = {
+    "taubench": lambda: _tool_agent("user"),
+    "miniswe": lambda: _tool_agent("user", "env", env_stall=3),  # env_stall: tuned on dev
+    "whowhen": _arbitrary_graph,
+    "whowhen_hc": _arbitrary_graph,
+}
+"""The policy of every source (``source`` of ``labels.jsonl``), by agent architecture."""
+
+PRESET_OF: dict[str, str | None] = {"taubench": "tool_agent", "miniswe": "tool_agent",
+                                    "whowhen": None, "whowhen_hc": None}
+"""The ``metadata.policy`` preset each source's runs carry (None: none)."""
+
+
+def policy_of(run: Any, *, semantic: bool = False) -> Any:
+    """The source's policy for ``run``; its ``metadata.policy`` must agree with the table."""
+    metadata = run.metadata or {}
+    source = metadata.get("source")
+    if source not in POLICIES:
+        raise SystemExit(f"run.py: run {run.run_id}: no policy for source {source!r}")
+    if metadata.get("policy") != PRESET_OF[source]:
+        raise SystemExit(f"run.py: run {run.run_id}: metadata.policy {metadata.get('policy')!r}, "
+                         f"expected {PRESET_OF[source]!r} for source {source!r}")
+    policy = _POLICY_CACHE.get((source, semantic))
+    if policy is None:
+        policy = POLICIES[source]()
+        if semantic:
+            policy = policy.model_copy(update={"semantic": True})
+        _POLICY_CACHE[(source, semantic)] = policy
+    return policy
+
+
+_POLICY_CACHE: dict[tuple[str, bool], Any] = {}
+
+
 # -- the detectors: each returns the first step index of a hard finding, or None ---------
 
 def _first_hard(violations: Iterable[Any]) -> int | None:
@@ -84,15 +162,24 @@ def _first_hard(violations: Iterable[Any]) -> int | None:
 
 
 def structural(run: Any) -> int | None:
-    from liveguard import Policy, check_trajectory
+    from liveguard import check_trajectory
 
-    return _first_hard(check_trajectory(run.steps, Policy()))
+    return _first_hard(check_trajectory(run.steps, policy_of(run)))
 
 
 def semantic(run: Any) -> int | None:
+    from liveguard import check_trajectory
+
+    return _first_hard(check_trajectory(run.steps, policy_of(run, semantic=True)))
+
+
+def structural_bare(run: Any) -> int | None:
     from liveguard import Policy, check_trajectory
 
-    return _first_hard(check_trajectory(run.steps, Policy(semantic=True)))
+    policy = policy_of(run)  # checks metadata.policy against the table
+    if PRESET_OF[run.metadata["source"]] == "tool_agent":
+        policy = Policy.tool_agent()
+    return _first_hard(check_trajectory(run.steps, policy))
 
 
 def _content_digest(step: Any) -> str:
@@ -158,11 +245,11 @@ class ScriptedJudge:
         return self._reply.json(self.SPINS if kind == "spin_check" else self.FINE)
 
     def __call__(self, run: Any) -> int | None:
-        from liveguard import JudgeClient, JudgeConfig, Policy, evaluate_trajectory
+        from liveguard import JudgeClient, JudgeConfig, evaluate_trajectory
 
         config = JudgeConfig(base_url=self.server.base_url, api_key="scripted", model="scripted-judge",
                              max_retries=0, timeout=30.0)
-        verdict = evaluate_trajectory(run, policy=Policy(semantic=True), client=JudgeClient(config))
+        verdict = evaluate_trajectory(run, policy=policy_of(run, semantic=True), client=JudgeClient(config))
         return _first_hard(verdict.violations)
 
     def close(self) -> None:
@@ -188,18 +275,33 @@ def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Seque
             detectors[name] = identical3
         elif name == "reference":
             detectors[name] = Reference()
+        elif name == "structural-bare":
+            detectors[name] = structural_bare
         else:
             raise SystemExit(f"run.py: unknown configuration {name!r}; known: {', '.join(CONFIGS)}")
+    embedded: dict[str, int] = {}
     try:
         for name, detect in detectors.items():
+            layer = name in ("semantic", "semantic+judge")
+            before = _embedded() if layer else 0  # loads the model once, before the clock starts
             started = time.perf_counter()
             results[name] = {row["run_id"]: detect(runs[row["run_id"]]) for row in labels}
             timings[name] = time.perf_counter() - started
+            if layer:
+                embedded[name] = _embedded() - before
     finally:
         if judge is not None:
             judge.close()
-    return {"results": results, "timings": timings,
+    return {"results": results, "timings": timings, "embedded": embedded,
             "judge_requests": dict(judge.asked) if judge is not None else {}}
+
+
+def _embedded() -> int:
+    """Texts the process-wide embedder has embedded so far (one model and one cache per
+    process, shared by every run and configuration: a text is embedded once)."""
+    from liveguard.semantic.registry import cache_for
+
+    return int(cache_for("local").embedded)
 
 
 def _pct(hit: int, total: int) -> str:
@@ -272,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(len(r.steps) for r in runs.values())} steps; "
           f"{time.perf_counter() - started:.1f} s in all "
           f"({', '.join(f'{k} {v:.1f} s' for k, v in scored['timings'].items())})")
+    if scored["embedded"]:
+        print(f"texts embedded (shared cache, once per distinct text): {scored['embedded']}")
     if scored["judge_requests"]:
         print(f"scripted judge requests: {dict(scored['judge_requests'])}")
     print()
