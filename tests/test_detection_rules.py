@@ -319,3 +319,14 @@ def test_a_failing_call_counts_across_requests_a_successful_one_does_not() -> No
 
     assert run({"user": "ann"}) == []
     assert run({"error": "boom", "retryable": False})[:1] == [("tool_no_progress", 3)]
+
+
+def test_a_users_turns_are_not_revisits_offline_as_live() -> None:
+    """Six user turns of a chat: the user's node is never a node_revisit_cycle (the live guards
+    never act on the user's turn either); the agent's own revisits still count."""
+    steps = []
+    for turn in range(6):
+        steps += [Step(node="user", output=f"question {turn}"), Step(node="model", output=f"answer {turn}")]
+    found = [(v.code, v.node) for v in check_trajectory(steps, Policy.workflow()) if v.severity == "hard"]
+    assert ("node_revisit_cycle", "user") not in found
+    assert ("node_revisit_cycle", "model") in found  # the workflow ceiling still applies to the agent's node

@@ -35,6 +35,8 @@ class NodeRevisits:
         self._limits: dict[str, int | None] = {}
 
     def observe(self, obs: Observation) -> list[Violation] | None:
+        if obs.user:  # a user's request is not the agent revisiting a node (live: never acted on)
+            return None
         window, node = self._window, obs.node
         if len(window) >= self._size:
             del window[0]
