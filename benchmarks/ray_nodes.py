@@ -74,10 +74,13 @@ def two_nodes(object_store_mb: int = 80) -> Iterator[str]:
     temp = tempfile.mkdtemp(prefix="lg-ray-", dir="/tmp")  # short: Ray's socket paths have a limit
     ports = _free_ports(13)
     address = f"127.0.0.1:{ports[0]}"
-    # HOME in the temp dir: a ~/.ray/auth_token left by an earlier local ray.init() (Ray writes
-    # one) must not make the worker node's join fail authentication.
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "HOME": temp}
+    # Ray turns token authentication on by itself when a local ray.init() ran before in this
+    # process (it sets RAY_AUTH_MODE and writes ~/.ray/auth_token): these nodes and the driver
+    # use one explicit mode instead, and the nodes a HOME of their own.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env.update({"RAY_USAGE_STATS_ENABLED": "0", "HOME": temp, "RAY_AUTH_MODE": "disabled"})
     env.pop("RAY_ADDRESS", None)
+    saved_auth = {k: v for k, v in os.environ.items() if k.startswith("RAY_AUTH")}
     common = ["--num-cpus", "1", "--object-store-memory", str(object_store_mb * 2**20),
               "--disable-usage-stats", "--node-ip-address", "127.0.0.1"]
 
@@ -100,8 +103,13 @@ def two_nodes(object_store_mb: int = 80) -> Iterator[str]:
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd[:3])} failed: {out.decode(errors='replace')[-3000:]}")
         _wait_for_nodes(address, 2, env)
+        for k in saved_auth:
+            del os.environ[k]
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver (this process, its children) too
         yield address
     finally:
+        os.environ.pop("RAY_AUTH_MODE", None)
+        os.environ.update(saved_auth)
         _end(_ours(sessions, temp))
         shutil.rmtree(temp, ignore_errors=True)
 

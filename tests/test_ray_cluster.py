@@ -66,18 +66,35 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+_DRIVER = """
+import json, sys
+from pathlib import Path
+from liveguard.allowset import load_allowsets
+from liveguard.engine.scorer import ScoreOptions
+from liveguard.integrations.ray import iter_rows_ray
+import ray
+export, address, paths = sys.argv[1:4]
+nodes = {}
+options = ScoreOptions(allow_sets=load_allowsets(Path(paths)), judges=False)
+rows = [r.as_json() for r in iter_rows_ray([export], options, address=address, nodes=nodes)]
+print(json.dumps({"rows": rows, "nodes": nodes, "initialized": ray.is_initialized()}))
+"""
+
+
 def test_a_parquet_export_is_scored_across_two_nodes_with_the_local_rows(two_nodes: str,
                                                                          export: Path) -> None:
-    from liveguard.engine.scorer import ScoreOptions
-    from liveguard.integrations.ray import iter_rows_ray
-
+    """The driver runs in a process of its own, as a job would: a local ``ray.init()`` earlier
+    in this test process (tests/test_ray.py) leaves Ray state that a second cluster must not meet."""
     allow_sets = load_allowsets(ROOT / "expected_paths")
     local = [r.as_json() for r in score_paths([str(export)], engine="local", jobs=1, judges=False,
                                              allow_sets=allow_sets)]
-    nodes: dict[str, int] = {}
-    options = ScoreOptions(allow_sets=allow_sets, judges=False)
-    remote = [r.as_json() for r in iter_rows_ray([str(export)], options, address=two_nodes, nodes=nodes)]
-    assert not ray.is_initialized()  # joined for the call, left again
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    driver = [sys.executable, "-c", _DRIVER, str(export), two_nodes, str(ROOT / "expected_paths")]
+    proc = subprocess.run(driver, capture_output=True, text=True, env=env, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    remote, nodes = out["rows"], out["nodes"]
+    assert out["initialized"] is False  # joined for the call, left again
     assert len(local) == 16 * 24
     assert len({r["run_id"] for r in local}) == len(local)
     assert all(r["passed"] is not None for r in local)  # read and scored, no error row
