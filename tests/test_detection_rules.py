@@ -330,3 +330,18 @@ def test_a_users_turns_are_not_revisits_offline_as_live() -> None:
     found = [(v.code, v.node) for v in check_trajectory(steps, Policy.workflow()) if v.severity == "hard"]
     assert ("node_revisit_cycle", "user") not in found
     assert ("node_revisit_cycle", "model") in found  # the workflow ceiling still applies to the agent's node
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_hex_run_guard_equals_its_regex(seed: int) -> None:
+    """The hex_id guard (a translate and a substring search) answers as the regex it replaces."""
+    import random
+    import re
+
+    from liveguard.fingerprint import _HEX32
+
+    regex = re.compile(rb"[0-9a-fA-F]{32}").search
+    rnd = random.Random(seed)
+    for _ in range(3000):
+        data = bytes(rnd.choice(b"0123456789abcdefABCDEFxyz-: \x00\xff") for _ in range(rnd.randint(0, 90)))
+        assert bool(regex(data)) == _HEX32(data), data

@@ -135,7 +135,16 @@ _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
 
 _CLOCK = re.compile(rb"\d:\d\d").search
 _IN_DECIMAL = re.compile(rb"\bin\s\d+\.\d").search
-_HEX32 = re.compile(rb"[0-9a-fA-F]{32}").search
+_HEX_MAP: Final = bytes(0x68 if chr(c) in "0123456789abcdefABCDEF" else 0x20 for c in range(256))
+_HEX_RUN: Final = b"h" * 32
+
+
+def _HEX32(data: bytes) -> bool:
+    """``data`` holds 32 hex digits in a row (one C-level translate and substring search: the
+    same answer as ``re.search(rb"[0-9a-fA-F]{32}", data)``, several times faster)."""
+    return _HEX_RUN in data.translate(_HEX_MAP)
+
+
 _ELAPSED_WORDS = (b"took", b"elapsed", b"duration", b"latency", b"runtime", b"time taken", b"wall time")
 _DIGITS = b"0123456789"
 
