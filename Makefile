@@ -87,7 +87,7 @@ browser:
 	fi
 
 test: install
-	$(BIN)/ruff check backend tests graphs benchmarks scripts
+	$(BIN)/ruff check backend tests graphs benchmarks scripts examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
