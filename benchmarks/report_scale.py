@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from scale import _tree_rss
 from scale_corpus import write_corpus
 
 EXE = Path(sys.executable).with_name("liveguard")
@@ -47,21 +48,6 @@ limits:
 """
 
 
-def _tree_pss(pid: int) -> int:
-    total, stack = 0, [pid]
-    while stack:
-        p = stack.pop()
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                total += next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("Pss:"))
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    stack += [int(c) for c in f.read().split()]
-        except (OSError, ValueError, StopIteration):
-            continue
-    return total
-
-
 def _report(root: Path) -> dict[str, Any]:
     cmd = [str(EXE), "report", "runs.jsonl", "--paths", "paths", "--no-judges", "-o", "report.html"]
     peak = 0
@@ -72,7 +58,7 @@ def _report(root: Path) -> dict[str, Any]:
     def sample() -> None:
         nonlocal peak
         while not done.wait(0.05):
-            peak = max(peak, _tree_pss(proc.pid))
+            peak = max(peak, _tree_rss(proc.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -51,7 +51,7 @@ def _tree_rss(pid: int) -> int:
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     stack += [int(c) for c in f.read().split()]
-        except (OSError, ValueError):
+        except (OSError, ValueError, StopIteration):  # a process gone, or no Pss line
             continue
     return total
 
