@@ -135,7 +135,7 @@ def test_healthy_run_is_judged_at_three_levels(fake_openai: FakeOpenAI, config: 
     for level in verdict.levels.values():
         assert (level.reason, level.source) == ("judged", "judge:deepseek-chat")
         assert level.evidence["requests"] == 1
-    assert verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
+    assert verdict_clears_autoapprove(verdict, enabled=True)
 
 
 def test_structurally_broken_run_costs_zero_tokens(fake_openai: FakeOpenAI, config: JudgeConfig) -> None:
@@ -158,7 +158,7 @@ def test_illegal_hop_is_found_before_the_judges(fake_openai: FakeOpenAI, config:
     assert verdict.composite is None
     assert verdict.passed is False
     assert verdict.hard_codes == ["illegal_transition"]
-    assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
+    assert not verdict_clears_autoapprove(verdict, enabled=True)
 
 
 def test_low_scores_fail_below_the_pass_mark(fake_openai: FakeOpenAI, config: JudgeConfig) -> None:
@@ -190,7 +190,7 @@ def test_kill_switch_and_missing_key_skip_every_call(
     assert fake_openai.requests == []
     looping = evaluate_trajectory(Trajectory(run_id="l", steps=ping_pong()))
     assert looping.hard_codes == ["content_cycle"]
-    assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
+    assert not verdict_clears_autoapprove(verdict, enabled=True)
 
 
 def test_malformed_answer_is_a_soft_judge_error(fake_openai: FakeOpenAI, config: JudgeConfig) -> None:
@@ -206,7 +206,7 @@ def test_malformed_answer_is_a_soft_judge_error(fake_openai: FakeOpenAI, config:
     assert verdict.evidence["partial_composite"] == pytest.approx(0.9)
     assert (verdict.passed, verdict.judged, verdict.reason) == (False, False, "unjudged")
     assert verdict.missing == ["judge_error:step:malformed_json", "judge_error:trajectory:out_of_range"]
-    assert not verdict_clears_autoapprove(verdict, env={"AGENT_EVAL_AUTOAPPROVE": "1"})
+    assert not verdict_clears_autoapprove(verdict, enabled=True)
 
 
 # -- escalation and anomaly -------------------------------------------------------------------

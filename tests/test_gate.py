@@ -7,6 +7,7 @@ import pytest
 from liveguard import Violation
 from liveguard.gate import EXIT_CODES, decide, verdict_clears_autoapprove
 from liveguard.model import Verdict
+from liveguard.settings import Settings
 
 ON = {"AGENT_EVAL_AUTOAPPROVE": "1"}
 
@@ -99,4 +100,4 @@ def test_exit_codes() -> None:
     ],
 )
 def test_autoapprove_fails_closed(v: Verdict | None, env: dict[str, str], expected: bool) -> None:
-    assert verdict_clears_autoapprove(v, env=env) is expected
+    assert verdict_clears_autoapprove(v, enabled=Settings.from_env(env).autoapprove) is expected

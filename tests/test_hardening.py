@@ -19,6 +19,7 @@ from fake_openai import FakeOpenAI, RecordedRequest, Reply
 from liveguard.errors import PolicyError
 from liveguard.judges import JudgeConfig
 from liveguard.model import Step, Trajectory
+from liveguard.settings import Settings
 
 # -- keys only over https, except loopback ------------------------------------------------------
 
@@ -37,7 +38,8 @@ def test_the_remote_embedder_refuses_plain_http_too() -> None:
     from liveguard.semantic.remote import OpenAIEmbedder
 
     with pytest.raises(PolicyError, match="keys go only over https"):
-        OpenAIEmbedder(env={"AGENT_EVAL_BASE_URL": "http://embed.example.com/v1", "AGENT_EVAL_API_KEY": "k"})
+        OpenAIEmbedder.from_settings(Settings.from_env(
+            {"AGENT_EVAL_BASE_URL": "http://embed.example.com/v1", "AGENT_EVAL_API_KEY": "k"}))
 
 
 @pytest.mark.parametrize("url", ["https://api.example.com/v1", "http://127.0.0.1:8000/v1",

@@ -35,6 +35,7 @@ from graphs import campaign, coder_reviewer, sql_agent
 from liveguard import NoProgressError, Policy, load_allowset
 from liveguard.integrations.langchain import LivenessMiddleware
 from liveguard.integrations.langgraph import GuardedGraph, guard
+from liveguard.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "ACME-SECRET-7f3a"
@@ -285,7 +286,7 @@ def test_guard_on_a_create_agent_graph_picks_the_tool_agent_policy() -> None:
     # issue 17: an arbitrary graph gets no revisit ceiling unless one is set explicitly
     workflow_default = guard(campaign.graph).policy
     assert workflow_default.revisit_limit("draft") == workflow_default.window + 1
-    assert workflow_default.model_copy(update={"max_revisits": 3}) == Policy.from_env()
+    assert workflow_default.model_copy(update={"max_revisits": 3}) == Settings.from_env().policy(Policy())
     explicit = Policy.workflow(stall=3)
     assert guard(campaign.graph, policy=explicit).policy is explicit
     ran = Executions()
@@ -587,4 +588,4 @@ def test_middleware_validates_its_arguments() -> None:
     with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(
             ValueError, match="on_violation"):
         LivenessMiddleware(on_violation="stop")
-    assert LivenessMiddleware().policy == Policy.from_env(Policy.tool_agent())
+    assert LivenessMiddleware().policy == Settings.from_env().policy(Policy.tool_agent())

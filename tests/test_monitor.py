@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from liveguard import Monitor, NoProgressError, Policy, Step, ToolPolicy, check_trajectory
+from liveguard.settings import Settings
 from liveguard.testing import (
     agent_turn,
     cycle,
@@ -174,12 +175,16 @@ def test_per_tool_override_for_pollers() -> None:
 
 def test_env_max_revisits_and_kill_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     steps = messages(*[("research", f"finding {i}") for i in range(4)])
+    def env_policy() -> Policy:  # the edge: the environment, read through Settings
+        return Settings.from_env().policy(Policy())
+
     monkeypatch.setenv("AGENT_EVAL_MAX_REVISITS", "5")
-    assert check_trajectory(steps) == []
+    assert check_trajectory(steps, env_policy()) == []
     monkeypatch.setenv("AGENT_EVAL_MAX_REVISITS", "2")
-    assert [v.step for v in check_trajectory(steps)] == [2]
+    assert [v.step for v in check_trajectory(steps, env_policy())] == [2]
+    assert [v.step for v in check_trajectory(steps)] == [3]  # the Monitor never reads the environment
     monkeypatch.setenv("AGENT_EVAL_LOOP_GUARD", "0")
-    assert check_trajectory(repeated_tool_call(times=5)) == []
+    assert check_trajectory(repeated_tool_call(times=5), env_policy()) == []
 
 
 # -- the incremental contract ---------------------------------------------------------------

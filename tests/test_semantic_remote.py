@@ -15,6 +15,7 @@ from liveguard import Policy, Step, check_trajectory
 from liveguard.judges import JudgeConfig
 from liveguard.semantic import EmbeddingError, register_embedder
 from liveguard.semantic.remote import OpenAIEmbedder
+from liveguard.settings import Settings
 
 
 class _Server:
@@ -84,14 +85,14 @@ def test_vectors_come_back_normalised_in_input_order(server: _Server) -> None:
 def test_the_model_name_and_keys_follow_the_judges_rules(server: _Server) -> None:
     env = {"AGENT_EVAL_BASE_URL": server.base_url, "AGENT_EVAL_API_KEY": "sk-env",
            "AGENT_EVAL_EMBEDDING_MODEL": "my-embedder", "AGENT_EVAL_MAX_RETRIES": "0"}
-    embedder = OpenAIEmbedder(env=env)
+    embedder = OpenAIEmbedder.from_settings(Settings.from_env(env))
     assert embedder.name == "openai:my-embedder"
     embedder.embed(["x"])
     assert server.requests[-1]["auth"] == "Bearer sk-env"
     # A provider key goes only to its own host (the judges' key/host rule): not to this server.
     foreign = {"AGENT_EVAL_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-openai"}
     with pytest.raises(EmbeddingError, match="no_api_key"):
-        OpenAIEmbedder(env=foreign).embed(["x"])
+        OpenAIEmbedder.from_settings(Settings.from_env(foreign)).embed(["x"])
     assert len(server.requests) == 1
 
 

@@ -83,5 +83,5 @@ def test_settings_are_a_snapshot_read_once(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("AGENT_EVAL_LOOP_GUARD", "1")
     assert not settings.loop_guard
     assert settings.rule_families_off() == ["rule_family_off:loop_guard"]
-    assert settings.policy().enabled is False
+    assert settings.policy(Policy()).enabled is False
     assert Settings.from_env({"AGENT_EVAL_AUTOAPPROVE": "1"}).autoapprove

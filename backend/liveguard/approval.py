@@ -285,22 +285,15 @@ def draft_digest(draft: Any) -> str:
     return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def reasons_for(
-    verdict: Verdict | None, cleared: bool, env: Mapping[str, str] | None = None,
-    *, autoapprove: bool | None = None,
-) -> list[str]:
+def reasons_for(verdict: Verdict | None, cleared: bool, *, autoapprove: bool) -> list[str]:
     """Why a send was not auto-approved: codes only (empty when it was).
 
-    ``autoapprove`` is the switch (the settings value); None reads it from ``env``.
+    ``autoapprove`` is the switch (``Settings.autoapprove``, read at the edge).
     """
     if cleared:
         return []
     from liveguard.gate import verdict_clears_autoapprove
 
-    if autoapprove is None:
-        from liveguard.settings import Settings
-
-        autoapprove = Settings.from_env(env).autoapprove
     reasons: list[str] = []
     if not autoapprove:
         reasons.append("autoapprove_off")
@@ -555,7 +548,9 @@ class _Gate:
 
     def _policy(self, settings: Settings) -> Any:
         """The given policy, else the settings' (environment overrides on the defaults)."""
-        return self.policy if self.policy is not None else settings.policy()
+        from liveguard.policy import Policy
+
+        return self.policy if self.policy is not None else settings.policy(Policy())
 
     # -- evaluation ------------------------------------------------------------------------
     def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:

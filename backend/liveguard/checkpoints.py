@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -54,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from liveguard.errors import LiveguardError
+from liveguard.settings import Settings, pause_dir
 
 __all__ = [
     "CHECKPOINT_URL_ENV",
@@ -81,7 +81,6 @@ CHECKPOINT_URL_ENV = "AGENT_EVAL_CHECKPOINT_URL"
 DEFAULT_CHECKPOINT_URL = "sqlite:///.liveguard/checkpoints.sqlite"
 CLAIMS_TABLE = "liveguard_approval_claims"
 PENDING_TABLE = "liveguard_approvals_pending"
-PAUSE_ENV = "LIVEGUARD_PAUSE_DIR"
 SQLITE_TIMEOUT = 30.0
 """Seconds a SQLite connection waits for another process's write lock."""
 
@@ -153,8 +152,8 @@ def pause_point(name: str) -> None:
     Deterministic interleavings of several processes (tests/test_approval_races.py): the test
     decides when each process goes on. Unset (always, outside tests), it does nothing.
     """
-    folder = os.environ.get(PAUSE_ENV)
-    if not folder:
+    folder = pause_dir()
+    if folder is None:
         return
     base = Path(folder)
     (base / f"{name}.ready").touch()
@@ -164,13 +163,16 @@ def pause_point(name: str) -> None:
         time.sleep(0.002)
 
 
-def checkpoint_url(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """``explicit``, else ``AGENT_EVAL_CHECKPOINT_URL``, else the embedded SQLite default."""
-    env = os.environ if env is None else env
-    for value in (explicit, env.get(CHECKPOINT_URL_ENV)):
-        if value is not None and value.strip():
-            return value.strip()
-    return DEFAULT_CHECKPOINT_URL
+def checkpoint_url(explicit: str | None = None, settings: Settings | None = None) -> str:
+    """``explicit``, else ``AGENT_EVAL_CHECKPOINT_URL``, else the embedded SQLite default.
+
+    ``settings=None`` reads the environment once, here, through :class:`Settings` (this is
+    the edge of :func:`open_saver` and :func:`aopen_saver`).
+    """
+    if explicit is not None and explicit.strip():
+        return explicit.strip()
+    configured = (settings if settings is not None else Settings.from_env()).checkpoint_url
+    return configured.strip() if configured is not None else DEFAULT_CHECKPOINT_URL
 
 
 def _kind(url: str) -> str:

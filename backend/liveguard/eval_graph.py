@@ -410,12 +410,12 @@ async def aevaluate_trajectory(
 
     ``allowsets_in_use=True`` with ``allow_set=None`` records ``no_allowset`` (missing
     evidence). ``structural_only`` applies only when ``graph`` is None (a given graph
-    was compiled with its own). ``policy=None`` is ``settings.policy()``, as in
+    was compiled with its own). ``policy=None`` is ``settings.policy(Policy())``, as in
     :func:`evaluate_trajectory`; ``settings=None`` reads the environment once, here (an
     edge), for the policy and for the graph it builds.
     """
     cfg = settings if settings is not None else Settings.from_env()
-    resolved = policy if policy is not None else cfg.policy()
+    resolved = policy if policy is not None else cfg.policy(Policy())
     compiled = graph if graph is not None else build_eval_graph(structural_only=structural_only,
                                                                  settings=cfg)
     state = await compiled.ainvoke(_inputs(trajectory, allow_set, resolved, outcome, allowsets_in_use))
@@ -471,7 +471,7 @@ async def aevaluate_many(
 ) -> list[Verdict]:
     """Evaluate a batch concurrently (at most ``jobs`` runs at once); order preserved.
 
-    A ``None`` policy is ``settings.policy()`` (``settings=None``: the environment, read once).
+    A ``None`` policy is ``settings.policy(Policy())`` (``settings=None``: the environment, read once).
     """
     limit = asyncio.Semaphore(max(1, jobs))
     cfg = settings if settings is not None else Settings.from_env()

@@ -43,7 +43,6 @@ import enum
 import importlib
 import json
 import math
-import os
 import re
 import unicodedata
 import uuid
@@ -56,12 +55,11 @@ import xxhash
 
 from liveguard.errors import FingerprintError, safe_key
 from liveguard.messages import is_message_shaped
+from liveguard.settings import NATIVE_CANON_DISABLED, NO_CANON_ENV
 
-NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
-"""Set to ``1`` to switch the C accelerator off (read once, at import): the pure-Python path."""
-
-NATIVE_DISABLED: Final = os.environ.get(NO_CANON_ENV, "").strip().lower() in ("1", "true", "yes")
-"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process."""
+NATIVE_DISABLED: Final = NATIVE_CANON_DISABLED
+"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process (read once,
+by :mod:`liveguard.settings`, at import)."""
 
 _native: Any = None
 _DECLINE: tuple[type[BaseException], ...] = ()
@@ -76,6 +74,8 @@ __all__ = [
     "DEFAULT_VOLATILE",
     "MAX_DEPTH",
     "MESSAGE_VOLATILE_KEYS",
+    "NATIVE_DISABLED",
+    "NO_CANON_ENV",
     "VOLATILE_PATTERNS",
     "Fingerprinter",
     "VolatileMask",

@@ -271,18 +271,12 @@ def decide(  # noqa: PLR0915 - one decision rule, read top to bottom
     )
 
 
-def verdict_clears_autoapprove(
-    verdict: Verdict | None, env: Mapping[str, str] | None = None, *, enabled: bool | None = None
-) -> bool:
+def verdict_clears_autoapprove(verdict: Verdict | None, *, enabled: bool) -> bool:
     """True only when a send may go out without a human. Fails closed on anything else.
 
-    ``enabled`` is the auto-approve switch (the settings value); None reads
-    ``AGENT_EVAL_AUTOAPPROVE`` from ``env`` (default: the environment, read here at the edge).
+    ``enabled`` is the auto-approve switch (``Settings.autoapprove``: ``AGENT_EVAL_AUTOAPPROVE=1``,
+    read at the edge); this never reads the environment.
     """
-    if enabled is None:
-        from liveguard.settings import Settings
-
-        enabled = Settings.from_env(env).autoapprove
     if not enabled:
         return False
     if verdict is None or not verdict.passed or verdict.hard_codes or verdict.missing:

@@ -225,18 +225,15 @@ class JudgeConfig(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> JudgeConfig:
+    def from_env(cls, env: Mapping[str, str]) -> JudgeConfig:
         """Defaults overridden by the environment; raise :class:`PolicyError` naming a bad variable.
 
         The key goes only to the host it was issued for: ``AGENT_EVAL_API_KEY`` to
         ``AGENT_EVAL_BASE_URL``; ``DEEPSEEK_API_KEY`` only to api.deepseek.com;
         ``OPENAI_API_KEY`` only to api.openai.com. Empty variables count as unset.
-        ``env=None`` reads ``os.environ`` (call it at the edge, once).
+        ``env`` is a mapping of variables (:attr:`liveguard.settings.Settings.env`; the usual
+        caller is :meth:`Settings.judge_config`); this never reads the process environment.
         """
-        if env is None:
-            from liveguard.settings import Settings
-
-            env = Settings.from_env().env
         values: dict[str, Any] = {}
         for name, var in _ENV_NAMES.items():
             raw = env.get(var, "").strip()
@@ -414,8 +411,8 @@ class JudgeClient:
     ``RuntimeError`` rather than reuse connections that belong to another loop.
     """
 
-    def __init__(self, config: JudgeConfig | None = None) -> None:
-        self.config = JudgeConfig.from_env() if config is None else config
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
         self._client: AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None

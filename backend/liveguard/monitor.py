@@ -82,7 +82,7 @@ class Monitor:
                  "_rules", "_turn", "allow_set", "policy")
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
-        policy = Policy.from_env() if policy is None else policy
+        policy = Policy() if policy is None else policy  # the defaults; never the environment
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set

@@ -43,7 +43,6 @@ the semantic layer on (``0`` off; unset leaves the policy's own setting).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
@@ -175,9 +174,12 @@ class Policy(BaseModel):
             raise PolicyError(_explain(exc, "Policy")) from None
 
     @classmethod
-    def from_env(cls, base: Policy | None = None, env: Mapping[str, str] | None = None) -> Policy:
-        """``base`` (default: the workflow preset) with environment overrides applied."""
-        env = os.environ if env is None else env
+    def from_env(cls, base: Policy | None = None, *, env: Mapping[str, str]) -> Policy:
+        """``base`` (default: the workflow preset) with the overrides in ``env`` applied.
+
+        ``env`` is a mapping of variables (:attr:`liveguard.settings.Settings.env`); this
+        never reads the process environment (:meth:`Settings.policy` is the usual caller).
+        """
         policy = base or cls()
         updates: dict[str, Any] = {}
         raw = env.get("AGENT_EVAL_MAX_REVISITS")

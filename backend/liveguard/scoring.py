@@ -370,7 +370,7 @@ def _options(
     settings = settings if settings is not None else Settings.from_env()
     return ScoreOptions(
         allow_sets=dict(allow_sets or {}),
-        default_policy=default_policy if default_policy is not None else settings.policy(),
+        default_policy=default_policy if default_policy is not None else settings.policy(Policy()),
         explicit_policy=explicit_policy,
         judges=judges,
         env=dict(settings.env),  # read once here: workers may not share this environment

@@ -1,8 +1,13 @@
 """Configuration read from the environment once, at the edge, into a value passed inward.
 
-The CLI, the integrations and the evaluator factories call :meth:`Settings.from_env`
-once; the library below them takes a :class:`Settings` (or the pieces it needs) as an
-argument and never reads ``os.environ`` itself.
+This is the only module that reads the environment (``tests/test_settings_edge.py`` walks
+every module's AST to keep it so). The CLI, the integrations, the evaluator factories and
+the public entry points (``evaluate_trajectory``, ``approval_gate``, ``open_saver``, ...)
+call :meth:`Settings.from_env` once when no settings are given; the library below them
+takes a :class:`Settings` (or the plain values it needs) as an argument.
+
+It imports nothing of liveguard at run time, so any module may import it: ``fingerprint``
+reads :data:`NATIVE_CANON_DISABLED` from here at import.
 
 Precedence, written once (:func:`resolve`): an explicit argument, then the run's
 metadata, then the default.
@@ -11,7 +16,10 @@ Variables: ``AGENT_EVAL_*`` judge settings (see :class:`~liveguard.judges.JudgeC
 ``LLM_KILL_SWITCH``, ``AGENT_EVAL_LOOP_GUARD`` (``0``: the loop-guard rule family off),
 ``AGENT_EVAL_TRAJECTORY_ANOMALY`` (``0``: the anomaly judge call off; the allow-set
 rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``), ``AGENT_EVAL_SEMANTIC``
-(``1``: the semantic layer on), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model).
+(``1``: the semantic layer on), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model),
+``AGENT_EVAL_CHECKPOINT_URL`` (the approval checkpointer), ``LIVEGUARD_NO_CANON`` (``1``:
+the C accelerator off, read once at import). Test hook (not a setting):
+``LIVEGUARD_PAUSE_DIR`` (:func:`pause_dir`).
 """
 
 from __future__ import annotations
@@ -20,14 +28,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeVar
-
-from liveguard.policy import Policy
+from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from liveguard.judges import JudgeConfig
+    from liveguard.policy import Policy
 
-__all__ = ["ENV_NAMES", "Settings", "resolve"]
+__all__ = ["ENV_NAMES", "NATIVE_CANON_DISABLED", "NO_CANON_ENV", "PAUSE_ENV", "Settings", "pause_dir",
+           "resolve"]
 
 T = TypeVar("T")
 
@@ -40,6 +48,21 @@ ENV_NAMES: tuple[str, ...] = (
     "LIVEGUARD_NO_CANON", "LANGSMITH_ENDPOINT", "LANGSMITH_API_KEY",
 )
 """Every variable liveguard reads (and only at the edge); docs/configuration.md has each one."""
+
+NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
+"""Set to ``1`` to switch the C accelerator off (read once, at import): the pure-Python path."""
+
+NATIVE_CANON_DISABLED: Final = os.environ.get(NO_CANON_ENV, "").strip().lower() in ("1", "true", "yes")
+"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process (``fingerprint``
+selects its path at import from this value)."""
+
+PAUSE_ENV: Final = "LIVEGUARD_PAUSE_DIR"
+"""The multi-process test hook's folder (:func:`liveguard.checkpoints.pause_point`)."""
+
+
+def pause_dir() -> str | None:
+    """``LIVEGUARD_PAUSE_DIR`` now (a test hook read on each call; None when unset or empty)."""
+    return os.environ.get(PAUSE_ENV) or None
 
 
 def resolve(explicit: T | None, metadata: T | None, default: T) -> T:
@@ -77,9 +100,23 @@ class Settings:
     def autoapprove(self) -> bool:
         return self._flag("AGENT_EVAL_AUTOAPPROVE", "") == "1"
 
-    def policy(self, base: Policy | None = None) -> Policy:
-        """``base`` with the environment's overrides (raises PolicyError naming a bad variable)."""
-        return Policy.from_env(base, env=self.env)
+    @property
+    def checkpoint_url(self) -> str | None:
+        """``AGENT_EVAL_CHECKPOINT_URL`` (None when unset or blank)."""
+        return self._flag("AGENT_EVAL_CHECKPOINT_URL", "") or None
+
+    @property
+    def embedding_model(self) -> str | None:
+        """``AGENT_EVAL_EMBEDDING_MODEL`` (None when unset or blank: the embedder's default)."""
+        return self._flag("AGENT_EVAL_EMBEDDING_MODEL", "") or None
+
+    def policy(self, base: Policy) -> Policy:
+        """``base`` with the environment's overrides (raises PolicyError naming a bad variable).
+
+        ``base`` is required (``Policy()`` for the defaults): this module imports no policy
+        code at run time, so that every module, ``fingerprint`` included, may import it.
+        """
+        return type(base).from_env(base, env=self.env)
 
     def judge_config(self) -> JudgeConfig:
         from liveguard.judges import JudgeConfig

@@ -146,7 +146,8 @@ class Scorer:
         from liveguard.eval_graph import _inputs
 
         self._graph_inputs = _inputs
-        self.default = options.default_policy if options.default_policy is not None else settings.policy()
+        given = options.default_policy
+        self.default = given if given is not None else settings.policy(Policy())
         self.allowsets_in_use = bool(options.allow_sets)
         self._presets: dict[str, Policy] = {}
 

@@ -124,6 +124,7 @@ from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, too
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
 from liveguard.policy import Policy
+from liveguard.settings import Settings
 from liveguard.thread_guard import (
     DAMAGED,
     EXIT_BEHAVIORS,
@@ -325,7 +326,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
         if ceiling < 1 or ledger_size < 1:
             raise ValueError("ceiling and ledger_size must be at least 1")
-        self.policy = Policy.from_env(Policy.tool_agent()) if policy is None else policy
+        self.policy = Settings.from_env().policy(Policy.tool_agent()) if policy is None else policy
         self.allow_set = allow_set
         self.exit_behavior: ExitBehavior = behavior
         self.ceiling = ceiling

@@ -88,7 +88,7 @@ Default policy (:func:`default_policy`)
     A ``create_agent`` / ``create_react_agent`` graph is recognised by its nodes (exactly
     ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model`` style hook nodes
     or ``pre_model_hook`` / ``post_model_hook``) and gets
-    ``Policy.from_env(Policy.tool_agent(...))`` with those nodes exempt from revisit
+    ``Settings.from_env().policy(Policy.tool_agent(...))`` with those nodes exempt from revisit
     counting. Any other graph gets the workflow preset without a revisit ceiling: a node
     name coming back is not a loop by itself. An allow-set's limits,
     ``AGENT_EVAL_MAX_REVISITS`` or ``policy=`` set one.
@@ -130,6 +130,7 @@ from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor
 from liveguard.policy import Policy
 from liveguard.readers.stream import UpdateStepper
+from liveguard.settings import Settings
 from liveguard.thread_guard import (
     EXIT_BEHAVIORS,
     GUARD_ERROR,
@@ -313,9 +314,9 @@ def default_policy(graph: Any) -> Policy:
     hooks = {n for n in names if _HOOK_NODE.search(n) or n in _REACT_HOOKS}
     if frozenset(names - hooks) in _AGENT_CORES:
         agent_nodes = ("model", "tools", "agent", *sorted(hooks))
-        return Policy.from_env(Policy.tool_agent(agent_nodes=agent_nodes))
+        return Settings.from_env().policy(Policy.tool_agent(agent_nodes=agent_nodes))
     base = Policy.workflow()
-    return Policy.from_env(base.model_copy(update={"max_revisits": base.window + 1}))
+    return Settings.from_env().policy(base.model_copy(update={"max_revisits": base.window + 1}))
 
 
 # -- stream shapes ------------------------------------------------------------------------------

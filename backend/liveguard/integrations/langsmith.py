@@ -57,6 +57,7 @@ from liveguard.results import (
     verdict_result,
 )
 from liveguard.scoring import policy_for
+from liveguard.settings import Settings
 
 if TYPE_CHECKING:
     from liveguard.gate import GateDecision
@@ -269,10 +270,13 @@ def _sync_to_async(score: Score) -> AsyncScore:
 def _liveness_score(
     policy: Policy | None, allow_sets: Mapping[str, AllowSet] | None
 ) -> Score:
+    settings = Settings.from_env()  # the edge: read once, when the evaluator is built
+
     def score(trajectory: Trajectory) -> EvaluatorResult:
-        default = policy if policy is not None else Policy.from_env()
+        default = policy if policy is not None else settings.policy(Policy())
         allow = (allow_sets or {}).get(trajectory.graph or "")
-        violations = check_trajectory(trajectory.steps, policy_for(trajectory, default), allow)
+        violations = check_trajectory(trajectory.steps, policy_for(trajectory, default, settings=settings),
+                                      allow)
         return liveness_result((v.code for v in violations if v.severity == "hard"),
                                has_steps=bool(trajectory.steps))
 
@@ -311,20 +315,23 @@ async def _averdict(
     policy: Policy | None,
     allow_sets: Mapping[str, AllowSet] | None,
     judge_config: JudgeConfig | None,
+    *,
+    settings: Settings,
     structural_only: bool = False,
 ) -> Verdict:
     """One run's verdict. ``structural_only`` is the caller's explicit ``judges=False``."""
     from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
     from liveguard.judges import JudgeClient
 
-    default = policy if policy is not None else Policy.from_env()
-    client = JudgeClient(judge_config if judge_config is not None else JudgeConfig.from_env())
+    default = policy if policy is not None else settings.policy(Policy())
+    client = JudgeClient(judge_config if judge_config is not None else settings.judge_config())
     try:
         return await aevaluate_trajectory(
             trajectory,
             allow_set=(allow_sets or {}).get(trajectory.graph or ""),
-            policy=policy_for(trajectory, default),
-            graph=build_eval_graph(client=client, structural_only=structural_only),
+            policy=policy_for(trajectory, default, settings=settings),
+            settings=settings,
+            graph=build_eval_graph(client=client, structural_only=structural_only, settings=settings),
         )
     finally:
         await client.aclose()
@@ -333,8 +340,11 @@ async def _averdict(
 def _verdict_score(
     policy: Policy | None, allow_sets: Mapping[str, AllowSet] | None, judge_config: JudgeConfig | None
 ) -> AsyncScore:
+    settings = Settings.from_env()  # the edge: read once, when the evaluator is built
+
     async def score(trajectory: Trajectory) -> EvaluatorResult:
-        return verdict_result(await _averdict(trajectory, policy, allow_sets, judge_config))
+        return verdict_result(await _averdict(trajectory, policy, allow_sets, judge_config,
+                                               settings=settings))
 
     return score
 
@@ -455,10 +465,12 @@ def _gate_score(
     _check_gate(factory, window=window, min_runs=min_runs, pass_rate=pass_rate, judges=judges)
     # judges=False is an explicit structural-only evaluation: no judge is called, and a
     # clean run may pass on the deterministic floor (the output says "structural only").
-    config = None if judges else JudgeConfig.from_env().model_copy(update={"kill_switch": True})
+    settings = Settings.from_env()  # the edge: read once, when the evaluator is built
+    config = None if judges else settings.judge_config().model_copy(update={"kill_switch": True})
 
     async def score(trajectories: list[Trajectory]) -> GateResult:
-        verdicts = [await _averdict(t, policy, allow_sets, config, structural_only=not judges)
+        verdicts = [await _averdict(t, policy, allow_sets, config, settings=settings,
+                                     structural_only=not judges)
                     for t in trajectories]
         return gate_result(decide(verdicts, window=window, min_runs=min_runs, pass_rate=pass_rate))
 

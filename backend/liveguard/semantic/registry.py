@@ -35,7 +35,11 @@ def _openai() -> Embedder:
         from liveguard.semantic.remote import OpenAIEmbedder
     except ImportError as exc:
         raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
-    return OpenAIEmbedder()
+    from liveguard.settings import Settings
+
+    # The process-wide embedder is built once, on first use: the environment is read here,
+    # through Settings, as at any other edge.
+    return OpenAIEmbedder.from_settings(Settings.from_env())
 
 
 def register_embedder(name: str, factory: Callable[[], Embedder]) -> None:

@@ -12,9 +12,8 @@ asked records that as missing evidence, never as "no repeat".
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +25,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from openai import OpenAI
 
+    from liveguard.settings import Settings
+
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "OpenAIEmbedder"]
 
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
@@ -34,16 +35,17 @@ DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 class OpenAIEmbedder:
     """Texts in, unit vectors out, from a remote embeddings endpoint (one request per batch)."""
 
-    def __init__(
-        self, config: JudgeConfig | None = None, *, model: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        env = os.environ if env is None else env
-        self.config = JudgeConfig.from_env(env) if config is None else config
-        self.model = model or env.get("AGENT_EVAL_EMBEDDING_MODEL", "").strip() or DEFAULT_EMBEDDING_MODEL
+    def __init__(self, config: JudgeConfig, *, model: str | None = None) -> None:
+        self.config = config
+        self.model = model or DEFAULT_EMBEDDING_MODEL
         self.name = f"openai:{self.model}"
         self._client: OpenAI | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAIEmbedder:
+        """The judges' configuration and ``AGENT_EVAL_EMBEDDING_MODEL`` from ``settings``."""
+        return cls(settings.judge_config(), model=settings.embedding_model)
 
     def _bound(self) -> OpenAI:
         with self._lock:
