@@ -504,10 +504,28 @@ def test_a_liveguard_bug_exits_70_not_1(tmp_path: Path) -> None:
     assert "RuntimeError" in err.getvalue()
 
 
-def test_make_run_fails_on_exit_70() -> None:
-    recipe = (REPO / "Makefile").read_text().split("\nrun:", 1)[1].split("\nbench:", 1)[0]
-    assert "--no-judges" in recipe
-    assert "0|3|4) ;; *) exit $$status" in recipe
+def _make_run(tmp_path: Path, gate_status: int) -> tuple[int, list[str]]:
+    """The Makefile's own ``run`` recipe, with ``liveguard`` a stand-in exiting ``gate_status``
+    from ``gate`` (``-o install``: the venv is taken as built; nothing is installed)."""
+    bin_dir = tmp_path / f"bin{gate_status}"
+    bin_dir.mkdir()
+    calls = tmp_path / f"calls{gate_status}"
+    fake = bin_dir / "liveguard"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n[ "$1" = gate ] && exit {gate_status}\nexit 0\n')
+    fake.chmod(0o755)
+    done = subprocess.run(["make", "--no-print-directory", "-o", "install", "run", f"BIN={bin_dir}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode, calls.read_text().splitlines()
+
+
+def test_make_run_fails_on_exit_70(tmp_path: Path) -> None:
+    """``make run``: the gate's answers (PROMOTE 0, HOLD 3, ROLLBACK 4) pass; a bug (70) or bad
+    input (2) fails make; both commands run without judges."""
+    for status, ok in ((0, True), (3, True), (4, True), (2, False), (70, False)):
+        code, calls = _make_run(tmp_path, status)
+        assert (code == 0) is ok, (status, code)
+        assert [c.split()[0] for c in calls] == ["score", "gate"]
+        assert all("--no-judges" in c.split() for c in calls)
 
 
 def test_error_rows_never_carry_step_text_or_keys(tmp_path: Path) -> None:

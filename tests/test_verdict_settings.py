@@ -52,8 +52,16 @@ def test_escalation_is_applied_by_the_verdict_module() -> None:
     assert apply_escalation(v, {"called": False}) is v
 
 
-def test_the_gate_pass_rate_is_its_own_constant() -> None:
-    assert decide([]).threshold == GATE_PASS_RATE
+def test_the_gate_decides_at_its_own_pass_rate() -> None:
+    """The default threshold is GATE_PASS_RATE (0.80 of the runs passed), applied at its edge."""
+    below = _verdict(run_id="r4", passed=False, composite=0.5, reason="below_pass_mark")
+    four_of_five = [*(_verdict(run_id=f"r{i}") for i in range(4)), below]
+    at_rate = decide(four_of_five, min_runs=1)
+    assert (at_rate.decision, at_rate.pass_rate, at_rate.threshold) == ("PROMOTE", 0.8, GATE_PASS_RATE)
+    assert GATE_PASS_RATE == 0.80
+    assert decide(four_of_five[1:], min_runs=1).decision == "HOLD"  # 3 of 4: 0.75
+    assert decide(four_of_five, min_runs=1, pass_rate=0.81).decision == "HOLD"
+    assert decide(four_of_five, min_runs=1, pass_rate=0.75).decision == "PROMOTE"
 
 
 @pytest.mark.parametrize(
