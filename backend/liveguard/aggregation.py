@@ -13,6 +13,18 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from liveguard.evidence import (
+    JUDGE_ERROR,
+    JUDGE_VOID,
+    JUDGES_SKIPPED,
+    NO_ALLOWSET,
+    NO_STEPS,
+    RULE_FAMILY_OFF,
+    SEMANTIC_UNAVAILABLE,
+    MissingEvidence,
+    level_error,
+    level_skip,
+)
 from liveguard.judges import PROMPT_VERSION
 from liveguard.model import LevelScore, Trajectory, Verdict, Violation
 from liveguard.monitor import check_trajectory
@@ -70,42 +82,47 @@ def dump_violations(violations: Iterable[Violation]) -> list[dict[str, Any]]:
 
 
 def missing_evidence(state: State, scores: Mapping[str, LevelScore], structural_only: bool,
-             use_anomaly: bool) -> list[str]:
-    """Every piece of missing evidence for this run, as ``prefix:detail`` codes."""
+             use_anomaly: bool) -> list[MissingEvidence]:
+    """Every piece of missing evidence for this run (typed; its text is ``kind:detail``)."""
     run = state["trajectory"]
     telemetry = telemetry_of(state)
-    missing: list[str] = []
+    missing: list[MissingEvidence] = []
     if not run.steps:
-        missing.append("no_steps")
+        missing.append(MissingEvidence(NO_STEPS))
     planned = set(state.get("levels") or [])
     for level, s in sorted(scores.items()):
         if level not in planned:
             continue
-        if s.reason.startswith("judge_error:"):
-            missing.append(f"judge_error:{level}:{s.evidence.get('error')}")
-        elif s.reason.startswith("skipped:") and s.reason != "skipped:hard_violation":
-            code = f"judges_skipped:{s.reason.split(':', 1)[1]}"
-            if code not in missing:
-                missing.append(code)
+        why = level_skip(s.reason)
+        if level_error(s.reason) is not None:
+            missing.append(MissingEvidence.judge_error(level, s.evidence.get("error")))
+        elif why is not None and why != "hard_violation":
+            skipped = MissingEvidence(JUDGES_SKIPPED, why)
+            if skipped not in missing:
+                missing.append(skipped)
     anomaly_judge = telemetry.get("trajectory_anomaly", {}).get("judge")
-    if anomaly_judge and str(anomaly_judge.get("reason", "")).startswith("judge_error:"):
-        missing.append(f"judge_error:anomaly:{(anomaly_judge.get('evidence') or {}).get('error')}")
+    if anomaly_judge and level_error(str(anomaly_judge.get("reason", ""))) is not None:
+        error = (anomaly_judge.get("evidence") or {}).get("error")
+        missing.append(MissingEvidence.judge_error("anomaly", error))
     for spin in telemetry.get("detect_defects", {}).get("spin_checks", []):
-        if str(spin.get("reason", "")).startswith("judge_error:"):
-            missing.append(f"judge_error:spin_check:{(spin.get('evidence') or {}).get('error')}")
+        if level_error(str(spin.get("reason", ""))) is not None:
+            error = (spin.get("evidence") or {}).get("error")
+            missing.append(MissingEvidence.judge_error("spin_check", error))
     for v in telemetry.get("loop_guard", {}).get("violations", []):
         code = v.get("code")
-        if code == "semantic_unavailable":
-            missing.append(f"semantic_unavailable:{(v.get('detail') or {}).get('reason')}")
-        elif code in VOIDING_CODES and not structural_only and f"judge_void:{code}" not in missing:
-            # the run's text addressed the evaluator: a judge that read it may have obeyed
-            missing.append(f"judge_void:{code}")
+        if code == SEMANTIC_UNAVAILABLE:
+            missing.append(MissingEvidence(SEMANTIC_UNAVAILABLE, str((v.get("detail") or {}).get("reason"))))
+        elif code in VOIDING_CODES and not structural_only:
+            void = MissingEvidence(JUDGE_VOID, code)
+            if void not in missing:
+                # the run's text addressed the evaluator: a judge that read it may have obeyed
+                missing.append(void)
     if state.get("allowsets_in_use") and state.get("allow_set") is None:
-        missing.append(f"no_allowset:{run.graph or '-'}")
+        missing.append(MissingEvidence(NO_ALLOWSET, run.graph or "-"))
     if not telemetry.get("loop_guard", {}).get("enabled", True):
-        missing.append("rule_family_off:loop_guard")
+        missing.append(MissingEvidence(RULE_FAMILY_OFF, "loop_guard"))
     if not use_anomaly and not structural_only:
-        missing.append("rule_family_off:trajectory_anomaly")
+        missing.append(MissingEvidence(RULE_FAMILY_OFF, "trajectory_anomaly"))
     return missing
 
 
@@ -179,7 +196,7 @@ def build_verdict(
 
         violations += spin_confirmations(spins)
     for level_score in [*scores.values(), *extra]:
-        if level_score.reason.startswith("judge_error:"):
+        if level_error(level_score.reason) is not None:
             violations.append(Violation(
                 code="judge_error", severity="soft", step=0, node=level_score.level, count=1,
                 detail={"level": level_score.level, "error": level_score.evidence.get("error")},
@@ -196,9 +213,10 @@ def build_verdict(
             judged_scores.append(s.score)
         if s.confidence is not None:
             confidences.append(s.confidence)
-        if s.reason.startswith("skipped:") and s.reason != "skipped:not_planned":
-            skipped_reasons.add(s.reason.split(":", 1)[1])
-    complete = bool(judged_scores) and not any(m.startswith(("judge_error:", "judge_void:")) for m in missing)
+        why = level_skip(s.reason)
+        if why is not None and why != "not_planned":
+            skipped_reasons.add(why)
+    complete = bool(judged_scores) and not any(m.kind in (JUDGE_ERROR, JUDGE_VOID) for m in missing)
     composite = sum(judged_scores) / len(judged_scores) if complete else None
     partial = sum(judged_scores) / len(judged_scores) if judged_scores and not complete else None
     skipped = sorted(skipped_reasons)

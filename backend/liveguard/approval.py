@@ -105,6 +105,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict
 
 from liveguard import hitl
 from liveguard.errors import LiveguardError
+from liveguard.evidence import JUDGE_ERROR, JUDGES_SKIPPED, MissingEvidence, level_error
 from liveguard.model import Step, Trajectory, Verdict
 from liveguard.readers.stream import UpdateStepper
 
@@ -303,10 +304,10 @@ def reasons_for(verdict: Verdict | None, cleared: bool, *, autoapprove: bool) ->
         return reasons  # only the switch held it
     specific = len(reasons)
     reasons += [f"hard:{code}" for code in verdict.hard_codes]
-    # Missing evidence, as the verdict names it (``prefix:detail`` codes) when it does.
-    missing = [str(m) for m in (getattr(verdict, "missing", None) or [])]
-    for code in missing:
-        named = "unjudged:" + code.split(":", 1)[1] if code.startswith("judges_skipped:") else code
+    # Missing evidence, as the verdict names it (its text: ``kind:detail``) when it does.
+    missing = verdict.missing
+    for m in missing:
+        named = f"unjudged:{m.detail}" if m.kind == JUDGES_SKIPPED else str(m)
         if named != "unjudged:hard_violation" and named not in reasons:
             reasons.append(named)
     if not missing:
@@ -314,10 +315,10 @@ def reasons_for(verdict: Verdict | None, cleared: bool, *, autoapprove: bool) ->
             reasons.append(f"unjudged:{verdict.judges_skipped}")
         elif not verdict.judged and not verdict.hard_codes:
             reasons.append(f"unjudged:{verdict.reason}")
-        reasons += sorted({f"judge_error:{s.level}" for s in verdict.levels.values()
-                           if s.reason.startswith("judge_error:")})
-        if verdict.judge_error and not any(r.startswith("judge_error:") for r in reasons):
-            reasons.append("judge_error")
+        failed = sorted({s.level for s in verdict.levels.values() if level_error(s.reason) is not None})
+        reasons += [str(MissingEvidence(JUDGE_ERROR, level)) for level in failed]
+        if verdict.judge_error and not failed:
+            reasons.append(JUDGE_ERROR)
     if not verdict.passed and len(reasons) == specific:
         reasons.append(f"not_passed:{verdict.reason}")
     if len(reasons) == specific:

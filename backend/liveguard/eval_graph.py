@@ -46,6 +46,7 @@ from liveguard.aggregation import (
     merge_meta,
 )
 from liveguard.allowset import AllowSet
+from liveguard.evidence import level_error_reason, level_skip_reason
 from liveguard.model import Level, LevelScore, Trajectory, Verdict, Violation
 from liveguard.policy import Policy
 from liveguard.rules.build import TRANSITION_CODES
@@ -144,7 +145,7 @@ def _judge_payload(level: Level, state: EvalState) -> dict[str, Any]:
 def _level_score(level: Level, result: JudgeResult) -> LevelScore:
     evidence = {"requests": result.requests, "prompt_version": result.prompt_version}
     if result.error is not None:
-        return LevelScore(level=level, reason=f"judge_error:{result.error}",
+        return LevelScore(level=level, reason=level_error_reason(result.error),
                           source=f"judge:{result.model}", evidence={**evidence, "error": result.error})
     return LevelScore(level=level, score=result.score, confidence=result.confidence,
                       reason="judged", source=f"judge:{result.model}", evidence=evidence)
@@ -153,7 +154,7 @@ def _level_score(level: Level, result: JudgeResult) -> LevelScore:
 @functools.lru_cache(maxsize=64)
 def _skipped(level: Level, why: str) -> LevelScore:
     """A skipped level's score; the same frozen object for the same arguments (built once)."""
-    return LevelScore(level=level, reason=f"skipped:{why}", source="none")
+    return LevelScore(level=level, reason=level_skip_reason(why), source="none")
 
 
 

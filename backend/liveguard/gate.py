@@ -35,8 +35,16 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from liveguard.evidence import (
+    JUDGE_ERROR,
+    JUDGE_VOID,
+    JUDGES_SKIPPED,
+    NO_ALLOWSET,
+    NO_STEPS,
+    RULE_FAMILY_OFF,
+)
 from liveguard.model import Verdict
-from liveguard.verdict import JUDGE_GAPS, PASS_MARK
+from liveguard.verdict import PASS_MARK
 
 __all__ = [
     "CELL_PASS",
@@ -57,7 +65,6 @@ A different concept from the judge pass mark, with its own constant."""
 
 Decision = Literal["PROMOTE", "HOLD", "ROLLBACK", "REFUSE"]
 EXIT_CODES: Final[Mapping[str, int]] = {"PROMOTE": 0, "HOLD": 3, "ROLLBACK": 4, "REFUSE": 2}
-_JUDGE_GAPS: Final = JUDGE_GAPS
 _FAMILY_FLAGS: Final[Mapping[str, str]] = {
     "loop_guard": "AGENT_EVAL_LOOP_GUARD=0",
     "trajectory_anomaly": "AGENT_EVAL_TRAJECTORY_ANOMALY=0",
@@ -143,18 +150,18 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     other: dict[str, list[str]] = {}
     for v in verdicts:
         for m in v.missing:
-            kind, _, detail = m.partition(":")
-            if kind == "judge_error":
+            kind, detail = m.kind, m.detail
+            if kind == JUDGE_ERROR:
                 failed.setdefault(v.run_id, set()).add(detail)
-            elif kind == "judges_skipped":
+            elif kind == JUDGES_SKIPPED:
                 skipped.setdefault(detail, set()).add(v.run_id)
-            elif kind == "no_steps":
+            elif kind == NO_STEPS:
                 no_steps.append(v.run_id)
-            elif kind == "no_allowset":
+            elif kind == NO_ALLOWSET:
                 no_allow[detail] = no_allow.get(detail, 0) + 1
-            elif kind == "rule_family_off":
+            elif kind == RULE_FAMILY_OFF:
                 families.add(detail)
-            elif kind == "judge_void":
+            elif kind == JUDGE_VOID:
                 void.setdefault(detail, []).append(v.run_id)
             else:  # semantic_unavailable, and any kind added later: never silently dropped
                 other.setdefault(m, []).append(v.run_id)
@@ -233,10 +240,9 @@ def decide(  # noqa: PLR0915 - one decision rule, read top to bottom
     elif missing:
         decision = "HOLD"
         incomplete = sum(1 for v in recent if v.missing)
-        unjudged = [v for v in recent if any(m.startswith(_JUDGE_GAPS) for m in v.missing)]
+        unjudged = [v for v in recent if any(m.judge_gap for m in v.missing)]
         if unjudged:
-            codes = sorted({m.split(":")[-1] for v in unjudged for m in v.missing
-                            if m.startswith(_JUDGE_GAPS)})
+            codes = sorted({m.error for v in unjudged for m in v.missing if m.judge_gap})
             reasons.append(f"{len(unjudged)} unjudged run(s) in the window: {', '.join(codes)}")
         reasons.append(f"missing evidence on {incomplete} run(s) in the window (see below)")
     elif len(recent) < min_runs:

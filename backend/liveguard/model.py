@@ -11,6 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from liveguard.codes import LIVENESS_CODES
+from liveguard.evidence import MissingEvidence
+
 __all__ = [
     "LIVENESS_CODES",
     "Expected",
@@ -26,19 +29,7 @@ __all__ = [
 Severity = Literal["hard", "soft"]
 Level = Literal["step", "trajectory", "outcome"]
 
-LIVENESS_CODES = frozenset(
-    {
-        "node_revisit_cycle",
-        "no_progress_stall",
-        "repeated_content",
-        "content_cycle",
-        "tool_no_progress",
-        "illegal_transition",
-        "excessive_loop",
-        "semantic_repeat",  # only its hard form: two reworded repeats in the window
-    }
-)
-"""The structural (deterministic) hard codes: any of them rolls a release back."""
+# LIVENESS_CODES (re-exported): the structural hard codes, from the one registry (liveguard.codes).
 
 
 class Step(BaseModel):
@@ -118,12 +109,13 @@ class Verdict(BaseModel):
     """The eval graph's verdict on one run.
 
     ``passed`` is False whenever a hard violation fired, whatever the scores, and
-    whenever evidence is missing: ``missing`` lists it as ``prefix:detail`` codes
-    (``judge_error:step:http_5xx``, ``judges_skipped:no_api_key``, ``no_steps``,
-    ``no_allowset:<graph>``, ``rule_family_off:loop_guard``; see
-    :data:`liveguard.verdict.MISSING_CODES`). ``structural_only`` is True when the caller
-    asked for a structural-only evaluation (no judges, by request). ``start_time`` (ISO
-    text, when the run carries one) orders the gate's window.
+    whenever evidence is missing: ``missing`` lists it as typed
+    :class:`~liveguard.evidence.MissingEvidence` values (``.kind``, ``.detail``) whose text
+    is ``kind:detail`` (``judge_error:step:http_5xx``, ``judges_skipped:no_api_key``,
+    ``no_steps``, ``no_allowset:<graph>``, ``rule_family_off:loop_guard``; see
+    :data:`liveguard.evidence.KINDS`); serialized, each is that text. ``structural_only``
+    is True when the caller asked for a structural-only evaluation (no judges, by request).
+    ``start_time`` (ISO text, when the run carries one) orders the gate's window.
     ``reason`` and every ``evidence`` value are codes, counts, digests and step indices.
     """
 
@@ -139,7 +131,7 @@ class Verdict(BaseModel):
     judges_skipped: str | None = None
     judge_error: bool = False
     structural_only: bool = False
-    missing: list[str] = Field(default_factory=list)
+    missing: list[MissingEvidence] = Field(default_factory=list)
     start_time: str | None = None
     prompt_version: str
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)

@@ -6,8 +6,8 @@ the public entry points (``evaluate_trajectory``, ``approval_gate``, ``open_save
 call :meth:`Settings.from_env` once when no settings are given; the library below them
 takes a :class:`Settings` (or the plain values it needs) as an argument.
 
-It imports nothing of liveguard at run time, so any module may import it: ``fingerprint``
-reads :data:`NATIVE_CANON_DISABLED` from here at import.
+It imports nothing of liveguard at run time but :mod:`liveguard.evidence` (a leaf), so any
+module may import it: ``fingerprint`` reads :data:`NATIVE_CANON_DISABLED` from here at import.
 
 Precedence, written once (:func:`resolve`): an explicit argument, then the run's
 metadata, then the default.
@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeVar
+
+from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
 
 if TYPE_CHECKING:
     from liveguard.judges import JudgeConfig
@@ -123,11 +125,11 @@ class Settings:
 
         return JudgeConfig.from_env(self.env)
 
-    def rule_families_off(self) -> list[str]:
-        """``rule_family_off:<family>`` codes for the families the environment switched off."""
+    def rule_families_off(self) -> list[MissingEvidence]:
+        """``rule_family_off:<family>`` evidence for the families the environment switched off."""
         off = []
         if not self.loop_guard:
-            off.append("rule_family_off:loop_guard")
+            off.append(MissingEvidence(RULE_FAMILY_OFF, "loop_guard"))
         if not self.trajectory_anomaly:
-            off.append("rule_family_off:trajectory_anomaly")
+            off.append(MissingEvidence(RULE_FAMILY_OFF, "trajectory_anomaly"))
         return off

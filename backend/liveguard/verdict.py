@@ -26,6 +26,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from liveguard.evidence import GATE_ONLY, JUDGE_GAPS, KINDS, MissingEvidence
 from liveguard.model import Verdict
 
 __all__ = [
@@ -45,40 +46,25 @@ PASS_MARK: Final = 0.80
 BORDERLINE_MARGIN: Final = 0.05
 """|composite - PASS_MARK| <= this asks the escalation panel."""
 
-MISSING_CODES: Final[Mapping[str, str]] = {
-    "judge_error": "a planned judge level (or the panel) failed after its retries",
-    "judges_skipped": "the judges did not run (no key for the host, LLM_KILL_SWITCH=1)",
-    "judge_void": "the run's text tried to instruct the evaluator, so its judge scores are void",
-    "no_steps": "the run has no steps (none recorded or none recovered)",
-    "no_allowset": "allow-sets are in use but none matches the run's graph",
-    "rule_family_off": "an environment flag switched a rule family off",
-    "semantic_unavailable": "the semantic layer was on but its embedder failed",
-}
-"""Prefixes of ``Verdict.missing`` entries (``prefix:detail``): each is missing evidence."""
+MISSING_CODES: Final[Mapping[str, str]] = KINDS
+"""The kinds of ``Verdict.missing`` entries (:class:`~liveguard.evidence.MissingEvidence`),
+with their meaning; ``GATE_ONLY`` and ``JUDGE_GAPS`` (kinds) come from the same module."""
 
-
-GATE_ONLY: Final = ("no_allowset:",)
-"""Missing-evidence prefixes that hold the gate without failing the run."""
-JUDGE_GAPS: Final = ("judge_error:", "judges_skipped:", "judge_void:")
-"""Missing-evidence prefixes that mean the run has no usable judge scores."""
 VOIDING_CODES: Final = ("evaluator_injection_suspected",)
 """Findings that void the judges' scores of a run: its text tried to instruct the evaluator, so
 a judge that read it may have obeyed (``judge_void:<code>``; the run is never passed on them)."""
 
 
-def _judge_gap(missing: Sequence[str]) -> bool:
-    return any(m.startswith(JUDGE_GAPS) for m in missing)
-
-
 def decide_run(
     hard: Sequence[str], composite: float | None, missing: Sequence[str], *, structural_only: bool
 ) -> tuple[bool, str]:
-    """``(passed, reason)``: the one pass rule (see the module docstring)."""
+    """``(passed, reason)``: the one pass rule (see the module docstring). ``missing``:
+    :class:`~liveguard.evidence.MissingEvidence` values (or their text)."""
     if hard:
         return False, "hard_violation"
-    gaps = [m for m in missing if not m.startswith(GATE_ONLY)]
-    if gaps:
-        return False, "unjudged" if _judge_gap(gaps) else "incomplete_evidence"
+    kinds = {MissingEvidence.parse(m).kind for m in missing} - GATE_ONLY
+    if kinds:
+        return False, "unjudged" if kinds & JUDGE_GAPS else "incomplete_evidence"
     if structural_only:
         return True, "structural_only"
     if composite is None:
@@ -114,7 +100,8 @@ def apply_escalation(verdict: Verdict, escalation: Mapping[str, Any] | None) -> 
               if k in escalation}
     evidence = {**verdict.evidence, "escalation": record}
     if "median" not in escalation:  # the panel failed: the run is unjudged, never a pass
-        missing = [*verdict.missing, *(f"judge_error:panel:{e}" for e in escalation.get("errors", []))]
+        missing = [*verdict.missing,
+                   *(MissingEvidence.judge_error("panel", e) for e in escalation.get("errors", []))]
         passed, reason = decide_run(verdict.hard_codes, None, missing, structural_only=False)
         return verdict.model_copy(update={
             "passed": passed, "reason": f"panel:{reason}", "judged": False, "judge_error": True,

@@ -15,21 +15,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from liveguard.allowset import END, START, AllowSet
+from liveguard.codes import LOOP_CODES
 from liveguard.model import Verdict, Violation
 
 __all__ = ["LOOP_CODES", "GraphData", "ReportRow", "ReportRun", "collect", "failing_first", "label"]
 
-LOOP_CODES = frozenset(
-    {
-        "node_revisit_cycle",
-        "excessive_loop",
-        "no_progress_stall",
-        "repeated_content",
-        "content_cycle",
-        "tool_no_progress",
-    }
-)
-"""Codes that mark the node they fired on as looping in the diagram."""
 
 Label = Literal["PASS", "FAIL", "ERROR"]
 

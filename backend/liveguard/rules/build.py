@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from liveguard.codes import LOOP_GUARD_CODES, TRANSITION_CODES
 from liveguard.policy import Policy
 from liveguard.rules.base import Rule
 from liveguard.rules.content import ContentCycle, RepeatedContent, Stall
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LOOP_GUARD_CODES", "TRANSITION_CODES", "build", "build_step_rules"]
 
-LOOP_GUARD_CODES = frozenset(
-    {"node_revisit_cycle", "no_progress_stall", "repeated_content", "content_cycle", "tool_no_progress"}
-)
-"""Codes of the loop-guard family."""
-TRANSITION_CODES = frozenset({"illegal_transition", "excessive_loop", "dead_end"})
-"""Codes of the allow-set family."""
 
 
 def build(policy: Policy, allow_set: AllowSet | None = None) -> list[Rule]:

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from liveguard.evidence import level_error_reason, level_skip_reason
 from liveguard.model import LevelScore, Step, Violation
 from liveguard.policy import Policy
 from liveguard.semantic.text import text_of
@@ -83,7 +84,7 @@ async def spin_check(
         evidence.update(finding_step=finding.step, finding_node=finding.node)
     skip = gateway.skip_reason
     if skip is not None:
-        return LevelScore(level="trajectory", reason=f"skipped:{skip}", source="spin_check",
+        return LevelScore(level="trajectory", reason=level_skip_reason(skip), source="spin_check",
                           evidence=evidence)
     payload = {"task": SPIN_TASK,
                "rounds": [{"i": i, "node": node, "text": text} for i, node, text in picked]}
@@ -91,7 +92,7 @@ async def spin_check(
     evidence.update(requests=result.requests, prompt_version=result.prompt_version)
     source = f"spin_check:{result.model}"
     if result.error is not None:
-        return LevelScore(level="trajectory", reason=f"judge_error:{result.error}", source=source,
+        return LevelScore(level="trajectory", reason=level_error_reason(result.error), source=source,
                           evidence={**evidence, "error": result.error})
     return LevelScore(level="trajectory", score=result.score, confidence=result.confidence,
                       reason="judged", source=source, evidence=evidence)
