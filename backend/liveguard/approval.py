@@ -305,7 +305,7 @@ def reasons_for(verdict: Verdict | None, cleared: bool, *, autoapprove: bool) ->
     specific = len(reasons)
     reasons += [f"hard:{code}" for code in verdict.hard_codes]
     # Missing evidence, as the verdict names it (its text: ``kind:detail``) when it does.
-    missing = verdict.missing
+    missing = [MissingEvidence.parse(m) for m in verdict.missing]  # a model_copy may hold text
     for m in missing:
         named = f"unjudged:{m.detail}" if m.kind == JUDGES_SKIPPED else str(m)
         if named != "unjudged:hard_violation" and named not in reasons:

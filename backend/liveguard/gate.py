@@ -42,6 +42,7 @@ from liveguard.evidence import (
     NO_ALLOWSET,
     NO_STEPS,
     RULE_FAMILY_OFF,
+    MissingEvidence,
 )
 from liveguard.model import Verdict
 from liveguard.verdict import PASS_MARK
@@ -139,6 +140,11 @@ def _ids(ids: Sequence[str], limit: int = 10) -> str:
     return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
 
 
+def _evidence(verdict: Verdict) -> list[MissingEvidence]:
+    """The verdict's missing evidence, typed (a copy made with ``model_copy(update=...)`` may hold text)."""
+    return [MissingEvidence.parse(m) for m in verdict.missing]
+
+
 def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One human line per kind of missing evidence over ``verdicts`` (codes, counts, ids)."""
     failed: dict[str, set[str]] = {}
@@ -149,7 +155,7 @@ def missing_lines(verdicts: Sequence[Verdict]) -> list[str]:
     void: dict[str, list[str]] = {}
     other: dict[str, list[str]] = {}
     for v in verdicts:
-        for m in v.missing:
+        for m in _evidence(v):
             kind, detail = m.kind, m.detail
             if kind == JUDGE_ERROR:
                 failed.setdefault(v.run_id, set()).add(detail)
@@ -240,9 +246,9 @@ def decide(  # noqa: PLR0915 - one decision rule, read top to bottom
     elif missing:
         decision = "HOLD"
         incomplete = sum(1 for v in recent if v.missing)
-        unjudged = [v for v in recent if any(m.judge_gap for m in v.missing)]
+        unjudged = [v for v in recent if any(m.judge_gap for m in _evidence(v))]
         if unjudged:
-            codes = sorted({m.error for v in unjudged for m in v.missing if m.judge_gap})
+            codes = sorted({m.error for v in unjudged for m in _evidence(v) if m.judge_gap})
             reasons.append(f"{len(unjudged)} unjudged run(s) in the window: {', '.join(codes)}")
         reasons.append(f"missing evidence on {incomplete} run(s) in the window (see below)")
     elif len(recent) < min_runs:
