@@ -349,6 +349,8 @@ def _session(weights: dict[str, Any], config: dict[str, Any], threads: int | Non
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: its warnings would go to stderr
-    return onnxruntime.InferenceSession(
-        build_minilm_onnx(weights, config), options, providers=["CPUExecutionProvider"]
-    )
+    model = build_minilm_onnx(weights, config)
+    # The session reads the weights from the serialised model: drop the numpy copy first
+    # (the caller's dict; 90 MB less at the load's peak).
+    weights.clear()
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
