@@ -37,8 +37,9 @@ match whatever its cosine, so it is not embedded either. Otherwise the step is e
 with only those window messages it could repeat (the candidates) that still lack a
 vector. Vectors are cached by digest, so an identical text is embedded once per process.
 Offline, :meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first: up
-to half the cache at once, the rest in batches of :data:`_AHEAD` as the run reaches them
-(so a run longer than the cache never has its own vectors evicted before use).
+to half the cache at once, the rest in batches of :data:`_AHEAD` (at most half the cache)
+as the run reaches them (so a run longer than the cache never has its own vectors evicted
+before use).
 
 An embedder that fails is missing evidence: one soft ``semantic_unavailable``
 finding (with the error code) and the rule stands down for the run.
@@ -74,7 +75,8 @@ _EVENTS = 256
 _SEEN = 512
 """Observation digests remembered to tell a new one from one seen before."""
 _AHEAD = 256
-"""Texts of a run's plan embedded together when the run reaches them (:meth:`SemanticRepeat.prefetch`)."""
+"""Texts of a run's plan embedded together when the run reaches them (:meth:`SemanticRepeat.prefetch`;
+at most half the cache)."""
 _INFOS = 512
 _INFO_CHARS = 8 << 20
 """The novelty features :meth:`SemanticRepeat.prefetch` computed and hands to :meth:`observe`
@@ -350,7 +352,8 @@ class SemanticRepeat:
         if missing:
             todo = [(e.key, e.text) for e in missing if e.text is not None]
             plan = self._plan
-            while plan and len(todo) < len(missing) + _AHEAD:  # the run's next texts, in one batch
+            ahead = len(missing) + min(_AHEAD, cache.size // 2)
+            while plan and len(todo) < ahead:  # the run's next texts, in one batch
                 todo.append(plan.popleft())
             cache.fill(todo)
             self.stats.embedded += len({e.key for e in missing})

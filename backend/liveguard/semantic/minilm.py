@@ -28,7 +28,9 @@ from liveguard.semantic.base import EmbeddingError, SemanticUnavailable
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MAX_CHARS", "MAX_CUT", "MAX_TOKENS", "MODEL_NAME", "MiniLMEmbedder", "batches", "cut", "model_dir"]
+__all__ = [
+    "MAX_CHARS", "MAX_CUT", "MAX_TOKENS", "MODEL_NAME", "MiniLMEmbedder", "batches", "cut", "model_dir",
+]
 
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 # The model's useful length: it was trained on sequences of at most 128 tokens (model
@@ -70,7 +72,7 @@ def cut(text: str, limit: int = MAX_CHARS) -> str:
     (one overlong word: an ``[UNK]`` token either way past 100 characters)."""
     if len(text) <= limit:
         return text
-    end = max(map(lambda c: text.rfind(c, 0, limit + 1), _BREAKS))
+    end = max(text.rfind(c, 0, limit + 1) for c in _BREAKS)
     return text[:end] if end > 0 else text[:limit]
 
 
