@@ -44,7 +44,7 @@ from liveguard import Policy, Step, check_trajectory
 from scale import _tree_rss
 
 SEED = 21
-WORDS = (
+_VOCABULARY = (
     "report review check plan draft update status summary result answer order reply message team task "
     "issue search fetch compare decide write build send read open close start finish retry wait change "
     "improve confirm customer account invoice payment refund shipping delivery product price support "
@@ -52,7 +52,8 @@ WORDS = (
     "latency error warning failure success morning evening week month quarter year today yesterday "
     "tomorrow early late quickly slowly carefully clearly agent model prompt output input context "
     "window token score judge policy rule loop step node graph edge state"
-).split()
+)
+WORDS = _VOCABULARY.split()
 NODES = ("writer", "reviewer")
 
 
