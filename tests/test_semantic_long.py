@@ -73,6 +73,8 @@ def test_a_1mb_message_is_cut_before_tokenisation_to_the_same_tokens() -> None:
 
 def test_the_cut_falls_where_the_pre_tokeniser_splits_and_lengthens_only_when_needed() -> None:
     rng = random.Random(3)
+    local = cache_for("local").embedder
+    assert isinstance(local, MiniLMEmbedder)
     cases = {
         "prose": prose(rng, 3000),
         "punctuation and accents": "Zürich, café; naïve (résumé) — 東京 [x]. " * 400,
@@ -87,11 +89,11 @@ def test_the_cut_falls_where_the_pre_tokeniser_splits_and_lengthens_only_when_ne
         assert text.startswith(piece), name
         if piece != text[:MAX_CHARS]:  # cut before a break, so no word is split
             assert not text[len(piece)].isalnum(), name
-        assert MiniLMEmbedder.token_ids(cache_for("local").embedder, [text])[0] == reference_ids(text), name
+        assert local.token_ids([text])[0] == reference_ids(text), name
     # The documented bound: past MAX_CUT characters of whitespace nothing more is tokenised.
     blank = " " * (MAX_CUT + 10) + prose(rng, 200)
     assert len(cut(blank, MAX_CUT)) <= MAX_CUT
-    assert cache_for("local").embedder.token_ids([blank]) == [[101, 102]]  # [CLS] [SEP]
+    assert local.token_ids([blank]) == [[101, 102]]  # [CLS] [SEP]
 
 
 # -- forward passes ------------------------------------------------------------------------------
@@ -100,6 +102,7 @@ def test_forward_passes_hold_at_most_1024_padded_tokens_and_match_one_by_one() -
     texts = [prose(rng, n) for n in (3, 8, 20, 60, *[140] * 10)]
     texts.append(prose(rng, 200_000))
     embedder = cache_for("local").embedder
+    assert isinstance(embedder, MiniLMEmbedder)
     lengths = [len(ids) for ids in embedder.token_ids(texts)]
     assert lengths.count(MAX_TOKENS) == 11
     plan = batches(lengths)
