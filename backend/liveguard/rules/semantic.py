@@ -36,7 +36,10 @@ window lacks), grows every earlier message, or is the first message of its node,
 match whatever its cosine, so it is not embedded either. Otherwise the step is embedded
 with only those window messages it could repeat (the candidates) that still lack a
 vector. Vectors are cached by digest, so an identical text is embedded once per process.
-Offline, :meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first.
+Offline, :meth:`SemanticRepeat.prefetch` embeds what a run will need in batches first: up
+to half the cache at once, the rest in batches of :data:`_AHEAD` (at most half the cache)
+as the run reaches them (so a run longer than the cache never has its own vectors evicted
+before use).
 
 An embedder that fails is missing evidence: one soft ``semantic_unavailable``
 finding (with the error code) and the rule stands down for the run.
@@ -71,6 +74,13 @@ _EVENTS = 256
 """Observations remembered for the confirmation (index, node, new)."""
 _SEEN = 512
 """Observation digests remembered to tell a new one from one seen before."""
+_AHEAD = 256
+"""Texts of a run's plan embedded together when the run reaches them (:meth:`SemanticRepeat.prefetch`;
+at most half the cache)."""
+_INFOS = 512
+_INFO_CHARS = 8 << 20
+"""The novelty features :meth:`SemanticRepeat.prefetch` computed and hands to :meth:`observe`
+(not computed twice): at most this many, of at most this many characters of text in all."""
 _NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 """Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
 
@@ -123,8 +133,14 @@ class SemanticRepeat:
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
         self.stats = SemanticStats()
+        self._plan: deque[tuple[str, str]] = deque()  # a recorded run's texts still to embed, in order
+        self._infos: dict[str, Info] = {}  # novelty features prefetch computed, by digest
 
-    def _info(self, text: str) -> Info:
+    def _info(self, text: str, key: str | None = None) -> Info:
+        if key is not None:
+            found = self._infos.pop(key, None)
+            if found is not None:
+                return found
         return Info(self._mask.text(text) if self._mask is not None else text)
 
     # -- offline: embed a whole run's unsettled steps in batches ----------------------------
@@ -133,7 +149,9 @@ class SemanticRepeat:
         if self._down:
             return
         recent: dict[str, deque[tuple[str, str, Info]]] = {}
-        todo: list[tuple[str, str]] = []
+        todo: dict[str, str] = {}  # digest -> text, in order of need
+        self._infos = {}
+        chars = 0
         for obs in observations:
             text = _message_text(obs)
             if text is None:
@@ -143,15 +161,23 @@ class SemanticRepeat:
                 window.append((obs.key, text, next(i for k, _, i in window if k == obs.key)))
                 continue
             info = self._info(text)
+            if len(self._infos) < _INFOS and chars + len(text) <= _INFO_CHARS:
+                self._infos[obs.key] = info  # observe() takes it instead of computing it again
+                chars += len(text)
             members = list(window)
             picked = candidates(info, [i for _, _, i in members]) if members else []
             if picked:
-                todo.append((obs.key, text))
-                todo += [(members[i][0], members[i][1]) for i in picked]
+                todo.setdefault(obs.key, text)
+                for i in picked:
+                    todo.setdefault(members[i][0], members[i][1])
             window.append((obs.key, text, info))
+        # Up to half the cache now, in order of need; the rest when the run reaches it (_embed).
+        plan = list(todo.items())
+        first = max(1, self._cache.size // 2)
+        self._plan = deque(plan[first:])
         # On failure, observe() meets the same error and reports it as missing evidence.
         with contextlib.suppress(EmbeddingError, SemanticUnavailable):
-            self._cache.fill(todo)
+            self._cache.fill(plan[:first])
 
     # -- observations: what came back between the repeats -------------------------------------
     def _seen_before(self, digest: bytes) -> bool:
@@ -234,7 +260,7 @@ class SemanticRepeat:
                 same.vector = entry.vector
                 history.append(same)
                 return []
-        info = self._info(text)
+        info = self._info(text, obs.key)
         current = _Entry(obs.index, obs.key, text, info)
         members = [e for e in history if e.vector is not None or e.text is not None]
         picked = [members[i] for i in candidates(info, [e.info for e in members])] if members else []
@@ -324,7 +350,13 @@ class SemanticRepeat:
         missing = [e for e in entries if e.vector is None and e.text is not None
                    and cache.get(e.key) is None]
         if missing:
-            self.stats.embedded += cache.fill([(e.key, e.text) for e in missing if e.text is not None])
+            todo = [(e.key, e.text) for e in missing if e.text is not None]
+            plan = self._plan
+            ahead = len(missing) + min(_AHEAD, cache.size // 2)
+            while plan and len(todo) < ahead:  # the run's next texts, in one batch
+                todo.append(plan.popleft())
+            cache.fill(todo)
+            self.stats.embedded += len({e.key for e in missing})
         for entry in entries:
             if entry.vector is None and entry.text is not None:
                 entry.vector = cache.vector(entry.key, entry.text)

@@ -61,6 +61,14 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self.embedded = 0
 
+    @property
+    def size(self) -> int:
+        """The most vectors kept (the least recently used go first)."""
+        return self._size
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
     def get(self, digest: str) -> NDArray[np.float32] | None:
         with self._lock:
             vector = self._vectors.get(digest)

@@ -28,7 +28,9 @@ from liveguard.semantic.base import EmbeddingError, SemanticUnavailable
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MODEL_NAME", "MiniLMEmbedder", "model_dir"]
+__all__ = [
+    "MAX_CHARS", "MAX_CUT", "MAX_TOKENS", "MODEL_NAME", "MiniLMEmbedder", "batches", "cut", "model_dir",
+]
 
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 # The model's useful length: it was trained on sequences of at most 128 tokens (model
@@ -36,12 +38,59 @@ MODEL_NAME: Final = "all-MiniLM-L6-v2"
 # growing (about 15 ms a text at 128 tokens, 29 ms at 256, one thread) for positions the
 # training never used. The novelty test reads the whole text, so a grown tail still counts.
 MAX_TOKENS: Final = 128
+CHARS_PER_TOKEN: Final = 32
+"""A generous bound on the characters one token of real text spans (English averages 4-5)."""
+MAX_CHARS: Final = MAX_TOKENS * CHARS_PER_TOKEN
+"""Texts are cut to at most this many characters (4,096) before tokenisation (:func:`cut`):
+the model reads only the first :data:`MAX_TOKENS` tokens, and tokenising a 1 MB message
+whole costs seconds and hundreds of MB for tokens that truncation then drops."""
+MAX_CUT: Final = 64 * MAX_CHARS
+"""The most characters of one text ever tokenised (262,144): when the first
+:data:`MAX_CHARS` do not fill :data:`MAX_TOKENS` tokens (long whitespace runs, words of
+more than 100 characters, which are one ``[UNK]`` token each), the cut is taken 4x longer,
+up to this bound."""
+_BREAKS: Final = " \t\n\r" + "".join(chr(c) for c in range(33, 127) if not chr(c).isalnum())
+"""Where BERT's pre-tokeniser always splits: whitespace, and before ASCII punctuation (its
+own token). Text cut before one of these tokenises to a prefix of the whole text's tokens."""
 _BATCH: Final = 64
+_BATCH_TOKENS: Final = 1024
+"""Padded tokens per forward pass (batch size x longest text): 64 short texts, or 8 texts of
+128 tokens; at 128 tokens, batches of 32-64 ran 1.5-2x slower a text than batches of 4-8
+(the attention scores and activations fall out of cache)."""
 _PROBES: Final = ("The invoice total is 129.90 euros.", "A cat sleeps on the warm windowsill.",
                   "Ran the tests: 45 passed, 0 failed.")
 """Three unrelated texts embedded at load: their vectors must be finite, non-zero and distinct."""
 _SAME: Final = 1e-6
 """Rows closer than this (max abs difference) count as the same vector."""
+
+
+def cut(text: str, limit: int = MAX_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters, before tokenisation, so that its tokens
+    are a prefix of the whole text's: the cut falls just before the last whitespace or ASCII
+    punctuation character at or before ``limit`` (BERT's pre-tokeniser splits there, so no
+    word is cut). A text with no such character in its first ``limit`` is cut at ``limit``
+    (one overlong word: an ``[UNK]`` token either way past 100 characters)."""
+    if len(text) <= limit:
+        return text
+    end = max(text.rfind(c, 0, limit + 1) for c in _BREAKS)
+    return text[:end] if end > 0 else text[:limit]
+
+
+def batches(lengths: Sequence[int], tokens: int = _BATCH_TOKENS, most: int = _BATCH) -> list[list[int]]:
+    """The indices of ``lengths`` (token counts) grouped into forward passes, shortest first:
+    each pass holds at most ``most`` texts and at most ``tokens`` padded tokens (its size
+    times its longest text), and at least one text."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out: list[list[int]] = []
+    chunk: list[int] = []
+    for i in order:
+        if chunk and (len(chunk) >= most or (len(chunk) + 1) * lengths[i] > tokens):
+            out.append(chunk)
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        out.append(chunk)
+    return out
 
 
 def check_vectors(vectors: NDArray[np.float32], distinct: int) -> str | None:
@@ -223,20 +272,34 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        ids = self.token_ids(texts)
         # Sort by length so each batch pads little; write results back in input order.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         with contextlib.ExitStack() as stack:
             if self._pools is not None:
                 stack.enter_context(self._pools.limit(limits=self._threads, user_api="blas"))
-            for start in range(0, len(order), _BATCH):
-                chunk = order[start : start + _BATCH]
+            for chunk in batches([len(i) for i in ids]):
                 out[chunk] = self._forward([ids[i] for i in chunk])
         fault = check_vectors(out, len({tuple(i) for i in ids}))
         if fault is not None:
             raise EmbeddingError(fault)
         return out
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The model's input ids of each text (at most :data:`MAX_TOKENS`), tokenising at
+        most :data:`MAX_CHARS` characters of a text (:func:`cut`; longer cuts, up to
+        :data:`MAX_CUT`, only for a text whose cut does not fill :data:`MAX_TOKENS`)."""
+        limit = MAX_CHARS
+        cuts = [cut(text, limit) for text in texts]
+        ids = [e.ids for e in self._tokenizer.encode_batch(cuts)]
+        short = [i for i, text in enumerate(texts) if len(cuts[i]) < len(text) and len(ids[i]) < MAX_TOKENS]
+        while short and limit < MAX_CUT:
+            limit *= 4
+            again = [cut(texts[i], limit) for i in short]
+            for i, e in zip(short, self._tokenizer.encode_batch(again), strict=True):
+                ids[i] = e.ids
+            short = [i for i, text in zip(short, again, strict=True)
+                     if len(text) < len(texts[i]) and len(ids[i]) < MAX_TOKENS]
+        return ids
 
     def _forward(self, batch: list[list[int]]) -> NDArray[np.float32]:
         n = len(batch)
@@ -288,6 +351,8 @@ def _session(weights: dict[str, Any], config: dict[str, Any], threads: int | Non
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only: its warnings would go to stderr
-    return onnxruntime.InferenceSession(
-        build_minilm_onnx(weights, config), options, providers=["CPUExecutionProvider"]
-    )
+    model = build_minilm_onnx(weights, config)
+    # The session reads the weights from the serialised model: drop the numpy copy first
+    # (the caller's dict; 90 MB less at the load's peak).
+    weights.clear()
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])

@@ -21,18 +21,21 @@ class _Builder:
     """Collects nodes and initialisers; names every intermediate tensor uniquely."""
 
     def __init__(self, weights: dict[str, Any], config: dict[str, Any]) -> None:
-        from onnx import helper, numpy_helper
+        from onnx import ModelProto, helper, numpy_helper
 
         self.helper = helper
         self.numpy_helper = numpy_helper
         self.weights = weights
         self.eps = float(config["layer_norm_eps"])
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
+        # Written straight into the model's graph: make_graph and make_model would each copy
+        # every initialiser (the weights, 90 MB) once more, at the load's memory peak.
+        self.model = ModelProto()
+        self.graph = self.model.graph
+        self.nodes: Any = self.graph.node
         self.counter = 0
 
     def init(self, name: str, value: Any) -> str:
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
+        self.graph.initializer.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
     def fresh(self, prefix: str) -> str:
@@ -93,18 +96,16 @@ def build_minilm_onnx(weights: dict[str, Any], config: dict[str, Any]) -> bytes:
         inner = b.op("Gelu", [b.dense(x, f"{layer}.intermediate.dense")])
         x = b.norm(b.op("Add", [b.dense(inner, f"{layer}.output.dense"), x]), f"{layer}.output.LayerNorm")
     b.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
-    graph = helper.make_graph(
-        b.nodes,
-        "minilm",
-        [
-            helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "L"]),
-            helper.make_tensor_value_info("pos_ids", TensorProto.INT64, ["L"]),
-            helper.make_tensor_value_info("maskbias", TensorProto.FLOAT, ["B", 1, 1, "L"]),
-        ],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", hidden])],
-        b.inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    graph = b.graph
+    graph.name = "minilm"
+    graph.input.extend([
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "L"]),
+        helper.make_tensor_value_info("pos_ids", TensorProto.INT64, ["L"]),
+        helper.make_tensor_value_info("maskbias", TensorProto.FLOAT, ["B", 1, 1, "L"]),
+    ])
+    graph.output.append(helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", hidden]))
+    model = b.model
+    model.opset_import.append(helper.make_opsetid("", 20))
     model.ir_version = 10
     data: bytes = model.SerializeToString()
     return data

@@ -1,0 +1,206 @@
+"""The semantic layer on long and many steps (issue 21, item 2): ``make bench`` runs it.
+
+Alone: ``.venv/bin/python benchmarks/semantic_long.py [--steps 250,1000] [--long 10000]
+[--no-long] [--json PATH]``.
+
+Runs are generated here (fixed seed): two nodes taking turns, each message step about
+140 plain words, so that every step fills the model's 128 tokens. Two kinds:
+
+* **plain words** (the worst case): no number, name or growth, so every step could repeat
+  its window (it is a candidate of the novelty test) and every step is embedded;
+* **with facts**: the same steps, each naming its own ticket number, so the novelty test
+  settles every step by words and nothing is embedded.
+
+Reports, with the semantic layer on (``Policy(semantic=True)``, the shipped defaults):
+
+1. ms per step at 128 tokens: ``check_trajectory`` of one run (the offline path: one
+   batched prefetch, then the rules), cold cache, model already loaded; wall and CPU; and
+   the model's floor, the CPU time of one forward pass per 128-token text (batches of 8);
+2. a 10,000-step run scored end to end: ``liveguard score --semantic --no-judges --format
+   jsonl --jobs 1`` (process start and model load included), wall seconds;
+3. peak memory of ``liveguard score --semantic --no-judges`` (default ``--jobs``: the cores)
+   on 3 runs of five 1 MB messages: the sum of the PSS of the process tree (scale.py's
+   reader), and its wall time.
+
+A report, never a test: it exits 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from liveguard import Policy, Step, check_trajectory
+from scale import _tree_rss
+
+SEED = 21
+_VOCABULARY = (
+    "report review check plan draft update status summary result answer order reply message team task "
+    "issue search fetch compare decide write build send read open close start finish retry wait change "
+    "improve confirm customer account invoice payment refund shipping delivery product price support "
+    "request ticket service server client database query table index cache memory storage network "
+    "latency error warning failure success morning evening week month quarter year today yesterday "
+    "tomorrow early late quickly slowly carefully clearly agent model prompt output input context "
+    "window token score judge policy rule loop step node graph edge state"
+)
+WORDS = _VOCABULARY.split()
+NODES = ("writer", "reviewer")
+
+
+def message(rng: random.Random, words: int = 140) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def run(steps: int, *, facts: bool = False, seed: int = SEED, words: int = 140) -> list[dict[str, str]]:
+    """One run's steps: two nodes taking turns; ``facts``: each message names its own ticket."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(steps):
+        text = message(rng, words)
+        if facts:
+            text = f"Ticket T-{1000 + i}: {text}"
+        out.append({"node": NODES[i % 2], "summary": text})
+    return out
+
+
+def big_runs(runs: int = 3, messages: int = 5, size: int = 1_000_000) -> list[dict[str, Any]]:
+    """``runs`` runs of ``messages`` messages of ``size`` characters of plain words each."""
+    out = []
+    for r in range(runs):
+        rng = random.Random(SEED + r)
+        steps = []
+        for i in range(messages):
+            text = message(rng, size // 6)
+            steps.append({"node": NODES[i % 2], "summary": (text * (size // len(text) + 1))[:size]})
+        out.append({"run_id": f"big-{r}", "graph": "long", "steps": steps})
+    return out
+
+
+def floor_ms() -> float:
+    """CPU ms of the model's forward pass per 128-token text (batches of 8, best of 5)."""
+    from liveguard.semantic import cache_for
+
+    embedder: Any = cache_for("local").embedder
+    texts = [message(random.Random(i)) for i in range(8)]
+    embedder.embed(texts)
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        embedder.embed(texts)
+        best = min(best, time.process_time() - start)
+    return best / len(texts) * 1000
+
+
+def per_step(steps: int, facts: bool) -> dict[str, float]:
+    """``check_trajectory`` of one run with a cold cache (the model loaded): ms per step."""
+    from liveguard.semantic import cache_for, register_embedder
+
+    model = cache_for("local").embedder
+    name = f"bench-long-{steps}-{int(facts)}"
+    register_embedder(name, lambda: model)  # a fresh, empty cache over the loaded model
+    trajectory = [Step(**s) for s in run(steps, facts=facts)]
+    policy = Policy(semantic=True, semantic_embedder=name)
+    wall, cpu = time.perf_counter(), time.process_time()
+    found = check_trajectory(trajectory, policy)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    embedded = cache_for(name).embedded
+    return {"steps": steps, "wall_ms": wall / steps * 1000, "cpu_ms": cpu / steps * 1000,
+            "embedded": embedded, "findings": sum(v.code == "semantic_repeat" for v in found)}
+
+
+def cli(path: Path, jobs: int | None, sample: bool) -> tuple[float, float]:
+    """``liveguard score --semantic --no-judges`` on ``path``: (wall s, peak tree PSS MB or 0)."""
+    cmd = [sys.executable, "-m", "liveguard.cli", "score", str(path), "--semantic", "--no-judges",
+           "--format", "jsonl"]
+    if jobs is not None:
+        cmd += ["--jobs", str(jobs)]
+    env = {**os.environ, "LLM_KILL_SWITCH": "1"}
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=path.parent)
+    peak = 0
+    done = threading.Event()
+
+    def sampler() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=sampler, daemon=True)
+    if sample:
+        thread.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    if sample:
+        thread.join()
+    if proc.returncode not in (0, 1):  # 1: runs failed (loops found), as expected here
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode()[-500:]}")
+    return wall, peak / 2**20
+
+
+def _write(path: Path, runs: list[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for r in runs:
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", default="250,1000", help="run lengths for the ms/step figure")
+    parser.add_argument("--long", type=int, default=10_000, help="steps of the end-to-end run")
+    parser.add_argument("--no-long", action="store_true", help="skip the end-to-end long runs")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    try:
+        floor = floor_ms()
+    except Exception as exc:  # a report: say why and go on
+        print(f"semantic long-steps benchmark skipped: {type(exc).__name__}: {exc}")
+        return 0
+    report: dict[str, Any] = {"cpus": os.cpu_count(), "load": os.getloadavg()[0], "floor_cpu_ms": floor}
+    print(f"\nsemantic layer on long and many steps (cpus {os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    print(f"  model floor: {floor:.1f} ms CPU a 128-token text (one forward pass, batches of 8)")
+    report["per_step"] = []
+    for steps in (int(s) for s in args.steps.split(",") if s):
+        for facts in (False, True):
+            row = per_step(steps, facts)
+            row["kind"] = "with facts" if facts else "plain words"
+            report["per_step"].append(row)
+            print(f"  {row['kind']:<11} {steps:>6} steps: {row['wall_ms']:6.1f} ms wall / "
+                  f"{row['cpu_ms']:6.1f} ms CPU a step; {row['embedded']} texts embedded, "
+                  f"{row['findings']} semantic_repeat findings")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if not args.no_long:
+            report["long"] = {}
+            for facts in (True, False):
+                kind = "with facts" if facts else "plain words"
+                path = _write(folder / "long.jsonl",
+                              [{"run_id": "long", "graph": "long", "steps": run(args.long, facts=facts)}])
+                wall, _ = cli(path, jobs=1, sample=False)
+                report["long"][kind] = wall
+                print(f"  {kind:<11} {args.long}-step run, liveguard score --semantic --jobs 1: {wall:.1f} s")
+        path = _write(folder / "big.jsonl", big_runs())
+        wall, peak = cli(path, jobs=None, sample=True)
+        report["big"] = {"wall_s": wall, "peak_pss_mb": peak}
+        print(f"  3 runs of five 1 MB messages, liveguard score --semantic: {wall:.1f} s, "
+              f"peak {peak:.0f} MB (process tree PSS)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
