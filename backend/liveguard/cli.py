@@ -48,7 +48,10 @@ from liveguard.allowset import (
 from liveguard.errors import PolicyError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE, GateDecision, decide
 from liveguard.model import Trajectory
-from liveguard.scoring import PRESETS, Record, RunRow, iter_records, iter_scored, score_paths
+from liveguard.policy import PRESETS
+from liveguard.readers.inputs import iter_records
+from liveguard.rows import RunRow
+from liveguard.scoring import Record, iter_scored, score_paths
 from liveguard.settings import Settings
 from liveguard.terminal import VisibleWriter, visible
 

@@ -66,13 +66,11 @@ from liveguard.rules.build import build
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory", "tool_calls_of"]
+__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory"]
 
 SNAPSHOT_VERSION = 1
 """Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
 
-tool_calls_of = tool_calls
-"""Kept for importers of ``liveguard.monitor.tool_calls_of``: :func:`liveguard.messages.tool_calls`."""
 
 
 class Monitor:

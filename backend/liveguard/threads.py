@@ -22,15 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import UnknownThreadError
 from liveguard.model import Violation
 from liveguard.thread_guard import DAMAGED, read_audit, read_stop, windows_value
 
 __all__ = ["UnknownThreadError", "clear", "thread_status"]
 
-
-class UnknownThreadError(LiveguardError, LookupError):
-    """``thread_status`` of a thread the checkpointer has nothing for."""
 
 _STATE_KEY = "liveguard"
 _DAMAGED_KEY = "__damaged__"

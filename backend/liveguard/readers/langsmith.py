@@ -83,7 +83,7 @@ from liveguard.messages import field, is_tool_message, tool_step
 from liveguard.model import Expected, Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 from liveguard.readers.updates import (
-    MAX_DEPTH,
+    MAX_RUN_DEPTH,
     MESSAGE_KEYS,
     _clean,
     _clean_step,
@@ -94,7 +94,7 @@ from liveguard.readers.updates import (
     _to_json,
 )
 
-__all__ = ["MAX_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
+__all__ = ["MAX_RUN_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
 
 SOURCE_LANGSMITH = "langsmith"
 _TRACEBACK = "Traceback (most recent call last):"
@@ -192,8 +192,8 @@ def _normalize(obj: Any, adopted: Mapping[str, list[Any]], depth: int, seen: set
 
     Problems below the root name the run they are about (``run <id>: ...``).
     """
-    if depth > MAX_DEPTH:
-        raise _OddRunError(f"run tree deeper than {MAX_DEPTH} levels (a cycle?)")
+    if depth > MAX_RUN_DEPTH:
+        raise _OddRunError(f"run tree deeper than {MAX_RUN_DEPTH} levels (a cycle?)")
     if obj is None or isinstance(obj, str | int | float | bool | list):
         raise _OddRunError(f"expected a run, got {type(obj).__name__}")
     ident = _run_id(obj)
@@ -631,7 +631,7 @@ def _normalize_checked(item: Any, adopted: Mapping[str, list[Any]]) -> Any:
         return item
 
     def nest(obj: Any, depth: int) -> Any:
-        if depth > MAX_DEPTH or not isinstance(obj, Mapping):
+        if depth > MAX_RUN_DEPTH or not isinstance(obj, Mapping):
             return obj
         ident = _run_id(obj)
         nested = obj.get("child_runs")
