@@ -62,11 +62,12 @@ def _agent_state(graph: Any, config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _guard_store(graph: Any, config: dict[str, Any]) -> Any:
-    from liveguard.integrations.langgraph import GuardedGraph, _ThreadStore
+    from liveguard.integrations.langgraph import GuardedGraph
+    from liveguard.integrations.langgraph._record import ThreadStore
 
     if not isinstance(graph, GuardedGraph):
         return None
-    return _ThreadStore.of(graph, config)
+    return ThreadStore.of(graph, config)
 
 
 def _agent_stop(agent: Mapping[str, Any]) -> Violation | None:
