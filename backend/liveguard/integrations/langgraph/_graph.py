@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final
 
@@ -364,26 +364,31 @@ class GuardedGraph:
         return config, control, found, saves
 
     # -- streaming ------------------------------------------------------------------------------
-    def stream(  # noqa: PLR0915 - one call's whole life, kept line for line with astream
-        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
-    ) -> Iterator[Any]:
-        """The graph's ``stream``, guarded; every other execution method runs through it."""
+    def _call(  # noqa: PLR0915 - one call's whole life, read top to bottom
+        self, input: Any, config: Any, stream_mode: Any, kwargs: Mapping[str, Any]
+    ) -> Generator[tuple[Any, ...], Any, None]:
+        """One guarded call, as a sequence of operations: ``(_OUT, part)`` goes to the caller;
+        the others are the call's I/O (the thread record, the graph's state, the inner stream),
+        which :meth:`stream` does in this thread and :meth:`astream` awaits (a sync saver in a
+        worker thread). One body for both, so the sync and async paths cannot drift apart.
+        """
         store = ThreadStore.of(self, config)
         record: tuple[Any, ...] = (None, False, {}, [])
         windows, origin = None, None
         if store is not None:
-            record = _safe(store.load_record) or record
-            windows, origin = _safe(lambda: store.load_windows(_checkpoint_of(config))) or (None, None)
+            record = (yield (_IO, store.load_record, True)) or record
+            windows, origin = (yield (_IO, functools.partial(store.load_windows, _checkpoint_of(config)),
+                                      True)) or (None, None)
         call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
         stop: Violation | None = None
         if call.stop is not None:
             values = None
             if call.held and "values" in call.run._shape.modes:
-                values = getattr(_safe(lambda: self.get_state(config)), "values", None)  # type: ignore[attr-defined]
+                values = getattr((yield (_STATE, config)), "values", None)
             plan = self._resume(call, input, values)
-            self._apply(call, plan)
+            yield (_IO, functools.partial(self._apply, call, plan), False)  # async: off the event loop
             for out_part in each_part(plan.part):
-                yield out_part
+                yield (_OUT, out_part)
             if plan.error is not None:
                 raise plan.error
             if not plan.go:
@@ -391,136 +396,39 @@ class GuardedGraph:
             input = plan.input  # a person approved or edited: the run goes on
         run = call.run
         if store is not None and origin is not None and _is_resume(input):
-            _safe(lambda: run.seed(self.get_state(config)))  # type: ignore[attr-defined]
-        config, control, stop, saves = self._prepare(call, input, config, kwargs)
-        run.base = origin
-
-        def save() -> None:
-            if saves and store is not None and call.changed():
-                _safe(functools.partial(store.save_windows, saves[-1], call.windows()))
-            saves.clear()
-
-        try:
-            if stop is not None:
-                extra, error = self._on_violation(call, stop)
-                for out_part in each_part(extra):
-                    yield out_part
-                if error is not None:
-                    raise error
-                return
-            inner = super().stream(  # type: ignore[misc]
-                input, config, stream_mode=run.request,
-                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
-            )
-            try:
-                try:
-                    for part in inner:
-                        out, found = run.process(part)
-                        save()
-                        if out is not SKIP:
-                            yield out
-                        if (stop := found or run.pending) is not None:
-                            run.pending = stop
-                            control.request_drain("liveguard")
-                            extra, error = self._on_violation(call, stop)
-                            for out_part in each_part(extra):
-                                yield out_part
-                            if error is not None:
-                                raise error
-                            return
-                except Exception as exc:
-                    inside = subgraph_stop(run, exc)
-                    if inside is None:
-                        raise
-                    stop = inside
-                    extra, error = self._on_violation(call, stop)
-                    for out_part in each_part(extra):
-                        yield out_part
-                    if error is not None:
-                        raise error from None
-                    return
-                if (found := run.finish()) is not None:
-                    stop = found
-                    if self._lg.exit_behavior in ("error", "interrupt"):
-                        extra, error = self._on_violation(call, found)
-                        for out_part in each_part(extra):
-                            yield out_part
-                        if error is not None:
-                            raise error
-            finally:
-                _close(inner)
-        finally:
-            save()
-            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
-                # only the last checkpoint reaches the saver: its row holds the whole call
-                _safe(functools.partial(store.save_windows, run.base, call.windows()))
-            if store is not None and stop is not None and stop.code != GUARD_ERROR:
-                self._save_stop(call, stop)
-
-    async def astream(  # noqa: PLR0915 - the async twin of stream, kept line for line alike
-        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
-        store = ThreadStore.of(self, config)
-        record: tuple[Any, ...] = (None, False, {}, [])
-        windows, origin = None, None
-        if store is not None:
-            record = await _asafe(lambda: athread(store.load_record)) or record
-            windows, origin = await _asafe(
-                lambda: store.aload_windows(_checkpoint_of(config))) or (None, None)
-        call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
-        stop: Violation | None = None
-        if call.stop is not None:
-            values = None
-            if call.held and "values" in call.run._shape.modes:
-                state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
-                values = getattr(state, "values", None)
-            plan = self._resume(call, input, values)
-            await athread(lambda: self._apply(call, plan))  # notifiers run off the event loop
-            for out_part in each_part(plan.part):
-                yield out_part
-            if plan.error is not None:
-                raise plan.error
-            if not plan.go:
-                return
-            input = plan.input  # a person approved or edited: the run goes on
-        run = call.run
-        if store is not None and origin is not None and _is_resume(input):
-            state = await _asafe(lambda: self.aget_state(config))  # type: ignore[attr-defined]
+            state = yield (_STATE, config)
             _safe(lambda: run.seed(state))
         config, control, stop, saves = self._prepare(call, input, config, kwargs)
         run.base = origin
 
-        async def save() -> None:
+        def save() -> Generator[tuple[Any, ...], Any, None]:
             if saves and store is not None and call.changed():
-                await _asafe(functools.partial(store.asave_windows, saves[-1], call.windows()))
+                yield (_IO, functools.partial(store.save_windows, saves[-1], call.windows()), True)
             saves.clear()
 
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
                 for out_part in each_part(extra):
-                    yield out_part
+                    yield (_OUT, out_part)
                 if error is not None:
                     raise error
                 return
-            inner = super().astream(  # type: ignore[misc]
-                input, config, stream_mode=run.request,
-                **{**kwargs, "subgraphs": run.request_subgraphs, "control": control},
-            )
+            yield (_OPEN, input, config, run.request,
+                   {**kwargs, "subgraphs": run.request_subgraphs, "control": control})
             try:
                 try:
-                    async for part in inner:
+                    while (part := (yield (_NEXT,))) is not _END:
                         out, found = run.process(part)
-                        await save()
+                        yield from save()
                         if out is not SKIP:
-                            yield out
+                            yield (_OUT, out)
                         if (stop := found or run.pending) is not None:
                             run.pending = stop
                             control.request_drain("liveguard")
                             extra, error = self._on_violation(call, stop)
                             for out_part in each_part(extra):
-                                yield out_part
+                                yield (_OUT, out_part)
                             if error is not None:
                                 raise error
                             return
@@ -531,7 +439,7 @@ class GuardedGraph:
                     stop = inside
                     extra, error = self._on_violation(call, stop)
                     for out_part in each_part(extra):
-                        yield out_part
+                        yield (_OUT, out_part)
                     if error is not None:
                         raise error from None
                     return
@@ -540,25 +448,112 @@ class GuardedGraph:
                     if self._lg.exit_behavior in ("error", "interrupt"):
                         extra, error = self._on_violation(call, found)
                         for out_part in each_part(extra):
-                            yield out_part
+                            yield (_OUT, out_part)
                         if error is not None:
                             raise error
             finally:
-                with suppress(NoProgressError):
-                    await inner.aclose()
+                yield (_CLOSE,)
         finally:
-            await save()
+            yield from save()
             if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
                 # only the last checkpoint reaches the saver: its row holds the whole call
-                await _asafe(functools.partial(store.asave_windows, run.base, call.windows()))
+                yield (_IO, functools.partial(store.save_windows, run.base, call.windows()), True)
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
-                final = stop
-                await athread(lambda: self._save_stop(call, final))
+                yield (_IO, functools.partial(self._save_stop, call, stop), False)
+
+    # -- streaming: the two drivers of _call ------------------------------------------------------
+    def stream(
+        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """The graph's ``stream``, guarded; every other execution method runs through it."""
+        call = self._call(input, config, stream_mode, kwargs)
+        inner: Any = None
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                op = call.throw(error) if error is not None else call.send(reply)
+            except (StopIteration, _Closed):
+                return
+            reply, error = None, None
+            kind = op[0]
+            try:
+                if kind is _OUT:
+                    try:
+                        yield op[1]
+                    except GeneratorExit:  # the caller left: the call still closes and saves
+                        error = _Closed()
+                elif kind is _IO:
+                    reply = _safe(op[1]) if op[2] else op[1]()
+                elif kind is _STATE:
+                    reply = _safe(functools.partial(self.get_state, op[1]))  # type: ignore[attr-defined]
+                elif kind is _OPEN:
+                    inner = super().stream(op[1], op[2], stream_mode=op[3], **op[4])  # type: ignore[misc]
+                elif kind is _NEXT:
+                    reply = next(inner, _END)
+                else:
+                    _close(inner)
+            except BaseException as exc:  # back into the call, where it would have raised (its
+                error = exc  # finally blocks then close and save, as for any exit)
+
+    async def astream(
+        self, input: Any, config: Any = None, *, stream_mode: Any = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """The graph's ``astream``, guarded; ``ainvoke`` / ``astream_events`` run through it."""
+        call = self._call(input, config, stream_mode, kwargs)
+        inner: Any = None
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                op = call.throw(error) if error is not None else call.send(reply)
+            except (StopIteration, _Closed):
+                return
+            reply, error = None, None
+            kind = op[0]
+            try:
+                if kind is _OUT:
+                    try:
+                        yield op[1]
+                    except GeneratorExit:  # the caller left: the call still closes and saves
+                        error = _Closed()
+                elif kind is _IO:
+                    reply = await (_asafe(functools.partial(athread, op[1])) if op[2] else athread(op[1]))
+                elif kind is _STATE:
+                    reply = await _asafe(functools.partial(self.aget_state, op[1]))  # type: ignore[attr-defined]
+                elif kind is _OPEN:
+                    inner = super().astream(op[1], op[2], stream_mode=op[3], **op[4])  # type: ignore[misc]
+                elif kind is _NEXT:
+                    reply = await anext(inner, _END)
+                else:
+                    with suppress(NoProgressError):
+                        await inner.aclose()
+            except BaseException as exc:  # back into the call, where it would have raised (its
+                error = exc  # finally blocks then close and save, as for any exit)
 
     def __repr__(self) -> str:
         name = getattr(self, "name", type(self).__name__)
         return (f"GuardedGraph({name!r}, exit_behavior={self._lg.exit_behavior!r}, "
                 f"severity={self._lg.severity!r})")
+
+
+_OUT: Final = "out"
+"""``(_OUT, part)``: a part for the caller."""
+_IO: Final = "io"
+"""``(_IO, fn, safe)``: the thread record's I/O (``safe``: a failure is logged, the result None)."""
+_STATE: Final = "state"
+"""``(_STATE, config)``: the graph's state snapshot (None when it cannot be read)."""
+_OPEN: Final = "open"
+"""``(_OPEN, input, config, stream_mode, kwargs)``: start the unguarded graph's stream."""
+_NEXT: Final = "next"
+"""``(_NEXT,)``: the stream's next part, or :data:`_END`."""
+_CLOSE: Final = "close"
+"""``(_CLOSE,)``: close the stream (a task stopped by the watcher while it closes is expected)."""
+_END: Any = object()
+
+
+class _Closed(BaseException):
+    """Thrown into a call whose caller left: its ``finally`` blocks close and save, nothing is yielded."""
 
 
 def _checkpoint_of(config: Any) -> str | None:
