@@ -470,11 +470,7 @@ class GuardedGraph:
         inner: Any = None
         reply: Any = None
         error: BaseException | None = None
-        while True:
-            try:
-                op = call.throw(error) if error is not None else call.send(reply)
-            except (StopIteration, _Closed):
-                return
+        while (op := _advance(call, reply, error)) is not None:
             reply, error = None, None
             kind = op[0]
             try:
@@ -504,11 +500,7 @@ class GuardedGraph:
         inner: Any = None
         reply: Any = None
         error: BaseException | None = None
-        while True:
-            try:
-                op = call.throw(error) if error is not None else call.send(reply)
-            except (StopIteration, _Closed):
-                return
+        while (op := _advance(call, reply, error)) is not None:
             reply, error = None, None
             kind = op[0]
             try:
@@ -554,6 +546,15 @@ _END: Any = object()
 
 class _Closed(BaseException):
     """Thrown into a call whose caller left: its ``finally`` blocks close and save, nothing is yielded."""
+
+
+def _advance(call: Generator[tuple[Any, ...], Any, None], reply: Any,
+             error: BaseException | None) -> tuple[Any, ...] | None:
+    """The call's next operation, given the last one's result (or its error); None at its end."""
+    try:
+        return call.throw(error) if error is not None else call.send(reply)
+    except (StopIteration, _Closed):
+        return None
 
 
 def _checkpoint_of(config: Any) -> str | None:
