@@ -88,7 +88,7 @@ Default policy (:func:`default_policy`)
     A ``create_agent`` / ``create_react_agent`` graph is recognised by its nodes (exactly
     ``model``/``agent`` and ``tools``, plus ``<middleware>.before_model`` style hook nodes
     or ``pre_model_hook`` / ``post_model_hook``) and gets
-    ``Policy.from_env(Policy.tool_agent(...))`` with those nodes exempt from revisit
+    ``Settings.from_env().policy(Policy.tool_agent(...))`` with those nodes exempt from revisit
     counting. Any other graph gets the workflow preset without a revisit ceiling: a node
     name coming back is not a loop by itself. An allow-set's limits,
     ``AGENT_EVAL_MAX_REVISITS`` or ``policy=`` set one.

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from liveguard.policy import Policy
+from liveguard.settings import Settings
 
 __all__ = ["default_policy"]
 
@@ -42,6 +43,6 @@ def default_policy(graph: Any) -> Policy:
     hooks = {n for n in names if _HOOK_NODE.search(n) or n in _REACT_HOOKS}
     if frozenset(names - hooks) in _AGENT_CORES:
         agent_nodes = ("model", "tools", "agent", *sorted(hooks))
-        return Policy.from_env(Policy.tool_agent(agent_nodes=agent_nodes))
+        return Settings.from_env().policy(Policy.tool_agent(agent_nodes=agent_nodes))
     base = Policy.workflow()
-    return Policy.from_env(base.model_copy(update={"max_revisits": base.window + 1}))
+    return Settings.from_env().policy(base.model_copy(update={"max_revisits": base.window + 1}))
