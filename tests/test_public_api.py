@@ -114,9 +114,25 @@ def test_the_errors_module_lists_every_error_class() -> None:
             stack.pop()
         assert issubclass(classes[name], classes.get(stack[-1][1], errors.LiveguardError)), name
         stack.append((depth, name))
-    defined_here = {name for name, cls in classes.items() if cls.__module__ == "liveguard.errors"}
+    defined_here = set(re.findall(r"^class (\w+)\(", inspect.getsource(errors), re.M))
     exported = {name for name in errors.__all__ if isinstance(getattr(errors, name), type)}
     assert defined_here | {"LiveguardError"} == exported
+
+
+def test_public_errors_name_their_public_path() -> None:
+    """A traceback says ``liveguard.NoProgressError``; pickling finds the class there too."""
+    import pickle
+
+    from liveguard.model import Violation
+
+    errors_in_all = [getattr(liveguard, n) for n in liveguard.__all__ if n.endswith("Error")]
+    assert errors_in_all
+    assert {cls.__module__ for cls in errors_in_all} == {"liveguard"}
+    stop = liveguard.NoProgressError(Violation(code="no_progress_stall", severity="hard", step=3,
+                                               node="a", count=2))
+    assert f"{type(stop).__module__}.{type(stop).__qualname__}" == "liveguard.NoProgressError"
+    read = pickle.loads(pickle.dumps(liveguard.TrajectoryReadError("f.jsonl:3", "bad")))
+    assert (type(read), read.source, read.reason) == (liveguard.TrajectoryReadError, "f.jsonl:3", "bad")
 
 
 def test_error_hierarchy_is_rooted() -> None:

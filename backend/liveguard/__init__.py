@@ -32,6 +32,11 @@ from liveguard.threads import clear
 
 __version__ = "0.1.0"
 
+for _error in (AllowSetError, LiveguardError, LivenessError, NoProgressError, PolicyError,
+               TrajectoryReadError):
+    _error.__module__ = "liveguard"  # tracebacks name the public path, as httpx does
+del _error
+
 
 def _warn_stale() -> None:
     from liveguard._compiled import stale_modules
