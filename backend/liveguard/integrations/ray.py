@@ -156,7 +156,7 @@ def _read_files(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 # -- scoring ------------------------------------------------------------------------------------
-class _LimitedGateway:
+class _LimitedJudgeClient:
     """Builds a JudgeClient whose judge calls first take a slot of the cluster-wide limiter."""
 
     @staticmethod
@@ -182,7 +182,7 @@ class _RayScorer(Scorer):
         super().__init__(options)
 
     def _gateway(self, config: JudgeConfig) -> JudgeClient:
-        return _LimitedGateway.build(config, self._limiter)
+        return _LimitedJudgeClient.build(config, self._limiter)
 
 
 def _score_batch(batch: Mapping[str, Any], options: ScoreOptions, limiter: Any) -> dict[str, Any]:
