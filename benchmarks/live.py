@@ -121,7 +121,8 @@ def live_bench(repeats: int) -> dict[str, Any]:
 
     from liveguard import Monitor, Policy, Step
     from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
-    from liveguard.integrations.langgraph import _ThreadStore, guard
+    from liveguard.integrations.langgraph import guard
+    from liveguard.integrations.langgraph._record import ThreadStore
 
     inputs = {"messages": [{"role": "user", "content": "go"}]}
     steps = 2 * TURNS + 1
@@ -176,7 +177,7 @@ def live_bench(repeats: int) -> dict[str, Any]:
         conn = sqlite3.connect(Path(tmp) / "bench.sqlite", check_same_thread=False)
         for name, store_saver in (("memory", InMemorySaver()), ("sqlite", SqliteSaver(conn))):
             app = guard(_agent([], store_saver))
-            store = _ThreadStore.of(app, cfg)
+            store = ThreadStore.of(app, cfg)
             assert store is not None
             value = {"v": 2, "m": monitor.snapshot()}
             store.save_windows("bench", value)  # one checkpoint's row: read and written per call

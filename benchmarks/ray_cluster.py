@@ -27,7 +27,8 @@ import orjson
 
 from liveguard.engine.scorer import ScoreOptions
 from liveguard.integrations.ray import iter_rows_ray
-from liveguard.scoring import iter_records, iter_scored
+from liveguard.readers.inputs import iter_records
+from liveguard.scoring import iter_scored
 from ray_nodes import two_nodes
 from scale_corpus import write_corpus
 

@@ -42,9 +42,9 @@ from typing import Any
 import xxhash
 
 from corpus import CLASSES, Corpus, build_corpus
-from liveguard import Fingerprinter, Monitor, Policy, Step, canonical_bytes, fingerprint
+from liveguard import Monitor, Policy, Step
+from liveguard.fingerprint import Fingerprinter, canonical_bytes, fingerprint
 
-# ``liveguard.fingerprint`` is the function (the package re-exports it); this is the module.
 FP_MODULE = importlib.import_module("liveguard.fingerprint")
 DIGEST_TARGET = 3.0
 MONITOR_TARGET = 1.0

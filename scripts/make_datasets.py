@@ -18,7 +18,7 @@ from liveguard.testing import (
     ping_pong,
     poll,
     repeated_tool_call,
-    tool_step,
+    tool_result_step,
     trajectory,
 )
 
@@ -28,7 +28,7 @@ AGENT = {"policy": "tool_agent"}
 
 def core_runs() -> list[Trajectory]:
     retry = [
-        tool_step("fetch_page", {"url": "https://example.test/a"}, error=f"timeout after {s}s")
+        tool_result_step("fetch_page", {"url": "https://example.test/a"}, error=f"timeout after {s}s")
         for s in (5, 10, 20)
     ]
     healthy_agent: list[Step] = []

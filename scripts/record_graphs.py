@@ -10,12 +10,12 @@ chat model and tool runs inside). No tracing service is contacted
 Two files per graph:
 
 * ``golden_datasets/<graph>.jsonl``: the root run converted with
-  :func:`liveguard.langsmith.run_to_trajectory`, with the run id ``<graph>-<scenario>``,
+  :func:`liveguard.readers.langsmith.run_to_trajectory`, with the run id ``<graph>-<scenario>``,
   metadata ``{"scenario", "policy"}`` and its hand-written expected verdict
   (:data:`EXPECTED`); no ``outcome`` (the root's outputs are in the export).
 * ``golden_datasets/langsmith/<graph>.json``: the same root runs as a LangSmith-style
   JSON export (a list of root runs, ``child_runs`` nested; see
-  :func:`liveguard.langsmith.run_to_dict`). Random values are replaced by stable ones:
+  :func:`liveguard.readers.langsmith.run_to_dict`). Random values are replaced by stable ones:
   every UUID (run ids, task ids in checkpoint namespaces, message ids) by a UUID5 of
   graph, scenario and order of first appearance; times by a synthetic clock (1 ms per
   run start/end, in tree order); ``dotted_order`` is rebuilt from both; the project
@@ -70,9 +70,9 @@ import orjson  # noqa: E402
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from liveguard.langsmith import run_to_dict, run_to_trajectory  # noqa: E402
 from liveguard.model import Expected, Trajectory  # noqa: E402
 from liveguard.readers.jsonl import write_jsonl  # noqa: E402
+from liveguard.readers.langsmith import run_to_dict, run_to_trajectory  # noqa: E402
 
 OUT = ROOT / "golden_datasets"
 GRAPHS: tuple[str, ...] = ("campaign", "coder_reviewer", "sql_agent")

@@ -39,9 +39,9 @@ from liveguard.approval import (
 )
 from liveguard.checkpoints import aclaim, aopen_saver, claim, open_saver
 from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
-from liveguard.langsmith import thread_to_trajectory
 from liveguard.model import Step, Trajectory
-from liveguard.scoring import RunRow
+from liveguard.readers.checkpoints import thread_to_trajectory
+from liveguard.rows import RunRow
 from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -175,3 +176,27 @@ def test_score_a_langsmith_project_and_push_feedback(fake_langsmith: FakeLangSmi
     assert posted[illegal["run_id"]]["comment"] == "illegal_transition"
     assert run("score", "--push-feedback", "x.jsonl").returncode == 2
     assert run("score").returncode == 2
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
+    """Every command path of the parser (``score``, ``approvals list``, ...)."""
+    out: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                nested = _commands(child, f"{prefix}{name} ")
+                out += nested or [f"{prefix}{name}"]
+    return out
+
+
+def test_top_level_help_is_plain_text_listing_every_command() -> None:
+    """``liveguard --help``: every command and subcommand the parser has, and no reST markup."""
+    from liveguard.cli import build_parser
+
+    proc = run("--help")
+    assert proc.returncode == 0, proc.stderr
+    commands = _commands(build_parser())
+    assert {"score", "gate", "report", "paths derive", "approvals edit", "threads clear"} <= set(commands)
+    listed = [name for name in commands if re.search(rf"^  {re.escape(name)}\b", proc.stdout, re.M)]
+    assert listed == commands
+    assert not re.findall(r"``|:(?:class|mod|func|data|meth):", proc.stdout)

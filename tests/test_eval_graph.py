@@ -25,9 +25,9 @@ from liveguard.eval_graph import (
     merge_meta,
 )
 from liveguard.gate import verdict_clears_autoapprove
-from liveguard.judges import PROMPT_VERSION, Gateway, JudgeConfig
+from liveguard.judges import PROMPT_VERSION, JudgeClient, JudgeConfig
 from liveguard.model import Verdict
-from liveguard.testing import messages, ping_pong, tool_step
+from liveguard.testing import messages, ping_pong, tool_result_step
 
 GOOD = {"score": 0.9, "confidence": 0.8, "reason": "fine"}
 ALLOW = AllowSet.parse({
@@ -49,12 +49,12 @@ def config(fake_openai: FakeOpenAI) -> JudgeConfig:
 
 
 def evaluate(run: Trajectory, config: JudgeConfig, **kwargs: Any) -> Verdict:
-    return evaluate_trajectory(run, gateway=Gateway(config), **kwargs)
+    return evaluate_trajectory(run, gateway=JudgeClient(config), **kwargs)
 
 
 # -- topology and state -----------------------------------------------------------------------
 def test_topology_is_exactly_the_documented_chain() -> None:
-    drawn = build_eval_graph(gateway=Gateway(JudgeConfig(api_key=None))).get_graph()
+    drawn = build_eval_graph(gateway=JudgeClient(JudgeConfig(api_key=None))).get_graph()
     edges = sorted((e.source, e.target) for e in drawn.edges)
     chain = ["__start__", *NODES, "__end__"]
     assert edges == sorted(itertools.pairwise(chain))
@@ -84,7 +84,7 @@ def test_telemetry_merges_key_wise() -> None:
 
 
 def test_guards_telemetry_survives_in_the_graph(config: JudgeConfig) -> None:
-    graph = build_eval_graph(gateway=Gateway(JudgeConfig(api_key=None)))
+    graph = build_eval_graph(gateway=JudgeClient(JudgeConfig(api_key=None)))
 
     async def run() -> dict[str, Any]:
         state: dict[str, Any] = await graph.ainvoke({
@@ -248,8 +248,8 @@ def test_unusual_legal_ordering_gets_one_anomaly_judge_call(
 
 
 def test_tool_entropy_collapse_is_soft() -> None:
-    varied = [tool_step(t, {"q": i}, f"r{i}") for i, t in enumerate(["search", "fetch", "parse"])]
-    collapsed = [tool_step("search", {"q": 10 + i}, f"r{10 + i}") for i in range(5)]
+    varied = [tool_result_step(t, {"q": i}, f"r{i}") for i, t in enumerate(["search", "fetch", "parse"])]
+    collapsed = [tool_result_step("search", {"q": 10 + i}, f"r{10 + i}") for i in range(5)]
     [hit] = check_trajectory(varied + collapsed, Policy.tool_agent())
     assert (hit.code, hit.severity, hit.step) == ("tool_entropy_collapse", "soft", 7)
     assert check_trajectory(varied + collapsed[:4], Policy.tool_agent()) == []
@@ -285,7 +285,7 @@ def test_async_entry_point(fake_openai: FakeOpenAI, config: JudgeConfig) -> None
     fake_openai.default_answer = GOOD
 
     async def run() -> Verdict:
-        gateway = Gateway(config)
+        gateway = JudgeClient(config)
         try:
             return await aevaluate_trajectory(healthy(), graph=build_eval_graph(gateway=gateway))
         finally:

@@ -18,15 +18,16 @@ from fake_langsmith import FakeLangSmith
 from graphs import campaign
 from liveguard import Policy
 from liveguard.allowset import load_allowsets
-from liveguard.evaluators import (
+from liveguard.integrations.langsmith import (
+    EvaluatorArgumentError,
     create_async_gate_evaluator,
     create_async_liveness_evaluator,
     create_async_verdict_evaluator,
     create_gate_evaluator,
     create_liveness_evaluator,
     create_verdict_evaluator,
+    feedback_for,
 )
-from liveguard.integrations.langsmith import EvaluatorArgumentError, feedback_for
 from liveguard.judges import JudgeConfig
 from liveguard.model import Verdict, Violation
 from liveguard.results import EvaluatorResult, GateResult

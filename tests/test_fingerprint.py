@@ -18,9 +18,8 @@ from pydantic import BaseModel
 
 from fp_strategies import ignore_sets as fp_ignore_sets
 from fp_strategies import values as fp_values
-from liveguard import Fingerprinter, FingerprintError, canonical_bytes, fingerprint
-from liveguard.errors import safe_key
-from liveguard.fingerprint import MAX_DEPTH
+from liveguard.errors import FingerprintError, safe_key
+from liveguard.fingerprint import MAX_DEPTH, Fingerprinter, canonical_bytes, fingerprint
 
 
 def test_key_order_never_matters() -> None:

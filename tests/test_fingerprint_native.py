@@ -20,15 +20,17 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from fp_strategies import ignore_sets, values
-from liveguard import Fingerprinter, FingerprintError, fingerprint
+from liveguard.errors import FingerprintError
 from liveguard.fingerprint import (
     DEFAULT_IGNORE_KEYS,
     MAX_DEPTH,
     MESSAGE_VOLATILE_KEYS,
     NATIVE_DISABLED,
     NO_CANON_ENV,
+    Fingerprinter,
     _convert,
     _maybe_json,
+    fingerprint,
 )
 from prereq import missing
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from fp_strategies import ignore_sets, keys, values
-from liveguard import Fingerprinter, FingerprintError, fingerprint
-from liveguard.errors import safe_key
+from liveguard.errors import FingerprintError, safe_key
+from liveguard.fingerprint import Fingerprinter, fingerprint
 
 DEFAULT = Fingerprinter()
 

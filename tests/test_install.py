@@ -55,7 +55,7 @@ def test_make_dist_builds_a_wheel_and_an_sdist_without_compiled_modules(dist: Pa
     assert len(wheels) == 1, sorted(p.name for p in dist.iterdir())
     assert len(sdists) == 1, sorted(p.name for p in dist.iterdir())
     names = zipfile.ZipFile(wheels[0]).namelist()
-    assert "liveguard/cli.py" in names
+    assert "liveguard/cli/__init__.py" in names
     assert "liveguard/py.typed" in names
     # mypyc never builds into a wheel: the only native file is the optional C accelerator.
     native = [n for n in names if n.endswith(".so")]

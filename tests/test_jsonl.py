@@ -62,7 +62,7 @@ def test_missing_file_is_an_error_item(tmp_path: Path) -> None:
 def test_lines_are_cut_as_the_file_object_cuts_them(tmp_path: Path, content: bytes, block_size: int) -> None:
     """The block reader yields exactly the non-blank lines (and line numbers) of iterating the
     file in binary mode, whatever the block size (lines across blocks, longer than a block)."""
-    from liveguard.scoring import _jsonl_lines
+    from liveguard.readers.inputs import _jsonl_lines
 
     path = tmp_path / "runs.jsonl"
     path.write_bytes(content)

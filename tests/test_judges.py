@@ -23,7 +23,7 @@ from liveguard.judges import (
     MAX_REASON_CHARS,
     PROMPT_VERSION,
     SYSTEM_PROMPTS,
-    Gateway,
+    JudgeClient,
     JudgeConfig,
     JudgeResult,
     JudgeSkipped,
@@ -65,7 +65,7 @@ def config(fake: FakeOpenAI, **overrides: Any) -> JudgeConfig:
 
 def judge(cfg: JudgeConfig, level: Level = "step", payload: Mapping[str, Any] | None = None) -> JudgeResult:
     async def run() -> JudgeResult:
-        async with Gateway(cfg) as gateway:
+        async with JudgeClient(cfg) as gateway:
             return await gateway.judge(level, payload if payload is not None else {"task": "t"})
 
     return asyncio.run(run())
@@ -224,7 +224,7 @@ def test_kill_switch_skips_without_any_request(
     monkeypatch.setenv("LLM_KILL_SWITCH", "1")
 
     async def run() -> None:
-        async with Gateway(Settings.from_env().judge_config()) as gateway:
+        async with JudgeClient(Settings.from_env().judge_config()) as gateway:
             assert gateway.skip_reason == "kill_switch"
             with pytest.raises(JudgeSkipped) as info:
                 await gateway.judge("step", {"task": "t"})
@@ -242,7 +242,7 @@ def test_no_key_skips_without_any_request(fake_openai: FakeOpenAI, monkeypatch: 
     monkeypatch.setenv("OPENAI_API_KEY", "   ")  # blank counts as unset
 
     async def run() -> None:
-        async with Gateway(Settings.from_env().judge_config()) as gateway:
+        async with JudgeClient(Settings.from_env().judge_config()) as gateway:
             assert gateway.skip_reason == "no_api_key"
             with pytest.raises(JudgeSkipped, match="no_api_key"):
                 await gateway.judge("outcome", {"outcome": "done"})
@@ -326,7 +326,7 @@ def test_judge_many_bounds_concurrency_and_keeps_order(fake_openai: FakeOpenAI) 
     items: list[tuple[Level, Mapping[str, Any]]] = [("step", {"i": i}) for i in range(6)]
 
     async def run() -> list[JudgeResult]:
-        async with Gateway(config(fake_openai, concurrency=2)) as gateway:
+        async with JudgeClient(config(fake_openai, concurrency=2)) as gateway:
             return await gateway.judge_many(items)
 
     results = asyncio.run(run())
@@ -342,7 +342,7 @@ def test_per_judgement_request_counts_under_concurrency(fake_openai: FakeOpenAI)
     fake_openai.enqueue(Reply.error(500, delay=0.05), Reply.json(GOOD, delay=0.05), Reply.json(GOOD))
 
     async def run() -> list[JudgeResult]:
-        async with Gateway(config(fake_openai, concurrency=2)) as gateway:
+        async with JudgeClient(config(fake_openai, concurrency=2)) as gateway:
             return await gateway.judge_many([("step", {"a": 1}), ("step", {"b": 2})])
 
     results = asyncio.run(run())
@@ -353,7 +353,7 @@ def test_per_judgement_request_counts_under_concurrency(fake_openai: FakeOpenAI)
 # -- lifecycle ------------------------------------------------------------------------------
 def test_one_gateway_per_event_loop(fake_openai: FakeOpenAI) -> None:
     """Misuse on purpose. The fixture's HTTP/1.0 server leaves no pooled socket to leak."""
-    gateway = Gateway(config(fake_openai))
+    gateway = JudgeClient(config(fake_openai))
     asyncio.run(gateway.judge("step", {}))
 
     async def second_loop() -> None:
@@ -372,7 +372,7 @@ def test_connections_are_reused_and_released() -> None:
     with FakeOpenAI(keep_alive=True) as fake:
 
         async def run() -> list[JudgeResult]:
-            async with Gateway(config(fake)) as gateway:
+            async with JudgeClient(config(fake)) as gateway:
                 return [await gateway.judge("step", {"n": n}) for n in range(3)]
 
         results = asyncio.run(run())

@@ -1,4 +1,4 @@
-"""liveguard.langsmith: LangSmith run trees and checkpoint histories → Trajectories.
+"""LangSmith run trees (readers.langsmith) and checkpoint histories → Trajectories.
 
 The equivalence tests record every scenario of the target graphs (``graphs/``) twice
 over in one execution: under a ``langchain_core`` run collector (the run tree LangSmith
@@ -34,17 +34,12 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 
 from fake_langsmith import FakeLangSmith, OffHostRequestError, flatten
-from liveguard import Expected, Policy, Step, Trajectory, TrajectoryReadError, check_trajectory, read_jsonl
+from liveguard import Policy, Step, Trajectory, TrajectoryReadError, check_trajectory, read_jsonl
 from liveguard.allowset import load_allowsets
-from liveguard.langsmith import (
-    MAX_DEPTH,
-    list_project_trajectories,
-    load_export,
-    push_feedback,
-    run_to_dict,
-    run_to_trajectory,
-    thread_to_trajectory,
-)
+from liveguard.integrations.langsmith import list_project_trajectories, push_feedback
+from liveguard.model import Expected
+from liveguard.readers.checkpoints import thread_to_trajectory
+from liveguard.readers.langsmith import MAX_RUN_DEPTH, load_export, run_to_dict, run_to_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden_datasets"
@@ -184,9 +179,9 @@ def test_record_graphs_reproduces_the_exports_byte_for_byte(tmp_path: Path) -> N
 
 def test_module_imports_no_framework() -> None:
     code = (
-        "import sys, liveguard, liveguard.langsmith, liveguard.readers.langsmith\n"
+        "import sys, liveguard, liveguard.readers.langsmith\n"
         "import liveguard.readers.checkpoints\n"
-        "import liveguard.readers.message_list, liveguard.integrations.langsmith, liveguard.evaluators\n"
+        "import liveguard.readers.message_list, liveguard.integrations.langsmith\n"
         "import liveguard.report\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('langsmith', 'langchain', "
         "'langchain_core', 'langgraph', 'openai')]\n"
@@ -417,7 +412,7 @@ def test_broken_runs_raise_a_read_error_named_by_the_run(run: Any, source: str, 
 
 def test_a_too_deep_run_tree_is_a_read_error_not_a_recursion_error() -> None:
     tree: dict[str, Any] = {"id": "leaf", "name": "x", "run_type": "chain"}
-    for depth in range(MAX_DEPTH + 5):
+    for depth in range(MAX_RUN_DEPTH + 5):
         tree = {"id": f"r{depth}", "name": "x", "run_type": "chain", "child_runs": [tree]}
     with pytest.raises(TrajectoryReadError, match="deeper than"):
         run_to_trajectory(tree)

@@ -209,6 +209,34 @@ def test_the_chat_twin_a_graph_that_retrieves_again_and_again_is_stopped() -> No
     assert (stopped.value.violation.code, stopped.value.violation.step) == ("content_cycle", 3)
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_caller_that_stops_reading_still_closes_and_saves(mode: str) -> None:
+    """The caller takes two updates and closes the stream: the guard's call still closes the
+    graph's stream and saves what it saw (no "generator ignored GeneratorExit", nothing lost),
+    so resuming the thread is stopped where one unbroken call is: content_cycle at step 3.
+    ``stream`` and ``astream`` drive one call body; both must behave alike."""
+    import asyncio
+
+    app = guard(chat_graph(lambda q: "let me look again", again=True))
+    config = cfg(f"leave-{mode}")
+    if mode == "sync":
+        parts = app.stream({"question": "q"}, config, stream_mode="updates")
+        seen = [next(parts), next(parts)]
+        parts.close()
+    else:
+        async def two() -> list[Any]:
+            parts = app.astream({"question": "q"}, config, stream_mode="updates")
+            taken = [await anext(parts), await anext(parts)]
+            await parts.aclose()
+            return taken
+
+        seen = asyncio.run(two())
+    assert [next(iter(part)) for part in seen] == ["retrieve", "generate"]
+    with pytest.raises(NoProgressError) as stopped:
+        app.invoke(None, config)
+    assert (stopped.value.violation.code, stopped.value.violation.step) == ("content_cycle", 3)
+
+
 def test_the_same_short_answer_to_three_different_requests_is_progress_guard() -> None:
     """Old guard: repeated_content at the 3rd "Done."."""
     app = guard(chat_graph(lambda q: "Done."))

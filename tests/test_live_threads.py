@@ -34,7 +34,7 @@ import liveguard
 import liveguard.threads
 from liveguard import NoProgressError, Policy
 from liveguard.cli import main as cli_main
-from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware, args_digest
+from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -307,6 +307,8 @@ def test_continue_debounces_the_repeated_call_and_a_ceiling_ends_the_run() -> No
     debounced = [m for m in result["messages"]
                  if isinstance(m, ToolMessage) and m.additional_kwargs.get("liveguard")]
     assert len(debounced) == 3
+    from liveguard.integrations.ledger import args_digest  # here: subprocesses import this module
+
     digest = args_digest({"url": "https://example.com"})
     assert all(f"fetch, args#{digest}" in m.text and "already tried 2 times" in m.text
                and "retryable: false" in m.text for m in debounced)
@@ -387,6 +389,8 @@ def test_the_ledger_survives_summarization() -> None:
         app.invoke(user(text), cfg("s"))
     last = model.seen[-1]
     assert not any(BULKY in c for c in last["contents"])  # summarised away
+    from liveguard.integrations.ledger import args_digest  # here: subprocesses import this module
+
     digest = args_digest({"url": "https://example.com"})
     assert f"fetch args#{digest}: failed (retryable: false) x" in last["system"]
 

@@ -32,7 +32,6 @@ from liveguard.messages import (
     tool_message_step,
     tool_step,
 )
-from liveguard.monitor import tool_calls_of
 from liveguard.readers.stream import UpdateStepper
 from prereq import missing
 
@@ -73,7 +72,6 @@ def test_tool_calls_and_their_names_and_args() -> None:
     assert tool_calls({"role": "assistant", "tool_calls": []}) is None
     assert tool_calls(AIMessage("answer")) is None
     assert tool_calls("text") is None
-    assert tool_calls_of is tool_calls  # the Monitor's old name is the same function
     assert [tool_call_name(LC_CALL), tool_call_name(OPENAI_CALL)] == ["run_sql", "search"]
     assert tool_call_name({"name": ["not", "a", "name"]}) is None
     assert tool_call_name("run_sql") is None

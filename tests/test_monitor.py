@@ -20,7 +20,7 @@ from liveguard.testing import (
     ping_pong,
     poll,
     repeated_tool_call,
-    tool_step,
+    tool_result_step,
 )
 
 
@@ -124,7 +124,7 @@ def test_poll_that_completes_is_silent() -> None:
 
 
 def test_retry_with_changing_error_is_silent() -> None:
-    steps = [tool_step("fetch", {"url": "u"}, error=f"timeout after {s}s") for s in (5, 10, 20)]
+    steps = [tool_result_step("fetch", {"url": "u"}, error=f"timeout after {s}s") for s in (5, 10, 20)]
     assert codes(steps) == []
 
 
@@ -139,9 +139,9 @@ def test_repeats_farther_apart_than_the_window_are_silent() -> None:
     steps: list[Step] = []
     for i in range(300):
         if i % 7 == 0:
-            steps.append(tool_step("lookup", {"k": "same"}, "same"))
+            steps.append(tool_result_step("lookup", {"k": "same"}, "same"))
         else:
-            steps.append(tool_step("lookup", {"k": i}, f"row {i}"))
+            steps.append(tool_result_step("lookup", {"k": i}, f"row {i}"))
     assert codes(steps, Policy.tool_agent(agent_nodes=["tools"])) == []
     rotating = [Step(node=f"n{i % 9}", summary=f"s{i}") for i in range(500)]
     assert codes(rotating) == []
@@ -164,7 +164,7 @@ def test_contentless_steps_only_count_as_visits() -> None:
 def test_per_tool_override_for_pollers() -> None:
     steps: list[Step] = []
     for i in range(4):
-        steps.append(tool_step("wait_job", {"id": 1}, json.dumps({"status": "running"})))
+        steps.append(tool_result_step("wait_job", {"id": 1}, json.dumps({"status": "running"})))
         steps.append(Step(node="model", summary=f"waiting {i}"))
     policy = Policy.tool_agent(tools={"wait_job": ToolPolicy(no_progress=5)})
     assert codes(steps, policy) == []
@@ -216,7 +216,7 @@ def _random_steps(draw_ints: list[int]) -> list[Step]:
     steps = []
     for i, n in enumerate(draw_ints):
         if n % 3 == 0:
-            steps.append(tool_step(f"t{n % 2}", {"k": n % 5}, f"r{n % 4}"))
+            steps.append(tool_result_step(f"t{n % 2}", {"k": n % 5}, f"r{n % 4}"))
         else:
             steps.append(Step(node=f"n{n % 4}", summary=f"s{n % 6}" if i % 5 else None))
     return steps

@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from liveguard import Policy, Step, Violation, check_trajectory, fingerprint
+from liveguard import Policy, Step, Violation, check_trajectory
 from liveguard.allowset import AllowSet
-from liveguard.fingerprint import _maybe_json
+from liveguard.fingerprint import _maybe_json, fingerprint
 from liveguard.messages import tool_call_name, tool_calls
 from liveguard.monitor import Monitor, _nonretryable
 from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation, digest_prefix

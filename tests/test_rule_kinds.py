@@ -12,7 +12,7 @@ from liveguard import Policy
 from liveguard.allowset import AllowSet
 from liveguard.monitor import Monitor
 from liveguard.rules import build
-from liveguard.rules.base import KINDS, Observation
+from liveguard.rules.base import OBSERVATION_KINDS, Observation
 
 
 def _state(rule: Any) -> Any:
@@ -41,7 +41,7 @@ def test_a_rule_ignores_the_kinds_it_does_not_declare(rule: Any) -> None:
     for i in range(4):  # some state first, from its own kinds
         for kind in rule.kinds:
             rule.observe(Observation(i, "a", kind, f"k{i % 2}".encode(), "t"))
-    for kind in set(KINDS) - set(rule.kinds):
+    for kind in set(OBSERVATION_KINDS) - set(rule.kinds):
         before = _state(rule)
         assert rule.observe(Observation(9, "b", kind, b"k0", "t")) is None
         assert _state(rule) == before
@@ -49,6 +49,6 @@ def test_a_rule_ignores_the_kinds_it_does_not_declare(rule: Any) -> None:
 
 def test_the_monitor_hands_each_kind_only_to_its_rules() -> None:
     monitor = Monitor(Policy())
-    for kind in KINDS:
+    for kind in OBSERVATION_KINDS:
         for rule in monitor._rules:
-            assert (rule in monitor._by_kind[kind]) == (kind in getattr(rule, "kinds", KINDS))
+            assert (rule in monitor._by_kind[kind]) == (kind in getattr(rule, "kinds", OBSERVATION_KINDS))

@@ -21,7 +21,7 @@ from liveguard.allowset import load_allowsets
 from liveguard.engine.floor import Floor
 from liveguard.engine.scorer import ScoreOptions, Scorer
 from liveguard.model import Trajectory
-from liveguard.scoring import iter_inputs
+from liveguard.readers.inputs import iter_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden_datasets"
@@ -310,7 +310,7 @@ def test_a_row_crosses_processes_whole() -> None:
     path separator still round-trips."""
     import pickle
 
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
 
     scorer = Scorer(ScoreOptions(judges=False))
     run_ = golden_runs()[0]

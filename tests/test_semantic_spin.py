@@ -7,7 +7,7 @@ import json
 
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, check_trajectory
-from liveguard.judges import PROMPT_VERSION, Gateway, JudgeConfig
+from liveguard.judges import PROMPT_VERSION, JudgeClient, JudgeConfig
 from liveguard.semantic.spin import SPIN_TASK, spin_checks
 
 LOOP = [
@@ -22,12 +22,12 @@ LOOP = [
 SPINNING = {"score": 0.1, "confidence": 0.9, "reason": "same complaint reworded"}
 
 
-def gateway(fake: FakeOpenAI, **extra: object) -> Gateway:
-    return Gateway(JudgeConfig(base_url=fake.base_url, api_key="sk-test", model="judge-m", max_retries=0,
+def gateway(fake: FakeOpenAI, **extra: object) -> JudgeClient:
+    return JudgeClient(JudgeConfig(base_url=fake.base_url, api_key="sk-test", model="judge-m", max_retries=0,
                                **extra))  # type: ignore[arg-type]
 
 
-def run_checks(steps: list[Step], policy: Policy, gw: Gateway) -> list:  # type: ignore[type-arg]
+def run_checks(steps: list[Step], policy: Policy, gw: JudgeClient) -> list:  # type: ignore[type-arg]
     async def go() -> list:  # type: ignore[type-arg]
         async with gw:
             return await spin_checks(steps, check_trajectory(steps, policy), policy, gw)

@@ -1,13 +1,20 @@
 """liveguard: deterministic loop and no-progress detection for LLM agents.
 
-The public surface is exactly ``__all__``; everything else is private.
-Framework integrations (LangGraph, LangChain, LangSmith, openai) live in
-submodules that import their framework lazily.
+The public surface is exactly ``__all__``: the step and verdict model, the policy, the
+Monitor, reading runs, the eval graph, the auto-approve check, :func:`clear`, and the
+errors a caller catches. Everything else is importable from its module (the release gate
+from :mod:`liveguard.gate`, the judge client from :mod:`liveguard.judges`, digests from
+:mod:`liveguard.fingerprint`, every error class from :mod:`liveguard.errors`).
+Framework integrations (LangGraph, LangChain, LangSmith, openai) live in submodules that
+import their framework lazily.
+
+No function here shares its name with a submodule: ``import liveguard.fingerprint`` gives
+the module.
 """
 
-from liveguard.allowset import AllowSet, AllowSetError, load_allowset, load_allowsets
+from liveguard.allowset import AllowSet, load_allowsets
 from liveguard.errors import (
-    FingerprintError,
+    AllowSetError,
     LiveguardError,
     LivenessError,
     NoProgressError,
@@ -15,10 +22,8 @@ from liveguard.errors import (
     TrajectoryReadError,
 )
 from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph, evaluate_trajectory
-from liveguard.fingerprint import Fingerprinter, canonical_bytes, fingerprint
-from liveguard.gate import CELL_PASS, GateDecision, decide, verdict_clears_autoapprove
-from liveguard.judges import PROMPT_VERSION, Gateway, JudgeClient, JudgeConfig, JudgeSkipped
-from liveguard.model import Expected, LevelScore, Step, Trajectory, Verdict, Violation
+from liveguard.gate import verdict_clears_autoapprove
+from liveguard.model import Step, Trajectory, Verdict, Violation
 from liveguard.monitor import Monitor, check_trajectory
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 from liveguard.readers.jsonl import read_jsonl
@@ -26,6 +31,11 @@ from liveguard.settings import Settings
 from liveguard.threads import clear
 
 __version__ = "0.1.0"
+
+for _error in (AllowSetError, LiveguardError, LivenessError, NoProgressError, PolicyError,
+               TrajectoryReadError):
+    _error.__module__ = "liveguard"  # tracebacks name the public path, as httpx does
+del _error
 
 
 def _warn_stale() -> None:
@@ -43,19 +53,8 @@ def _warn_stale() -> None:
 _warn_stale()
 
 __all__ = [
-    "CELL_PASS",
-    "PROMPT_VERSION",
     "AllowSet",
     "AllowSetError",
-    "Expected",
-    "FingerprintError",
-    "Fingerprinter",
-    "GateDecision",
-    "Gateway",
-    "JudgeClient",
-    "JudgeConfig",
-    "JudgeSkipped",
-    "LevelScore",
     "LiveguardError",
     "LivenessError",
     "Monitor",
@@ -72,13 +71,9 @@ __all__ = [
     "Violation",
     "aevaluate_trajectory",
     "build_eval_graph",
-    "canonical_bytes",
     "check_trajectory",
     "clear",
-    "decide",
     "evaluate_trajectory",
-    "fingerprint",
-    "load_allowset",
     "load_allowsets",
     "read_jsonl",
     "verdict_clears_autoapprove",

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import AllowSetError
 from liveguard.fingerprint import volatile_mask
 from liveguard.policy import NodePolicy, Policy, ToolPolicy
 
@@ -65,16 +65,6 @@ MAX_COUNT = 1_000
 MAX_WINDOW = 10_000
 """Largest per-tool window (steps)."""
 _TOOL_RANGES = {"no_progress": (2, MAX_COUNT), "nonretryable": (1, MAX_COUNT), "window": (1, MAX_WINDOW)}
-
-
-class AllowSetError(LiveguardError, ValueError):
-    """An allow-set file is invalid. ``source`` is ``file:line``; ``key`` the dotted key."""
-
-    def __init__(self, source: str, key: str, reason: str) -> None:
-        self.source = source
-        self.key = key
-        self.reason = reason
-        super().__init__(f"{source}: {key}: {reason}" if key else f"{source}: {reason}")
 
 
 class AllowSet(BaseModel):

@@ -110,9 +110,11 @@ from liveguard.model import Step, Trajectory, Verdict
 from liveguard.readers.stream import UpdateStepper
 
 if TYPE_CHECKING:
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
 
+    from liveguard.allowset import AllowSet
     from liveguard.notify import Notifier
+    from liveguard.policy import Policy
     from liveguard.settings import Settings
 
 __all__ = [
@@ -946,15 +948,15 @@ def approval_gate(
     audit_key: str = "approvals",
     verdict_key: str = "approval",
     graph_name: str | None = None,
-    allow_set: Any = None,
-    policy: Any = None,
+    allow_set: AllowSet | None = None,
+    policy: Policy | None = None,
     settings: Settings | None = None,
     notifiers: Sequence[Notifier] = (),
     decide: Callable[[dict[str, Any]], Any] | None = None,
     clock: Callable[[], datetime] | None = None,
     history_wait: float = HISTORY_WAIT,
     name: str = "approval_gate",
-) -> Any:
+) -> Runnable[Any, Any]:
     """The approval node (a Runnable with sync and async bodies); see the module docstring.
 
     ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run).

@@ -1,17 +1,36 @@
-"""One rooted hierarchy for every error liveguard raises.
+"""One rooted hierarchy for every error liveguard raises, and the one list of them.
 
 ::
 
     LiveguardError
-    ├── FingerprintError (also ValueError)   a payload cannot be put in canonical form
-    ├── PolicyError (also ValueError)         a policy value or environment override is invalid
-    ├── TrajectoryReadError (also ValueError) a recorded run cannot be read; names file:line
-    ├── SnapshotError (also ValueError)       a saved Monitor state cannot be restored
-    └── LivenessError                         a run stopped making progress
-        └── NoProgressError (also RuntimeError) carries the Violation that fired
+    ├── FingerprintError (also ValueError)        a payload cannot be put in canonical form
+    ├── PolicyError (also ValueError)              a policy value or environment override is invalid
+    ├── TrajectoryReadError (also ValueError)      a recorded run cannot be read; names file:line
+    ├── SnapshotError (also ValueError)            a saved Monitor state cannot be restored
+    ├── AllowSetError (also ValueError)            an allow-set file is invalid; names file:line and key
+    ├── ResultError (also ValueError)              an evaluator result that cannot be typed
+    ├── NotifierError (also ValueError)            a notifier that cannot be built
+    ├── TargetError (also ValueError)              a ``MODULE:ATTR`` target cannot be loaded
+    ├── UnknownThreadError (also LookupError)      a thread the checkpointer has nothing for
+    ├── ClusterUnreachableError (also ConnectionError)  a Ray address that cannot be reached
+    ├── CheckpointURLError (also ValueError)       liveguard.checkpoints: a URL naming no saver
+    ├── CheckpointOpenError                        liveguard.checkpoints: the database cannot be opened
+    ├── ApprovalError (also ValueError)            liveguard.approval: a resume answer that is no decision
+    │   └── ApprovalClaimError                     liveguard.approval: the decision could not be recorded
+    ├── ApprovalConflict                           liveguard.approval: another worker decided first
+    ├── JudgeSkipped                               liveguard.judges: the judges are off
+    ├── EvaluatorArgumentError (also TypeError, ValueError)
+    │                                              liveguard.integrations.langsmith: a bad factory argument
+    ├── SemanticUnavailable                        liveguard.semantic: the extra or model is missing
+    ├── EmbeddingError                             liveguard.semantic: an embedding request failed
+    └── LivenessError                              a run stopped making progress
+        └── NoProgressError (also RuntimeError)    carries the Violation that fired
 
 Live guards raise ``NoProgressError``; catching ``LivenessError`` catches every
-liveness stop, present and future.
+liveness stop, present and future. The classes without a module named above are defined
+here; the others are defined beside the code that raises them (their modules import this
+one, so this one cannot import them back) and are listed here so that this tree is the
+whole hierarchy (a test checks that it is).
 """
 
 from __future__ import annotations
@@ -22,6 +41,24 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from liveguard.model import Violation
+
+__all__ = [
+    "AllowSetError",
+    "ClusterUnreachableError",
+    "FingerprintError",
+    "LiveguardError",
+    "LivenessError",
+    "NoProgressError",
+    "NotifierError",
+    "PolicyError",
+    "ResultError",
+    "SnapshotError",
+    "TargetError",
+    "TrajectoryReadError",
+    "UnknownThreadError",
+    "redact_location",
+    "safe_key",
+]
 
 
 SCHEMA_KEYS = frozenset({
@@ -118,3 +155,33 @@ class NoProgressError(LivenessError, RuntimeError):
             f"{violation.code} at step {violation.step} (node {violation.node!r}, "
             f"count {violation.count})"
         )
+
+
+class AllowSetError(LiveguardError, ValueError):
+    """An allow-set file is invalid. ``source`` is ``file:line``; ``key`` the dotted key."""
+
+    def __init__(self, source: str, key: str, reason: str) -> None:
+        self.source = source
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{source}: {key}: {reason}" if key else f"{source}: {reason}")
+
+
+class UnknownThreadError(LiveguardError, LookupError):
+    """``thread_status`` of a thread the checkpointer has nothing for."""
+
+
+class ResultError(LiveguardError, ValueError):
+    """An evaluator result that cannot be typed; the message starts with the key at fault."""
+
+
+class NotifierError(LiveguardError, ValueError):
+    """A notifier that cannot be built: a bad URL, secret, timeout or retry setting."""
+
+
+class TargetError(LiveguardError, ValueError):
+    """A ``MODULE:ATTR`` target cannot be loaded: malformed, missing, or its code raised."""
+
+
+class ClusterUnreachableError(LiveguardError, ConnectionError):
+    """The Ray cluster named by an address cannot be reached (the message names the address)."""

@@ -34,7 +34,7 @@ import functools
 import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from liveguard.aggregation import (
     aggregate_update,
@@ -59,6 +59,8 @@ from liveguard.verdict import (
 )
 
 if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
     from liveguard.judges import JudgeClient, JudgeResult
 
 __all__ = [
@@ -169,7 +171,7 @@ def build_eval_graph(
     anomaly: bool | None = None,
     structural_only: bool = False,
     settings: Settings | None = None,
-) -> Any:
+) -> CompiledStateGraph[EvalState, None, EvalState, EvalState]:
     """Compile the eval graph.
 
     ``client`` (``gateway`` is its deprecated name) is the judge client; None builds one
@@ -189,7 +191,9 @@ def build_eval_graph(
     for a, b in itertools.pairwise(NODES):
         builder.add_edge(a, b)
     builder.add_edge(NODES[-1], END)
-    return builder.compile(name="agent_eval", checkpointer=False)
+    compiled: CompiledStateGraph[EvalState, None, EvalState, EvalState] = builder.compile(
+        name="agent_eval", checkpointer=False)
+    return compiled
 
 
 def eval_chain(
@@ -419,7 +423,8 @@ async def aevaluate_trajectory(
     resolved = policy if policy is not None else cfg.policy(Policy())
     compiled = graph if graph is not None else build_eval_graph(structural_only=structural_only,
                                                                  settings=cfg)
-    state = await compiled.ainvoke(_inputs(trajectory, allow_set, resolved, outcome, allowsets_in_use))
+    inputs = cast("EvalState", _inputs(trajectory, allow_set, resolved, outcome, allowsets_in_use))
+    state = await compiled.ainvoke(inputs)
     verdict: Verdict = state["verdict"]
     return verdict
 

@@ -48,7 +48,6 @@ from liveguard.model import Verdict
 from liveguard.verdict import PASS_MARK
 
 __all__ = [
-    "CELL_PASS",
     "EXIT_CODES",
     "GATE_PASS_RATE",
     "Decision",
@@ -58,8 +57,6 @@ __all__ = [
     "verdict_clears_autoapprove",
 ]
 
-CELL_PASS: Final = PASS_MARK
-"""The judge pass mark (kept for compatibility; it lives in :mod:`liveguard.verdict`)."""
 GATE_PASS_RATE: Final = 0.80
 """The gate's default pass rate: the share of runs in the window that must pass.
 A different concept from the judge pass mark, with its own constant."""

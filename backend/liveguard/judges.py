@@ -1,7 +1,6 @@
 """LLM judges through one OpenAI-compatible client (DeepSeek by default).
 
-:class:`JudgeClient` (formerly ``Gateway``, now a deprecated alias) is the only place
-liveguard talks to an LLM. It asks one question per
+:class:`JudgeClient` is the only place liveguard talks to an LLM. It asks one question per
 judgement, at one of three levels (``step``, ``trajectory``, ``outcome``), and returns a
 :class:`JudgeResult`: a score in [0, 1], or ``score=None`` with an error code. Judging
 never raises for a bad answer or a failed request:
@@ -64,7 +63,6 @@ __all__ = [
     "PROMPT_VERSION",
     "SYSTEM_PROMPTS",
     "ErrorCode",
-    "Gateway",
     "JudgeClient",
     "JudgeConfig",
     "JudgeResult",
@@ -569,7 +567,3 @@ def _content(completion: ChatCompletion) -> str | None:
         return completion.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         return None
-
-
-Gateway = JudgeClient
-"""Deprecated alias of :class:`JudgeClient` ("gate" names only the release gate)."""

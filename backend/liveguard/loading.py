@@ -14,14 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import TargetError
 from liveguard.terminal import visible
 
 __all__ = ["TargetError", "call_factory", "import_target"]
-
-
-class TargetError(LiveguardError, ValueError):
-    """A ``MODULE:ATTR`` target cannot be loaded: malformed, missing, or its code raised."""
 
 
 def _why(exc: BaseException) -> str:

@@ -60,19 +60,26 @@ from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerp
 from liveguard.messages import is_user_input, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import CONTENTLESS, KINDS, MESSAGE, REQUEST, TOOL, Observation, Rule, unhex
+from liveguard.rules.base import (
+    CONTENTLESS,
+    MESSAGE,
+    OBSERVATION_KINDS,
+    REQUEST,
+    TOOL,
+    Observation,
+    Rule,
+    unhex,
+)
 from liveguard.rules.build import build
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory", "tool_calls_of"]
+__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory"]
 
 SNAPSHOT_VERSION = 1
 """Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
 
-tool_calls_of = tool_calls
-"""Kept for importers of ``liveguard.monitor.tool_calls_of``: :func:`liveguard.messages.tool_calls`."""
 
 
 class Monitor:
@@ -89,7 +96,7 @@ class Monitor:
         self._digest = _fingerprinter(self.policy.ignore_keys, self.policy.volatile).raw_digest
         self._request = b""  # the digest of the user's last input (b"": none yet)
         self._rules = rules = tuple(build(self.policy, allow_set))
-        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.KINDS), and
+        # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.OBSERVATION_KINDS), and
         # the rules that can prepare a whole recorded run at once (the semantic layer's batching).
         self._by_kind, self._prefetch = _dispatch(rules)
         self._index = 0
@@ -379,8 +386,8 @@ def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tu
 def _layout(rules: tuple[Rule, ...]) -> _Layout:
     distinct: list[list[int]] = []
     order: list[int] = []
-    for kind in KINDS:  # KINDS is (0, 1, 2, 3): a kind is its own position
-        indices = [i for i, rule in enumerate(rules) if kind in getattr(rule, "kinds", KINDS)]
+    for kind in OBSERVATION_KINDS:  # OBSERVATION_KINDS is (0, 1, 2, 3): a kind is its own position
+        indices = [i for i, rule in enumerate(rules) if kind in getattr(rule, "kinds", OBSERVATION_KINDS)]
         if indices not in distinct:
             distinct.append(indices)
         order.append(distinct.index(indices))

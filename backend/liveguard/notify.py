@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import NotifierError
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -57,10 +57,6 @@ log = logging.getLogger("liveguard.notify")
 SIGNATURE_HEADER: Final = "X-Liveguard-Signature"
 _MAX_RETRIES: Final = 10
 _CONF: Final = "configurable"
-
-
-class NotifierError(LiveguardError, ValueError):
-    """A notifier that cannot be built: a bad URL, secret, timeout or retry setting."""
 
 
 @dataclass(frozen=True)

@@ -240,3 +240,7 @@ def _explain(exc: ValidationError, where: str) -> str:
         loc = ".".join(str(p) for p in err["loc"]) or where
         parts.append(f"{where}.{loc}: {err['msg']}")
     return "; ".join(parts)
+
+
+PRESETS = {"workflow": Policy.workflow, "tool_agent": Policy.tool_agent}
+"""The presets a run may name in ``metadata.policy`` (and the CLI's ``--policy``): name to factory."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, NotRequired
 
 from typing_extensions import TypedDict  # pydantic validates it on Python < 3.12
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import ResultError
 
 if TYPE_CHECKING:
     from liveguard.gate import GateDecision
@@ -40,10 +40,6 @@ __all__ = [
 GATE_SCORES: Final[Mapping[str, float]] = {"PROMOTE": 1.0, "HOLD": 0.5, "ROLLBACK": 0.0, "REFUSE": 0.0}
 """The gate decision as a number, next to the categorical ``value``."""
 _KEYS: Final = frozenset({"key", "score", "comment", "metadata", "value"})
-
-
-class ResultError(LiveguardError, ValueError):
-    """An evaluator result that cannot be typed; the message starts with the key at fault."""
 
 
 class EvaluatorResult(TypedDict):

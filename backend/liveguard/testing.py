@@ -24,7 +24,7 @@ __all__ = [
     "ping_pong",
     "poll",
     "repeated_tool_call",
-    "tool_step",
+    "tool_result_step",
     "trajectory",
     "varied_json",
 ]
@@ -62,7 +62,7 @@ def varied_json(args: Mapping[str, Any], variant: int) -> str:
     return json.dumps(dict(items), separators=separators)
 
 
-def tool_step(
+def tool_result_step(
     tool: str,
     args: Any,
     result: Any = None,
@@ -89,7 +89,7 @@ def repeated_tool_call(
     JSON arguments whose whitespace and key order differ between repeats."""
     args = args or {"query": "SELECT * FROM ordrs", "limit": 10}
     return [
-        tool_step(tool, varied_json(args, i), result, node=node, call_id=f"call_{i:04d}")
+        tool_result_step(tool, varied_json(args, i), result, node=node, call_id=f"call_{i:04d}")
         for i in range(times)
     ]
 
@@ -110,7 +110,7 @@ def agent_turn(tool: str, args: Mapping[str, Any], result: Any, *, turn: int = 0
     }
     return [
         Step(node="model", output=request),
-        tool_step(tool, dict(args), result, node="tools", call_id=call_id),
+        tool_result_step(tool, dict(args), result, node="tools", call_id=call_id),
     ]
 
 

@@ -22,15 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import UnknownThreadError
 from liveguard.model import Violation
 from liveguard.thread_guard import DAMAGED, read_audit, read_stop, windows_value
 
 __all__ = ["UnknownThreadError", "clear", "thread_status"]
 
-
-class UnknownThreadError(LiveguardError, LookupError):
-    """``thread_status`` of a thread the checkpointer has nothing for."""
 
 _STATE_KEY = "liveguard"
 _DAMAGED_KEY = "__damaged__"
@@ -65,11 +62,12 @@ def _agent_state(graph: Any, config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _guard_store(graph: Any, config: dict[str, Any]) -> Any:
-    from liveguard.integrations.langgraph import GuardedGraph, _ThreadStore
+    from liveguard.integrations.langgraph import GuardedGraph
+    from liveguard.integrations.langgraph._record import ThreadStore
 
     if not isinstance(graph, GuardedGraph):
         return None
-    return _ThreadStore.of(graph, config)
+    return ThreadStore.of(graph, config)
 
 
 def _agent_stop(agent: Mapping[str, Any]) -> Violation | None:

@@ -245,7 +245,8 @@ class ScriptedJudge:
         return self._reply.json(self.SPINS if kind == "spin_check" else self.FINE)
 
     def __call__(self, run: Any) -> int | None:
-        from liveguard import JudgeClient, JudgeConfig, evaluate_trajectory
+        from liveguard import evaluate_trajectory
+        from liveguard.judges import JudgeClient, JudgeConfig
 
         config = JudgeConfig(base_url=self.server.base_url, api_key="scripted", model="scripted-judge",
                              max_retries=0, timeout=30.0)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from liveguard.engine.scorer import Record, ScoreOptions, Scorer, chunked
 
 if TYPE_CHECKING:
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
 
 __all__ = ["CHUNK", "CHUNK_JUDGED", "iter_rows_local"]
 
@@ -65,7 +65,7 @@ def _score_in_worker(chunk: list[Record]) -> list[RunRow]:
 
 
 def _lost(chunk: list[Record], exc: BaseException) -> list[RunRow]:
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
 
     why = f"{type(exc).__name__}: the worker scoring this run failed"
     return [RunRow(source=source, error=why) for source, _ in chunk]

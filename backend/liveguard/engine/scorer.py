@@ -1,4 +1,4 @@
-"""One scoring process: records in, one :class:`~liveguard.scoring.RunRow` per record out.
+"""One scoring process: records in, one :class:`~liveguard.rows.RunRow` per record out.
 
 A :class:`Scorer` is built once per process (the local engine's workers, a Ray worker,
 or the calling process with ``jobs=1``): it builds the judge gateway and the eval graph
@@ -36,7 +36,7 @@ from liveguard.readers.jsonl import parse_line
 if TYPE_CHECKING:
     from liveguard.engine.floor import Floor
     from liveguard.judges import JudgeClient, JudgeConfig
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
     from liveguard.settings import Settings
 
 __all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
@@ -179,7 +179,7 @@ class Scorer:
         policy = self._presets.get(preset) if isinstance(preset, str) else None
         if policy is not None:
             return policy
-        from liveguard.scoring import PRESETS
+        from liveguard.policy import PRESETS
 
         if isinstance(preset, str) and preset in PRESETS:
             policy = self._presets[preset] = self.settings.policy(PRESETS[preset]())
@@ -236,7 +236,7 @@ class Scorer:
 
     @staticmethod
     def _error_row(source: str, payload: Payload, exc: BaseException, run: Trajectory | None) -> RunRow:
-        from liveguard.scoring import RunRow
+        from liveguard.rows import RunRow
 
         content: Any = run if run is not None else payload
         message = redact(str(exc), content)
@@ -247,7 +247,7 @@ class Scorer:
                       path=tuple(s.node for s in run.steps), error=error, expected=run.expected)
 
     def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
-        from liveguard.scoring import RunRow
+        from liveguard.rows import RunRow
 
         try:
             item = self._read(source, payload)
@@ -258,7 +258,7 @@ class Scorer:
         return item
 
     def _row(self, source: str, run: Trajectory, verdict: Verdict) -> RunRow:
-        from liveguard.scoring import RunRow
+        from liveguard.rows import RunRow
 
         row = RunRow(source=source, run_id=run.run_id, graph=run.graph,
                      path=tuple([s.node for s in run.steps]), verdict=verdict, expected=run.expected)
@@ -313,7 +313,7 @@ class Scorer:
 
 
 def _bare_error(source: str, exc: BaseException) -> RunRow:
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
 
     return RunRow(source=source, error=f"{type(exc).__name__} (message withheld)")
 

@@ -75,7 +75,8 @@ The tool-call ledger
     blocked. The last ``ledger_size`` (16) entries are kept in the state and appended to
     the system message of every model request, a part of the context that
     ``SummarizationMiddleware`` does not rewrite: the model still sees the earlier
-    identical failure after the bulky result was summarised away.
+    identical failure after the bulky result was summarised away. The ledger itself is
+    :mod:`liveguard.integrations.ledger` (framework-free).
 
 Run and thread limits
     ``Policy(run_steps=..., thread_steps=...)``: ``run_*`` resets per invocation (a resume
@@ -118,8 +119,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from liveguard.errors import NoProgressError
-from liveguard.fingerprint import fingerprint
 from liveguard.hitl import DecisionError, Edit, HoldRequest, ReviewDecision, aask, ask
+from liveguard.integrations.ledger import Ledger, args_digest, debounce_text
 from liveguard.messages import UNKNOWN_TOOL, tool_call_args, tool_call_name, tool_message_step
 from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
@@ -186,16 +187,11 @@ def stop_message(violation: Violation) -> AIMessage:
     )
 
 
-def args_digest(args: Any) -> str:
-    """The 16-hex-digit digest of a call's canonical arguments (the ledger's key)."""
-    return fingerprint(args)[:16]
-
-
 # -- the thread's liveness state ------------------------------------------------------------------
 class _Thread:
     """The saved value under ``state["liveguard"]``, unpacked for one model call."""
 
-    __slots__ = ("_text", "audit", "debounced", "heard", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("audit", "debounced", "heard", "ledger", "monitor", "seen", "stop")
 
     def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
         damaged = saved is not None and not isinstance(saved, Mapping)
@@ -207,21 +203,10 @@ class _Thread:
         self.heard: str | None = heard if isinstance(heard, str) else None
         # the core reads the stop: a damaged record is a logged guard_error that keeps it stopped
         self.stop: Violation | None = DAMAGED if damaged else read_stop(saved)[0]
-        ledger = saved.get("ledger")
-        self.ledger: list[list[Any]] = [
-            list(e) for e in (ledger if isinstance(ledger, list | tuple) else ())
-            if isinstance(e, list | tuple) and len(e) == 5
-        ]
+        self.ledger = Ledger(saved.get("ledger"))
         debounced = saved.get("debounced")
         self.debounced: int = debounced if isinstance(debounced, int) else 0
         self.audit: list[dict[str, Any]] = read_audit(saved)  # a person's decisions: codes, who, when
-        self._text: str | None = None  # the ledger as the model sees it, until it changes
-
-    @property
-    def ledger_text(self) -> str:
-        if self._text is None:
-            self._text = ledger_text(self.ledger)
-        return self._text
 
     def dump(self) -> dict[str, Any]:
         """The saved value: the core's windows and stop values (one record schema, see
@@ -231,41 +216,10 @@ class _Thread:
             **stop_value(self.stop),
             "seen": self.seen,
             "heard": self.heard,
-            "ledger": [list(entry) for entry in self.ledger],
+            "ledger": self.ledger.dump(),
             "debounced": self.debounced,
             "audit": audit_value(self.audit),
         }
-
-    def record(self, tool: str, digest: str, flag: str, size: int) -> None:
-        """One execution of (tool, digest) with this outcome; most recent last."""
-        self._text = None
-        for i, (name, dig, _, count, blocked) in enumerate(self.ledger):
-            if name == tool and dig == digest:
-                del self.ledger[i]
-                self.ledger.append([tool, digest, flag, count + 1, blocked])
-                return
-        self.ledger.append([tool, digest, flag, 1, False])
-        del self.ledger[:-size]
-
-    def block(self, tool: str, digest: str) -> None:
-        self._text = None
-        for entry in self.ledger:
-            if entry[0] == tool and entry[1] == digest:
-                entry[4] = True
-
-    def entry(self, tool: str, digest: str) -> list[Any] | None:
-        return next((e for e in self.ledger if e[0] == tool and e[1] == digest), None)
-
-
-def ledger_text(ledger: list[list[Any]]) -> str:
-    """The ledger as the model sees it: tool, args digest, outcome, count, blocked."""
-    lines = ["Tool-call ledger (liveguard): earlier tool calls in this thread, by tool and "
-             "arguments digest. Do not repeat a call that failed; change its input or stop."]
-    for tool, digest, flag, count, blocked in ledger:
-        outcome = {"ok": "ok", "failed": "failed",
-                   "nonretryable": "failed (retryable: false)"}.get(flag, flag)
-        lines.append(f"- {tool} args#{digest}: {outcome} x{count}" + (" [blocked]" if blocked else ""))
-    return "\n".join(lines)
 
 
 def _flag(message: ToolMessage) -> str:
@@ -436,7 +390,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             if call.answer is not None:
                 return call
             if self.show_ledger and thread.ledger:
-                call.request = _with_ledger(call.request, thread.ledger_text)
+                call.request = _with_ledger(call.request, thread.ledger.text)
         except NoProgressError:
             raise
         except Exception as exc:
@@ -508,7 +462,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             step = tool_message_step(TOOLS_NODE, message, name=tool_call_name(tool_call), args=args)
             name = step.tool or UNKNOWN_TOOL
             digest = args_digest(args)
-            thread.record(name, digest, _flag(message), self.ledger_size)
+            thread.ledger.record(name, digest, _flag(message), self.ledger_size)
             if self.exit_behavior == "continue":
                 call.sigs[thread.monitor.digest(step)[:12]] = (name, digest)
             found += thread.monitor.observe(step)
@@ -547,7 +501,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         blocked = call.sigs.get(str(violation.detail.get("digest")))
         if blocked is None:
             return False
-        call.thread.block(*blocked)
+        call.thread.ledger.block(*blocked)
         return True
 
     def _act(self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
@@ -641,23 +595,18 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         try:
             state = request.state if isinstance(request.state, Mapping) else {}
             saved = state.get(STATE_KEY)
-            ledger = saved.get("ledger") if isinstance(saved, Mapping) else None
+            ledger = Ledger(saved.get("ledger") if isinstance(saved, Mapping) else None)
             if not ledger:
                 return None
             call = request.tool_call
             name = tool_call_name(call) or UNKNOWN_TOOL
             digest = args_digest(tool_call_args(call))
-            entry = next((e for e in ledger if e[0] == name and e[1] == digest and e[4]), None)
+            entry = ledger.blocked(name, digest)
             if entry is None:
                 return None
-            outcome = {"ok": "the same result", "failed": "the same failure",
-                       "nonretryable": "the same failure (retryable: false)"}.get(entry[2], "the same result")
             log.warning("liveguard: debounced %s args#%s (tried %d times)", name, digest, entry[3])
             return ToolMessage(
-                content=(
-                    f"Not run: this exact call ({name}, args#{digest}) was already tried "
-                    f"{entry[3]} times with {outcome}. Change the input or stop."
-                ),
+                content=debounce_text(name, digest, entry),
                 tool_call_id=call.get("id") or "",
                 name=name,
                 status="error",

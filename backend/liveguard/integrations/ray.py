@@ -6,7 +6,7 @@
    object-store URIs such as ``s3://bucket/prefix/…/part-0.parquet``) become a Ray
    Dataset of file names, one block per file.
 2. ``map_batches`` reads each file inside the cluster with the same reader as the local
-   engine (:func:`liveguard.scoring.iter_records`), yielding records in batches.
+   engine (:func:`liveguard.readers.inputs.iter_records`), yielding records in batches.
 3. ``map_batches`` scores batches with :class:`~liveguard.engine.scorer.Scorer`, built
    once per Ray worker process: the same floor, the same eval graph, the same error rows.
 4. The driver iterates the rows in input order (``preserve_order``) and writes them in
@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from liveguard.engine.scorer import Record, ScoreOptions, Scorer
-from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.errors import ClusterUnreachableError, TrajectoryReadError
 
 if TYPE_CHECKING:
     from liveguard.judges import JudgeClient, JudgeConfig, JudgeResult
     from liveguard.model import Level
-    from liveguard.scoring import RunRow
+    from liveguard.rows import RunRow
 
 __all__ = ["LIMITER_NAME", "PROBE_SECONDS", "ClusterUnreachableError", "iter_rows_ray"]
 
@@ -67,10 +67,6 @@ PROBE_SECONDS = 10.0
 
 _SCORERS: dict[str, Scorer] = {}
 """One scorer per Ray worker process and options (built on the first batch)."""
-
-
-class ClusterUnreachableError(LiveguardError, ConnectionError):
-    """The Ray cluster named by an address cannot be reached (the message names the address)."""
 
 
 def _probe(address: str) -> None:
@@ -115,7 +111,7 @@ def _is_uri(path: str) -> bool:
 
 def _records_of(path: str) -> Iterator[Record]:
     """The records of one file, named as the user named it (local path or URI)."""
-    from liveguard.scoring import iter_records
+    from liveguard.readers.inputs import iter_records
 
     if not _is_uri(path):
         yield from iter_records([path])
@@ -136,7 +132,7 @@ def _records_of(path: str) -> Iterator[Record]:
 
 def _expand(paths: Sequence[str | Path]) -> list[str]:
     """Local directories expand as for the local engine; URIs are taken as they are."""
-    from liveguard.scoring import input_files
+    from liveguard.readers.inputs import input_files
 
     files: list[str] = []
     for entry in paths:
@@ -160,8 +156,8 @@ def _read_files(batch: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 # -- scoring ------------------------------------------------------------------------------------
-class _LimitedGateway:
-    """Builds a Gateway whose judge calls first take a slot of the cluster-wide limiter."""
+class _LimitedJudgeClient:
+    """Builds a JudgeClient whose judge calls first take a slot of the cluster-wide limiter."""
 
     @staticmethod
     def build(config: JudgeConfig, limiter: Any) -> JudgeClient:
@@ -186,7 +182,7 @@ class _RayScorer(Scorer):
         super().__init__(options)
 
     def _gateway(self, config: JudgeConfig) -> JudgeClient:
-        return _LimitedGateway.build(config, self._limiter)
+        return _LimitedJudgeClient.build(config, self._limiter)
 
 
 def _score_batch(batch: Mapping[str, Any], options: ScoreOptions, limiter: Any) -> dict[str, Any]:

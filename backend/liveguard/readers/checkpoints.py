@@ -29,7 +29,7 @@ from liveguard.model import Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 from liveguard.readers.updates import (
     COPIED_METADATA,
-    MAX_DEPTH,
+    MAX_RUN_DEPTH,
     _clean,
     _clean_step,
     _metadata,
@@ -75,7 +75,7 @@ class _HistoryReader:
         return steps
 
     def _subgraph(self, task: Any, parents: tuple[str, ...], ns: str, depth: int) -> list[Step]:
-        if depth >= MAX_DEPTH:
+        if depth >= MAX_RUN_DEPTH:
             return []
         task_ns = f"{task.name}:{task.id}"
         child_ns = f"{ns}|{task_ns}" if ns else task_ns

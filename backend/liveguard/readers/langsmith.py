@@ -8,11 +8,10 @@ gets the same verdict however it was recorded):
   ``langchain_core`` tracer builds it in memory (``RunCollectorCallbackHandler``), or as
   a JSON export of those objects (``child_runs`` nested, or a flat list whose children
   name their ``parent_run_id``). :func:`load_export` reads such a file.
-* **Checkpoint histories** (:func:`thread_to_trajectory`): ``graph.get_state_history``
-  of one thread.
-* **A LangSmith project**, online (:func:`list_project_trajectories`), with verdicts
-  written back as feedback (:func:`push_feedback`). Both are thin layers over
-  ``langsmith.Client``.
+* Checkpoint histories are :mod:`liveguard.readers.checkpoints`; a LangSmith project,
+  online, with verdicts written back as feedback, is :mod:`liveguard.integrations.langsmith`.
+* The tree's shape is :mod:`liveguard.readers._run_tree`; the steps below are read by
+  :mod:`liveguard.readers._run_steps`.
 
 How a run tree becomes steps
 ----------------------------
@@ -68,9 +67,7 @@ Nothing from LangSmith, LangChain or LangGraph is imported at module import time
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as dc_field
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,70 +76,24 @@ import orjson
 from pydantic import ValidationError
 
 from liveguard.errors import TrajectoryReadError
-from liveguard.messages import field, is_tool_message, tool_step
+from liveguard.messages import field
 from liveguard.model import Expected, Step, Trajectory
-from liveguard.readers.stream import UpdateStepper
-from liveguard.readers.updates import (
-    MAX_DEPTH,
-    MESSAGE_KEYS,
-    _clean,
-    _clean_step,
-    _is_command,
-    _lc_constructor,
-    _metadata,
-    _node_update,
-    _to_json,
+from liveguard.readers._run_steps import TreeReader
+from liveguard.readers._run_tree import (
+    OddRunError,
+    Run,
+    build_tree,
+    forest,
+    nest_adopted,
+    normalize,
+    run_id,
+    status_of,
 )
+from liveguard.readers.updates import MAX_RUN_DEPTH, MESSAGE_KEYS, _clean, _metadata, _to_json
 
-__all__ = ["MAX_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
+__all__ = ["MAX_RUN_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
 
 SOURCE_LANGSMITH = "langsmith"
-_TRACEBACK = "Traceback (most recent call last):"
-
-
-# ============================================================================ run trees
-
-
-@dataclass
-class _Run:
-    """A run in one normalized shape, whatever object it came from."""
-
-    id: str
-    name: str
-    run_type: str
-    extra: dict[str, Any]
-    inputs: Any
-    outputs: Any
-    error: str | None
-    status: str | None
-    start: float
-    dotted_order: str
-    session_id: str | None
-    children: list[_Run] = dc_field(default_factory=list)
-
-    @property
-    def metadata(self) -> Mapping[str, Any]:
-        md = self.extra.get("metadata")
-        return md if isinstance(md, Mapping) else {}
-
-    @property
-    def node(self) -> str | None:
-        node = self.metadata.get("langgraph_node")
-        return node if isinstance(node, str) and node else None
-
-    @property
-    def step(self) -> int | None:
-        step = self.metadata.get("langgraph_step")
-        return step if isinstance(step, int) and not isinstance(step, bool) else None
-
-    @property
-    def namespace(self) -> str | None:
-        ns = self.metadata.get("langgraph_checkpoint_ns")
-        return ns if isinstance(ns, str) and ns else None
-
-    def sort_key(self) -> tuple[int, float, str]:
-        step = self.step
-        return (-1 if step is None else step, self.start, self.dotted_order)
 
 
 def _with_start_time(metadata: dict[str, Any], start: float) -> dict[str, Any]:
@@ -150,254 +101,6 @@ def _with_start_time(metadata: dict[str, Any], start: float) -> dict[str, Any]:
     if math.isfinite(start) and "start_time" not in metadata:
         metadata["start_time"] = datetime.fromtimestamp(start, UTC).isoformat()
     return metadata
-
-
-def _timestamp(value: Any) -> float:
-    """Seconds since the epoch; ``inf`` (sorts last) when missing or unreadable."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            return float("inf")
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        stamp: float = value.timestamp()
-        return stamp
-    return float("inf")
-
-
-def _run_id(obj: Any) -> str | None:
-    ident = field(obj, "id")
-    return str(ident) if ident is not None and str(ident) else None
-
-
-def _status_of(obj: Any, error: str | None) -> str | None:
-    status = field(obj, "status")
-    if isinstance(status, str) and status:
-        return status
-    if error:
-        return "error"
-    if field(obj, "end_time") is not None:
-        return "success"
-    return None
-
-
-class _OddRunError(ValueError):
-    """A run that cannot be read; the message is the whole reason."""
-
-
-def _normalize(obj: Any, adopted: Mapping[str, list[Any]], depth: int, seen: set[str]) -> _Run:
-    """One run (and its subtree) in the :class:`_Run` shape; raises ``_OddRunError`` on odd data.
-
-    Problems below the root name the run they are about (``run <id>: ...``).
-    """
-    if depth > MAX_DEPTH:
-        raise _OddRunError(f"run tree deeper than {MAX_DEPTH} levels (a cycle?)")
-    if obj is None or isinstance(obj, str | int | float | bool | list):
-        raise _OddRunError(f"expected a run, got {type(obj).__name__}")
-    ident = _run_id(obj)
-    if ident is None:
-        raise _OddRunError("a run has no id")
-    if ident in seen:
-        raise _OddRunError(f"run {ident} appears twice in the tree (a cycle?)")
-    seen.add(ident)
-    where = f"run {ident}: " if depth else ""
-    extra = _to_json(field(obj, "extra")) or {}
-    if not isinstance(extra, dict):
-        raise _OddRunError(f"{where}extra is {type(extra).__name__}, not an object")
-    error = field(obj, "error")
-    error = None if error is None else str(error)
-    name, run_type = field(obj, "name"), field(obj, "run_type")
-    session = field(obj, "session_id")
-    children_in = field(obj, "child_runs") or []
-    if not isinstance(children_in, list | tuple):
-        raise _OddRunError(f"{where}child_runs is {type(children_in).__name__}, not a list")
-    children = list(children_in) + list(adopted.get(ident, ()))
-    run = _Run(
-        id=ident,
-        name=name if isinstance(name, str) else "",
-        run_type=run_type if isinstance(run_type, str) else "",
-        extra=extra,
-        inputs=_to_json(field(obj, "inputs")),
-        outputs=_to_json(field(obj, "outputs")),
-        error=error,
-        status=_status_of(obj, error),
-        start=_timestamp(field(obj, "start_time")),
-        dotted_order=str(field(obj, "dotted_order") or ""),
-        session_id=None if session is None else str(session),
-    )
-    known: set[str] = set()
-    for child in children:
-        child_id = _run_id(child)
-        if child_id is not None and child_id in known:
-            continue  # nested and also listed flat: the same run
-        if child_id is not None:
-            known.add(child_id)
-        run.children.append(_normalize(child, adopted, depth + 1, seen))
-    run.children.sort(key=_Run.sort_key)
-    return run
-
-
-def _is_new_task(run: _Run, enclosing: _Run | None) -> bool:
-    """Whether ``run`` is a node run of its own, not a run inside ``enclosing``'s task."""
-    if run.node is None:
-        return False
-    if enclosing is None:
-        return True
-    if run.namespace is not None and enclosing.namespace is not None:
-        return run.namespace != enclosing.namespace
-    return (run.node, run.step) != (enclosing.node, enclosing.step)
-
-
-def _node_runs(run: _Run, enclosing: _Run | None) -> list[_Run]:
-    """The node runs below ``run`` (not below those), in execution order."""
-    found: list[_Run] = []
-    for child in run.children:
-        if _is_new_task(child, enclosing):
-            found.append(child)
-        else:
-            found += _node_runs(child, enclosing)
-    return found
-
-
-def _tool_runs(run: _Run) -> list[_Run]:
-    """The outermost tool runs below ``run``, by start time."""
-    found: list[_Run] = []
-    for child in run.children:
-        if child.run_type == "tool":
-            found.append(child)
-        else:
-            found += _tool_runs(child)
-    return sorted(found, key=lambda r: (r.start, r.dotted_order))
-
-
-def _node_name(run: _Run, parents: Sequence[str]) -> str:
-    node = run.node or run.name or "unknown_node"
-    ns = run.namespace
-    if ns is None:
-        fallback = run.metadata.get("checkpoint_ns")  # the enclosing graph's namespace
-        ns = f"{fallback}|{node}:" if isinstance(fallback, str) and fallback else None
-    if ns is None:
-        return ":".join([*parents, node])
-    names = [part.rpartition(":")[0] or part for part in ns.split("|")]
-    names[-1] = node
-    return ":".join(n for n in names if n)
-
-
-def _error_text(error: Any) -> Any:
-    """A traced error without its traceback (``repr(exc)`` as the tracer records it)."""
-    if not isinstance(error, str):
-        return error
-    if not error.strip():
-        return error
-    head = error.split(_TRACEBACK, 1)[0].strip()
-    return head or error.strip().splitlines()[0]
-
-
-def _message_content(value: Any) -> tuple[Any, bool]:
-    """(content, failed) of a tool output: a message's content, else the value."""
-    if isinstance(value, Mapping):
-        kwargs = _lc_constructor(value)
-        message = kwargs if kwargs is not None else value
-        if "content" in message and is_tool_message(message):
-            return message.get("content"), message.get("status") == "error"
-    return value, False
-
-
-class _TreeReader:
-    """Turns one normalized run tree into steps (one stepper: call memory spans the run)."""
-
-    def __init__(self) -> None:
-        self.stepper = UpdateStepper()
-
-    def steps(self, root: _Run) -> list[Step]:
-        # Siblings are already in (langgraph_step, start_time, dotted_order) order; runs that
-        # are not node runs (a parent app's chains) keep their own order around them.
-        units = [root] if root.node is not None else _node_runs(root, None)
-        steps: list[Step] = []
-        for unit in units:
-            steps += self._unit(unit, ())
-        return [_clean_step(step) for step in steps]
-
-    def _unit(self, run: _Run, parents: tuple[str, ...]) -> list[Step]:
-        name = _node_name(run, parents)
-        inner = _node_runs(run, run)
-        if inner:
-            prefix = (*parents, run.node or name)
-            return [step for unit in inner for step in self._unit(unit, prefix)]
-        tools = _tool_runs(run)
-        if run.error is not None:
-            return [self._tool_step(name, tool) for tool in tools]
-        update = _clean(_node_update(run.outputs))
-        stream_steps = self.stepper.feed({name: update})
-        if not tools:
-            return stream_steps
-        return self._tool_steps(name, update, stream_steps, tools)
-
-    def _tool_steps(self, name: str, update: Any, stream_steps: list[Step], tools: list[_Run]) -> list[Step]:
-        messages = _tool_messages(update)
-        if not messages or len(messages) != len(stream_steps) or any(s.tool is None for s in stream_steps):
-            return [self._tool_step(name, tool) for tool in tools]
-        by_call = {_tool_call_id(tool): tool for tool in tools}
-        steps: list[Step] = []
-        matched: set[str] = set()
-        for message, stream_step in zip(messages, stream_steps, strict=True):
-            call_id = message.get("tool_call_id")
-            tool = by_call.get(call_id) if isinstance(call_id, str) else None
-            step = stream_step
-            if tool is not None:
-                matched.add(tool.id)
-                if step.args is None:
-                    step = step.model_copy(update={"args": _tool_args(tool)})
-            steps.append(step)
-        steps += [self._tool_step(name, tool) for tool in tools if tool.id not in matched]
-        return steps
-
-    @staticmethod
-    def _tool_step(name: str, tool: _Run) -> Step:
-        outputs = tool.outputs
-        result: Any = outputs or None  # a failed tool run records no outputs ({})
-        failed = False
-        if isinstance(outputs, Mapping) and "output" in outputs:
-            result, failed = _message_content(outputs["output"])
-            if _is_command(result):
-                result = result.get("update")
-        return tool_step(name, tool.name, _tool_args(tool), result, failed=failed,
-                         error=_error_text(tool.error))
-
-
-def _tool_messages(update: Any) -> list[Mapping[str, Any]]:
-    """The tool messages of an update (dicts, as in JSON form), in stream order."""
-    found: list[Mapping[str, Any]] = []
-    for item in update if isinstance(update, list) else [update]:
-        if not isinstance(item, Mapping):
-            continue
-        messages = item.get("messages")
-        messages = messages if isinstance(messages, list) else [messages]
-        found += [m for m in messages if isinstance(m, Mapping) and is_tool_message(m)]
-    return found
-
-
-def _tool_call_id(tool: _Run) -> str | None:
-    call_id = tool.extra.get("tool_call_id")
-    if isinstance(call_id, str) and call_id:
-        return call_id
-    output = tool.outputs.get("output") if isinstance(tool.outputs, Mapping) else None
-    call_id = output.get("tool_call_id") if isinstance(output, Mapping) else None
-    return call_id if isinstance(call_id, str) and call_id else None
-
-
-def _tool_args(tool: _Run) -> Any:
-    inputs = tool.inputs
-    if (
-        isinstance(inputs, Mapping)
-        and set(inputs) == {"input"}
-        and isinstance(inputs["input"], str)
-        and _tool_call_id(tool) is None
-    ):
-        return inputs["input"]  # a plain string input, wrapped by the tracer
-    return inputs
 
 
 def _graph_name(explicit: str | None, md: Mapping[str, Any], name: str, is_graph: bool) -> str | None:
@@ -418,67 +121,9 @@ def _expected_of(md: Mapping[str, Any]) -> Expected | None:
 
 def _source_of(run: Any) -> str:
     try:
-        return _run_id(run) or "<run>"
+        return run_id(run) or "<run>"
     except Exception:  # an object whose id property raises
         return "<run>"
-
-
-def _build_tree(run: Any) -> tuple[Any, dict[str, list[Any]]]:
-    """A run object, or the root of a flat list of runs that name their parents."""
-    if not isinstance(run, list | tuple):
-        return run, {}
-    roots, adopted, problems = _forest(run)
-    if problems:
-        index, reason = problems[0]
-        raise _OddRunError(f"runs[{index}]: {reason}")
-    if len(roots) != 1:
-        raise _OddRunError(f"a flat run list needs exactly one root run, found {len(roots)}")
-    return roots[0][1], adopted
-
-
-_Forest = tuple[list[tuple[int, Any]], dict[str, list[Any]], list[tuple[int, str]]]
-
-
-def _forest(items: Sequence[Any]) -> _Forest:
-    """Split runs into roots and (parent id → children) links; problems by list index."""
-    problems: list[tuple[int, str]] = []
-    ids: dict[str, int] = {}
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            problems.append((index, f"expected a run object, got {type(item).__name__}"))
-            continue
-        ident = _run_id(item)
-        if ident is not None:
-            ids.setdefault(ident, index)
-    roots: list[tuple[int, Any]] = []
-    adopted: dict[str, list[Any]] = {}
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            continue
-        parent = item.get("parent_run_id")
-        parent_id = None if parent is None else str(parent)
-        if parent_id is not None and parent_id in ids and parent_id != _run_id(item):
-            adopted.setdefault(parent_id, []).append(item)
-        else:
-            roots.append((index, item))
-    # Runs reachable from no root (their parent chain loops) are reported, not dropped.
-    reachable: set[str] = set()
-    stack = [item for _, item in roots]
-    while stack:
-        item = stack.pop()
-        ident = _run_id(item)
-        if ident is None or ident in reachable:
-            continue
-        reachable.add(ident)
-        stack += adopted.get(ident, [])
-        nested = item.get("child_runs")
-        stack += [c for c in nested if isinstance(c, Mapping)] if isinstance(nested, list) else []
-    problems += [
-        (index, f"run {_run_id(item)} is not reachable from a root run (parent_run_id cycle)")
-        for index, item in enumerate(items)
-        if isinstance(item, Mapping) and _run_id(item) not in reachable
-    ]
-    return roots, adopted, problems
 
 
 def run_to_trajectory(
@@ -502,10 +147,10 @@ def run_to_trajectory(
     """
     source = "<run>" if isinstance(run, list | tuple) else _source_of(run)
     try:
-        top, adopted = _build_tree(run)
+        top, adopted = build_tree(run)
         source = _source_of(top)
-        root = _normalize(top, adopted, 0, set())
-        steps = _TreeReader().steps(root)
+        root = normalize(top, adopted, 0, set())
+        steps = TreeReader().steps(root)
         md = root.metadata
         is_graph = root.node is None and any(child.node is not None for child in root.children)
         metadata = _metadata(md, SOURCE_LANGSMITH, root.session_id)
@@ -528,7 +173,7 @@ def run_to_trajectory(
         )
     except TrajectoryReadError:
         raise
-    except _OddRunError as exc:
+    except OddRunError as exc:
         raise TrajectoryReadError(source, str(exc)) from None
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -538,7 +183,7 @@ def run_to_trajectory(
         raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
 
 
-def _steps_from_root_messages(root: _Run) -> list[Step]:
+def _steps_from_root_messages(root: Run) -> list[Step]:
     """The steps of the root's ``outputs.messages`` (a ``create_agent``-style message list,
     read as :func:`liveguard.readers.message_list.steps_from_messages` does), or none."""
     from liveguard.readers.message_list import steps_from_messages
@@ -561,12 +206,12 @@ def run_to_dict(run: Any) -> dict[str, Any]:
     """
     error = field(run, "error")
     data: dict[str, Any] = {
-        "id": _run_id(run),
+        "id": run_id(run),
         "name": field(run, "name"),
         "run_type": field(run, "run_type"),
         "start_time": _to_json(field(run, "start_time")),
         "end_time": _to_json(field(run, "end_time")),
-        "status": _status_of(run, None if error is None else str(error)),
+        "status": status_of(run, None if error is None else str(error)),
         "error": error,
         "extra": _to_json(field(run, "extra")),
         "inputs": _to_json(field(run, "inputs")),
@@ -608,7 +253,7 @@ def load_export(path: str | Path) -> Iterator[Trajectory | TrajectoryReadError]:
     if not isinstance(data, list):
         yield TrajectoryReadError(str(path), f"expected a run or a list of runs, got {type(data).__name__}")
         return
-    roots, adopted, problems = _forest(data)
+    roots, adopted, problems = forest(data)
     located = dict(problems)
     order = sorted({index for index, _ in roots} | set(located))
     by_index = dict(roots)
@@ -619,27 +264,7 @@ def load_export(path: str | Path) -> Iterator[Trajectory | TrajectoryReadError]:
             continue
         item = by_index[index]
         try:
-            root = _normalize_checked(item, adopted)
+            root = nest_adopted(item, adopted)
             yield run_to_trajectory(root)
         except TrajectoryReadError as exc:
             yield TrajectoryReadError(where, f"run {exc.source}: {exc.reason}")
-
-
-def _normalize_checked(item: Any, adopted: Mapping[str, list[Any]]) -> Any:
-    """``item`` with its adopted (flat-listed) descendants nested, ready for conversion."""
-    if not adopted:
-        return item
-
-    def nest(obj: Any, depth: int) -> Any:
-        if depth > MAX_DEPTH or not isinstance(obj, Mapping):
-            return obj
-        ident = _run_id(obj)
-        nested = obj.get("child_runs")
-        if nested is not None and not isinstance(nested, list):
-            return obj  # reported by the conversion
-        children = list(nested or [])
-        known = {_run_id(c) for c in children if isinstance(c, Mapping)}
-        children += [c for c in adopted.get(ident or "", []) if _run_id(c) not in known]
-        return {**obj, "child_runs": [nest(c, depth + 1) for c in children]}
-
-    return nest(item, 0)

@@ -12,8 +12,8 @@ not use are not read.
 
 The rows of one trace (same ``trace_id``; without that column, the same root run in
 ``dotted_order``, or the same topmost ancestor by ``parent_run_id``) form one
-flat run list that :func:`liveguard.langsmith.run_to_trajectory` turns into steps, as for
-a JSON export. Traces come in the order of their first row in the file. A trace that
+flat run list that :func:`liveguard.readers.langsmith.run_to_trajectory` turns into steps, as
+for a JSON export. Traces come in the order of their first row in the file. A trace that
 cannot be read becomes a :class:`~liveguard.errors.TrajectoryReadError` located
 ``file:row`` (0-based row of its first run); an export with none of those three columns
 is one error row (child runs would otherwise be scored as runs of their own). A trace must
@@ -113,7 +113,7 @@ def read_parquet(path: str | Path, *, name: str | None = None) -> Iterator[Traje
     except Exception as exc:  # unreadable file: one error row, the batch goes on
         yield TrajectoryReadError(where, f"cannot read Parquet: {type(exc).__name__}")
         return
-    from liveguard.langsmith import run_to_trajectory
+    from liveguard.readers.langsmith import run_to_trajectory
 
     if not TRACE_COLUMNS & set(table.column_names):
         yield TrajectoryReadError(where, "cannot group child runs into traces: the export has none "

@@ -20,7 +20,7 @@ import orjson
 
 from liveguard.model import Step
 
-__all__ = ["COPIED_METADATA", "MAX_DEPTH", "MESSAGE_KEYS"]
+__all__ = ["COPIED_METADATA", "MAX_RUN_DEPTH", "MESSAGE_KEYS"]
 
 MESSAGE_KEYS: tuple[str, ...] = (
     "type", "content", "name", "tool_calls", "invalid_tool_calls", "tool_call_id", "status",
@@ -30,7 +30,7 @@ MESSAGE_KEYS: tuple[str, ...] = (
 COPIED_METADATA: tuple[str, ...] = ("scenario", "policy")
 """Root-run (or checkpoint) metadata keys copied into ``Trajectory.metadata``."""
 
-MAX_DEPTH = 200
+MAX_RUN_DEPTH = 200
 """Deepest run tree accepted (a deeper or cyclic tree is a read error, not a RecursionError)."""
 
 _MESSAGE_TYPES = frozenset({

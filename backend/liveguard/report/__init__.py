@@ -8,10 +8,11 @@ per run (its violations with step indices, its path on the allow-set diagram, it
 scores, its missing evidence); see :mod:`liveguard.report.site`. ``render_report`` below
 is the one-page form for a handful of runs (every run's section on one page).
 
-Three modules: :mod:`~liveguard.report.aggregate` (what the page shows, read from the
-verdicts' violations), :mod:`~liveguard.report.layout` (the diagram's geometry) and
-:mod:`~liveguard.report.html` (the page). Runs are listed failing first; each run has a
-section with its node path, the violation steps marked, and the violations' codes,
+Four modules: :mod:`~liveguard.report.aggregate` (what the page shows, read from the
+verdicts' violations), :mod:`~liveguard.report.layout` (the diagram's geometry),
+:mod:`~liveguard.report.svg` (the diagram and its legend) and :mod:`~liveguard.report.html`
+(the page; :mod:`~liveguard.report.site` the directory of pages). Runs are listed failing
+first; each run has a section with its node path, the violation steps marked, and the violations' codes,
 counts, step indices and evidence digests. The header names the time, the liveguard
 version, the policy, the prompt version and the inputs; a decision carrying ``missing``
 evidence gets a banner above everything.
@@ -46,7 +47,8 @@ finished run: anything else is a ``dead_end``).
 from __future__ import annotations
 
 from liveguard.report.aggregate import LOOP_CODES, ReportRow, ReportRun
-from liveguard.report.html import COLORS, render_report
+from liveguard.report.html import render_report
 from liveguard.report.site import ReportFiles, write_report
+from liveguard.report.svg import COLORS
 
 __all__ = ["COLORS", "LOOP_CODES", "ReportFiles", "ReportRow", "ReportRun", "render_report", "write_report"]

@@ -36,16 +36,15 @@ from liveguard.report.aggregate import label as verdict_label
 from liveguard.report.html import (
     _CSS,
     _decision_block,
-    _e,
     _graph_section,
-    _graph_svg,
-    _legend,
     _meta,
     _missing_banner,
     _no_allowset_section,
     _run_body,
     _violations_html,
 )
+from liveguard.report.svg import esc as _e
+from liveguard.report.svg import graph_svg, legend
 
 __all__ = ["OVERVIEW_FAILING", "PAGE_SIZE", "ReportFiles", "pages_dir", "write_report"]
 
@@ -200,7 +199,7 @@ def _run_page(number: int, run: ReportRow, allow_sets: Mapping[str, AllowSet], l
             '<section class="run-diagram"><h2>Path on the allow-set</h2>'
             '<p class="muted">Blue: allowed hops this run took (×N times); red dashed: illegal hops; '
             "orange: looping nodes; purple outline: a dead end.</p>"
-            f"<div class=\"diagram\">{_graph_svg(1, collect(run.graph or '', allow, [run]))}"
+            f"<div class=\"diagram\">{graph_svg(1, collect(run.graph or '', allow, [run]))}"
             "</div></section>"
         )
     elif allow is None:
@@ -313,7 +312,7 @@ def write_report(
         "<main>",
         failing_html,
         '<section class="graphs"><h2>Graphs</h2>',
-        _legend() if with_set else "",
+        legend() if with_set else "",
         *sections,
         "</section>" if sections else '<p class="muted">No runs.</p></section>',
         all_runs,

@@ -23,8 +23,20 @@ from typing import Any, Final, Protocol
 from liveguard.model import Step, Violation
 
 __all__ = [
-    "CONTENTLESS", "KINDS", "MESSAGE", "REQUEST", "TOOL", "Observation", "Pack", "Rule",
-    "StatefulRule", "Unpack", "agent_of", "digest_prefix", "prefix", "unhex",
+    "CONTENTLESS",
+    "MESSAGE",
+    "OBSERVATION_KINDS",
+    "REQUEST",
+    "TOOL",
+    "Observation",
+    "Pack",
+    "Rule",
+    "StatefulRule",
+    "Unpack",
+    "agent_of",
+    "digest_prefix",
+    "prefix",
+    "unhex",
 ]
 
 Pack = Callable[[str], int]
@@ -41,7 +53,7 @@ REQUEST: Final = 2
 CONTENTLESS: Final = 3
 """A step with nothing to compare (no summary, output, tool or error): revisits only."""
 
-KINDS: Final = (MESSAGE, TOOL, REQUEST, CONTENTLESS)
+OBSERVATION_KINDS: Final = (MESSAGE, TOOL, REQUEST, CONTENTLESS)
 """Every kind (each is its own position here). A rule class may declare ``kinds``, the kinds
 it reads, as a class attribute; the Monitor then hands it only those observations (a rule
 without ``kinds`` sees every one). A rule declares it only when it returns None, and

@@ -54,11 +54,10 @@ from liveguard.checkpoints import (
     open_saver,
     pause_point,
 )
+from liveguard.cli._common import EXIT_OK, EXIT_USAGE
 
-__all__ = ["Pending", "add_parser", "iter_pending", "pending_for"]
+__all__ = ["Pending", "iter_pending", "pending_for", "register"]
 
-EXIT_OK = 0
-EXIT_USAGE = 2
 _INTERRUPT = "__interrupt__"
 
 
@@ -154,8 +153,8 @@ def pending_for(saver: Any, thread_id: str) -> Pending | bool | None:
 
 
 # -- commands ----------------------------------------------------------------------------------
-def add_parser(sub: Any) -> None:
-    """Register ``approvals`` on the main parser's subcommands."""
+def register(sub: Any) -> None:
+    """Add ``approvals`` (list, show, approve, reject, edit) to the CLI's subcommands."""
     approvals = sub.add_parser("approvals", help="drafts held for a person: list, show, decide")
     cmds = approvals.add_subparsers(dest="approvals_command", required=True)
 

@@ -31,20 +31,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from liveguard.checkpoints import CheckpointURLError
+from liveguard.cli._common import EXIT_OK, EXIT_USAGE
 from liveguard.threads import UnknownThreadError, clear, thread_status
 
 __all__ = ["register"]
 
-EXIT_OK = 0
-EXIT_USAGE = 2
 
 
 class _InputError(Exception):
     """Bad input or environment: one line, exit 2."""
 
 
-def register(sub: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``threads`` command to the CLI's subparsers; return ``parser``."""
+def register(sub: Any) -> None:
+    """Add ``threads`` (show, clear) to the CLI's subcommands."""
     threads = sub.add_parser("threads", help="show or clear a thread's liveness state")
     commands = threads.add_subparsers(dest="threads_command", required=True)
     for name, handler, text in (
@@ -61,7 +60,6 @@ def register(sub: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         where.add_argument("--sqlite", metavar="FILE", default=None,
                            help="alias of --checkpoint sqlite:///FILE")
         p.set_defaults(handler=handler)
-    return parser
 
 
 def _graph(target: str) -> Any:

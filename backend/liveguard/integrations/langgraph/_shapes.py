@@ -1,0 +1,300 @@
+"""Stream shapes: what the caller asked to see, what the guard streams, and one call's feed.
+
+:class:`Shape` gives the caller exactly the parts, in exactly the shape, the unguarded
+graph would yield, while the guard streams ``updates``, ``tasks`` and ``checkpoints`` too.
+:class:`StreamRun` turns the parts of one call into steps for its :class:`RunGuard`
+(a pushed task judged with its input) and notes each checkpoint the graph writes.
+:func:`interrupt_parts` streams a hold as LangGraph streams an interrupt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from liveguard.fingerprint import fingerprint
+from liveguard.integrations.langgraph._run_guard import RunGuard
+from liveguard.messages import tool_calls
+from liveguard.model import Step, Violation
+from liveguard.readers.stream import UpdateStepper
+
+__all__ = [
+    "GUARD_MODES",
+    "INTERRUPT",
+    "PENDING",
+    "PUSH",
+    "SKIP",
+    "Many",
+    "Shape",
+    "StreamRun",
+    "each_part",
+    "input_digest",
+    "interrupt_parts",
+]
+
+
+_LIVEGUARD: Final = "__liveguard__"
+
+
+INTERRUPT: Final = "__interrupt__"
+
+
+SKIP: Any = object()
+
+
+GUARD_MODES: Final = ("updates", "tasks", "checkpoints")
+
+
+PENDING: Final = "pending:"
+"""Row-id prefix of the windows saved during the superstep that follows a checkpoint."""
+
+
+PUSH: Final = "__pregel_push"
+
+
+class Shape:
+    """What the caller asked to see, and what the guard asks the graph for.
+
+    The guard streams with ``"updates"`` added and gives the caller back exactly the
+    parts, in exactly the shape,
+    it asked for.
+    """
+
+    __slots__ = ("as_list", "inner", "modes", "nested", "request", "subgraphs", "v2")
+
+    def __init__(
+        self, stream_mode: Any, default_mode: Any, kwargs: Mapping[str, Any], nested: bool = False
+    ) -> None:
+        mode = default_mode if stream_mode is None else stream_mode
+        self.modes: tuple[str, ...] = (mode,) if isinstance(mode, str) else tuple(mode)
+        # LangGraph yields (mode, chunk) tuples only when stream_mode is a list.
+        self.as_list = isinstance(mode, list)
+        self.subgraphs = bool(kwargs.get("subgraphs", False))
+        self.inner = self.subgraphs  # what the guard streams with
+        self.nested = nested  # the graph has subgraphs: a watcher sees their steps
+        self.v2 = kwargs.get("version", "v1") == "v2"
+        # "tasks": a pushed task's input (a Send's argument, a @task's arguments) is part
+        # of what it did; "checkpoints": the guard saves its windows with each checkpoint.
+        self.request = [*self.modes, *(m for m in GUARD_MODES if m not in self.modes)]
+
+    def split(self, part: Any) -> tuple[Any, str, Any]:
+        """(namespace, mode, payload) of one part streamed with ``self.request``, subgraphs on."""
+        if self.v2:
+            return part["ns"], part["type"], part["data"]
+        if self.inner:
+            ns, mode, payload = part
+            return ns, mode, payload
+        mode, payload = part
+        return (), mode, payload
+
+    def outward(self, part: Any, ns: Any, mode: str, payload: Any) -> Any:
+        """The part as the caller would get it from the unguarded graph."""
+        if self.v2:
+            return part
+        if self.as_list:
+            return (ns, mode, payload) if self.subgraphs else (mode, payload)
+        return (ns, payload) if self.subgraphs else payload
+
+    def wants(self, ns: Any, mode: str) -> bool:
+        return mode in self.modes and (self.subgraphs or not ns)
+
+
+class StreamRun:
+    """One guarded call: reshapes parts for the caller and feeds every update to the guard.
+
+    Root ``updates`` become steps (:class:`~liveguard.readers.stream.UpdateStepper`). An
+    update of a pushed task (a ``Send``, a Functional API ``@task``) is held until its
+    ``tasks`` result names it, and its message step is judged together with the task's
+    input (``{"input": <digest>, "output": ...}``): identical outputs of different inputs
+    are not a repeat. Each root ``checkpoints`` event hands the checkpoint's id to
+    ``on_checkpoint`` (the guard saves its windows with it).
+    """
+
+    __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
+                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "values",
+                 "watched")
+
+    def __init__(self, shape: Shape, run_guard: RunGuard) -> None:
+        self._shape = shape
+        self.request = shape.request
+        self.nested = shape.nested
+        self._guard = run_guard
+        self._stepper = UpdateStepper()
+        self.interrupted = False
+        self.pending: Violation | None = None  # a stop found inside a subgraph or a task
+        self.request_subgraphs = shape.inner
+        self.on_checkpoint: Callable[[str], None] | None = None
+        self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
+        self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
+        self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
+        self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
+        self.values: Any = None  # the last root "values" payload the caller got
+
+    def process(self, part: Any) -> tuple[Any, Violation | None]:
+        shape = self._shape
+        ns, mode, payload = shape.split(part)
+        violation = None
+        if not ns and isinstance(payload, Mapping):
+            if mode == "values":
+                self.values = payload
+            if mode == "updates":
+                violation = self._release()
+                if INTERRUPT in payload:
+                    self.interrupted = True
+                if violation is None:
+                    violation = self._update(payload)
+            elif mode == "tasks":
+                violation = self._task(payload)
+            elif mode == "checkpoints":
+                violation = self._release()
+                checkpoint_id = _checkpoint_id(payload)
+                if checkpoint_id is not None:
+                    self.base = checkpoint_id
+                    if self.on_checkpoint is not None:
+                        self.on_checkpoint(checkpoint_id)
+            if (mode == "updates" or (mode == "tasks" and "result" in payload)) and (
+                    self.base is not None and self.on_checkpoint is not None):
+                # the steps of the superstep under way, saved as they come: a process killed
+                # before the graph's next checkpoint event reaches the guard keeps them
+                self.on_checkpoint(PENDING + self.base)
+        return (shape.outward(part, ns, mode, payload) if shape.wants(ns, mode) else SKIP), violation
+
+    def _update(self, payload: Mapping[str, Any]) -> Violation | None:
+        names = [k for k in payload if isinstance(k, str) and not k.startswith("__")]
+        if len(names) == 1 and self.watched.get(names[0], 0) > 0:
+            self.watched[names[0]] -= 1  # the watcher judged it in the task's own thread
+            return None
+        if len(names) == 1 and any(name == names[0] for name, _ in self._inputs.values()):
+            self._held = payload  # its task's result follows: judge it with the task's input
+            return None
+        return self._guard.check(lambda: self._stepper.feed(payload))
+
+    def _task(self, payload: Mapping[str, Any]) -> Violation | None:
+        task_id = payload.get("id")
+        if not isinstance(task_id, str):
+            return None
+        if "input" in payload:  # a task starts
+            triggers = payload.get("triggers") or ()
+            if PUSH in triggers:
+                self._inputs[task_id] = (str(payload.get("name")), input_digest(payload.get("input")))
+            return None
+        opened = self._inputs.pop(task_id, None)
+        held, self._held = self._held, None
+        if held is None:
+            return None
+        if opened is None or opened[0] not in held:
+            return self._guard.check(lambda: self._stepper.feed(held))
+        digest, name = opened[1], opened[0]
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._task_steps(name, held[name])])
+
+    def _release(self) -> Violation | None:
+        held, self._held = self._held, None
+        if held is None:
+            return None
+        return self._guard.check(lambda: self._stepper.feed(held))
+
+    def finish(self) -> Violation | None:
+        found = self._release()
+        if found is not None:
+            return found
+        return None if self.interrupted else self._guard.finish()
+
+    def feed(self, steps: list[Step]) -> Violation | None:
+        """Steps the guard makes itself (the user's input)."""
+        return self._guard.check(lambda: steps)
+
+    def task_step(self, name: str, digest: str, output: Any) -> Violation | None:
+        """A Functional API ``@task``'s output (from the watcher, in the task's own thread)."""
+        with self._guard._lock:
+            self.watched[name] = self.watched.get(name, 0) + 1
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._task_steps(name, output)])
+
+    def _task_steps(self, name: str, output: Any) -> list[Step]:
+        """A task's steps: a state update as the stepper reads it, any other value as output."""
+        if isinstance(output, Mapping) or output is None:
+            return self._stepper.feed({name: output})
+        return [Step(node=name, output=output)]
+
+    def subgraph_step(self, node: str, output: Any) -> Violation | None:
+        """A subgraph node's output (from the watcher, in the node's own thread)."""
+        return self._guard.check(lambda: self._stepper.feed({node: output}))
+
+    def seed(self, snapshot: Any) -> None:
+        """A resumed call: remember the tool calls of the thread's last AI message.
+
+        Its tool results arrive in this call while the request came in an earlier one;
+        without the calls the stepper could not give those results their arguments.
+        """
+        values = getattr(snapshot, "values", None)
+        messages = values.get("messages") if isinstance(values, Mapping) else None
+        if isinstance(messages, list):
+            for message in messages[-16:]:
+                self._stepper._remember(message)  # the stepper's own call memory
+                self._stepper._repeat(message)  # and the results already counted
+
+    def stop_part(self, value: dict[str, Any]) -> Any:
+        """An ``updates`` part naming the stop, in the caller's shape (or SKIP)."""
+        shape = self._shape
+        payload = {_LIVEGUARD: value}
+        if "updates" not in shape.modes:
+            return SKIP
+        if shape.v2:
+            return {"type": "updates", "ns": (), "data": payload}
+        return shape.outward(None, (), "updates", payload)
+
+
+def _checkpoint_id(payload: Mapping[str, Any]) -> str | None:
+    config = payload.get("config")
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    found = configurable.get("checkpoint_id") if isinstance(configurable, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def input_digest(value: Any) -> str:
+    """A pushed task's input, digested (``"?"`` when it cannot be: the output alone counts)."""
+    try:
+        return fingerprint(value)[:16]
+    except Exception:
+        return "?"
+
+
+def _with_input(step: Step, digest: str) -> Step:
+    """A pushed task's message step, judged together with its input."""
+    if step.tool is not None or digest == "?" or (step.output is None and step.summary is None):
+        return step
+    if tool_calls(step.output):
+        return step
+    return Step(node=step.node, output={"input": digest, "output": step.output,
+                                        "summary": step.summary})
+
+
+class Many(tuple):  # type: ignore[type-arg]
+    """Several parts to yield in order."""
+
+    __slots__ = ()
+
+
+def each_part(extra: Any) -> tuple[Any, ...]:
+    """The parts in ``extra``: none (``SKIP``), several (:class:`Many`) or one."""
+    if extra is SKIP:
+        return ()
+    return tuple(extra) if isinstance(extra, Many) else (extra,)
+
+
+def interrupt_parts(shape: Shape, interrupt: Any, values: Any) -> Any:
+    """An interrupt as LangGraph streams one: an ``updates`` part ``{"__interrupt__": (...)}``
+    and a ``values`` part, the current values plus the interrupt (v2: in ``interrupts``),
+    each when the caller asked for that mode (``values``: when the values are known)."""
+    parts: list[Any] = []
+    if "updates" in shape.modes:
+        payload = {INTERRUPT: (interrupt,)}
+        parts.append({"type": "updates", "ns": (), "data": payload} if shape.v2
+                     else shape.outward(None, (), "updates", payload))
+    if "values" in shape.modes and isinstance(values, Mapping):
+        if shape.v2:
+            parts.append({"type": "values", "ns": (), "data": dict(values),
+                          "interrupts": (interrupt,)})
+        else:
+            parts.append(shape.outward(None, (), "values", {**values, INTERRUPT: (interrupt,)}))
+    return Many(parts) if parts else SKIP
