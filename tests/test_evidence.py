@@ -30,8 +30,6 @@ def test_the_prefix_strings_live_in_one_module() -> None:
                 if _BUILT.search(line.split("#", 1)[0]) and not line.strip().startswith(("``", '"""'))]
         if hits:
             found[str(path.relative_to(ROOT))] = hits
-    # Left for the branch that splits them (issue 20, item 4): cli.py reads serialized rows'
-    # text, and RunRow's JSON (scoring.py, moving to rows.py) lists judge errors from it.
     assert not found, found
 
 
