@@ -33,10 +33,15 @@ With ``LLM_KILL_SWITCH=1`` or no API key, :meth:`JudgeClient.judge` raises
 level, error code, attempts, latency and model, never the payload or the judge's reason.
 
 The ``openai`` package is imported on first use, never when this module is imported.
+
+One module per idea: ``_prompts`` (the system prompts, the data block, :data:`PROMPT_VERSION`),
+``_config`` (:class:`JudgeConfig`, which key goes to which host), ``_parse`` (the answer's
+strict parsing, :class:`JudgeResult`), ``_client`` (:class:`JudgeClient`). Import the names
+from ``liveguard.judges``.
 """
 
 from liveguard.judges._client import JudgeClient, JudgeSkipped
-from liveguard.judges._config import DEFAULT_BASE_URL, JudgeConfig, key_for, missing_key_hint, plain_http_refusal
+from liveguard.judges._config import JudgeConfig, key_for
 from liveguard.judges._parse import MAX_REASON_CHARS, ErrorCode, JudgeResult, parse_answer
 from liveguard.judges._prompts import (
     MAX_PAYLOAD_CHARS,
