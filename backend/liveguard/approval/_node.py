@@ -34,16 +34,18 @@ from liveguard.errors import TrajectoryReadError
 from liveguard.model import Step, Trajectory, Verdict
 from liveguard.readers.checkpoints import (
     HistoryUnavailable,
-    chunk_steps,
     read_saver_thread,
     saver_history,
     thread_config,
 )
+from liveguard.readers.stream import steps_from_updates
 
 if TYPE_CHECKING:
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import Runnable, RunnableConfig
 
+    from liveguard.allowset import AllowSet
     from liveguard.notify import Notifier
+    from liveguard.policy import Policy
     from liveguard.settings import Settings
 
 HISTORY_WAIT: Final = 5.0
@@ -128,7 +130,7 @@ class _Gate:
 
     # -- evaluation ------------------------------------------------------------------------
     def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:
-        steps = chunk_steps(chunks)
+        steps = steps_from_updates(chunks)
         if node:
             # This visit itself (contentless: counted, never compared): the path so far ends
             # here, not on the previous node, and revisit limits of the approval node apply.
@@ -467,15 +469,15 @@ def approval_gate(
     audit_key: str = "approvals",
     verdict_key: str = "approval",
     graph_name: str | None = None,
-    allow_set: Any = None,
-    policy: Any = None,
+    allow_set: AllowSet | None = None,
+    policy: Policy | None = None,
     settings: Settings | None = None,
     notifiers: Sequence[Notifier] = (),
     decide: Callable[[dict[str, Any]], Any] | None = None,
     clock: Callable[[], datetime] | None = None,
     history_wait: float = HISTORY_WAIT,
     name: str = "approval_gate",
-) -> Any:
+) -> Runnable[Any, Any]:
     """The approval node (a Runnable with sync and async bodies); see the module docstring.
 
     ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run).

@@ -38,7 +38,7 @@ from typing import Any
 from liveguard._twin import Body, Op
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Step, Trajectory
-from liveguard.readers.stream import UpdateStepper
+from liveguard.readers.stream import UpdateStepper, steps_from_updates
 from liveguard.readers.updates import (
     COPIED_METADATA,
     MAX_DEPTH,
@@ -212,15 +212,6 @@ def _chain(tuples: Sequence[Any], target_id: str) -> list[Any]:
     return chain
 
 
-def chunk_steps(chunks: Sequence[Mapping[str, Any]]) -> list[Step]:
-    """The steps of ``{node: update}`` chunks, read by one :class:`UpdateStepper` in order."""
-    stepper = UpdateStepper()
-    steps: list[Step] = []
-    for chunk in chunks:
-        steps += stepper.feed(chunk)
-    return steps
-
-
 async def _alist(saver: Any, config: Mapping[str, Any]) -> list[Any]:
     return [t async for t in saver.alist(config)]
 
@@ -272,5 +263,5 @@ def read_saver_thread(
     if target is None:
         raise TrajectoryReadError(thread_id, "no checkpoint")
     chain = _chain(list(saver.list(thread_config(thread_id, ""))), target.config[_CONF]["checkpoint_id"])
-    return Trajectory(run_id=thread_id, graph=graph_name, steps=chunk_steps(_step_chunks(chain)),
+    return Trajectory(run_id=thread_id, graph=graph_name, steps=steps_from_updates(_step_chunks(chain)),
                       metadata={"source": SOURCE_CHECKPOINT})
