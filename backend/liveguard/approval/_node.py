@@ -9,6 +9,7 @@ import hashlib
 import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final, TypedDict
 
@@ -84,37 +85,23 @@ def read_thread(
         raise ApprovalError(f"thread {thread_id}: no checkpoint") from None
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
 class _Gate:
-    def __init__(
-        self,
-        *,
-        send: str,
-        revise: str | None,
-        draft_key: str,
-        audit_key: str,
-        verdict_key: str,
-        graph_name: str | None,
-        allow_set: Any,
-        policy: Any,
-        settings: Settings | None,
-        notifiers: Sequence[Notifier],
-        decide: Callable[[dict[str, Any]], Any] | None,
-        clock: Callable[[], datetime],
-        history_wait: float,
-    ) -> None:
-        self.history_wait = history_wait
-        self.send = send
-        self.revise = revise
-        self.draft_key = draft_key
-        self.audit_key = audit_key
-        self.verdict_key = verdict_key
-        self.graph_name = graph_name
-        self.allow_set = allow_set
-        self.policy = policy
-        self.settings = settings
-        self.notifiers = tuple(notifiers)
-        self.decide = decide
-        self.clock = clock
+    """The approval node's parameters and its body (one per :func:`approval_gate` call)."""
+
+    send: str
+    revise: str | None
+    draft_key: str
+    audit_key: str
+    verdict_key: str
+    graph_name: str | None
+    allow_set: Any
+    policy: Any
+    settings: Settings | None
+    notifiers: tuple[Notifier, ...]
+    decide: Callable[[dict[str, Any]], Any] | None
+    clock: Callable[[], datetime]
+    history_wait: float
 
     # -- settings, resolved once per visit (the edge), the same for the sync and async bodies --
     def _settings(self) -> Settings:
@@ -507,6 +494,6 @@ def approval_gate(
                                 f"(got {type(notifier).__name__}); a notifier is notifier(payload, coords)")
     gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
-                 settings=settings, notifiers=listed, decide=decide,
+                 settings=settings, notifiers=tuple(listed), decide=decide,
                  clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)
     return RunnableCallable(gate, gate.acall, name=name, trace=False)

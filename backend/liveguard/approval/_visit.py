@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, TASK_ID_KEY, ApprovalError
@@ -59,26 +60,27 @@ def stored_request(target: Any, task_id: str) -> tuple[dict[str, Any], str | Non
     return None
 
 
+@dataclass(eq=False)
 class Visit:
     """One run of the approval node: where it is, what it read, what it will show."""
 
-    def __init__(
-        self, thread: str, task_id: str, ns: str, checkpoint_id: str, *, saver: Any, node: str | None
-    ) -> None:
-        self.thread = thread
-        self.task_id = task_id
-        self.ns = ns
-        self.checkpoint_id = checkpoint_id
-        self.saver = saver
-        self.node = node
-        self.chunks: list[dict[str, Any]] | None = None
-        self.payload: dict[str, Any] | None = None
-        self.error: str | None = None if saver is not None and checkpoint_id else "no_history"
-        self.ancestors: list[tuple[str, str]] = []
-        self.root_checkpoint: str | None = None
-        self.node_ns = ""
-        self.stored_id: str | None = None
-        """The id of the interrupt this task raised before (read back from the checkpoint)."""
+    thread: str
+    task_id: str
+    ns: str
+    checkpoint_id: str
+    saver: Any
+    node: str | None
+    chunks: list[dict[str, Any]] | None = None
+    payload: dict[str, Any] | None = None
+    error: str | None = field(init=False)
+    ancestors: list[tuple[str, str]] = field(default_factory=list)
+    root_checkpoint: str | None = None
+    node_ns: str = ""
+    stored_id: str | None = None
+    """The id of the interrupt this task raised before (read back from the checkpoint)."""
+
+    def __post_init__(self) -> None:
+        self.error = None if self.saver is not None and self.checkpoint_id else "no_history"
 
     @property
     def readable(self) -> bool:
