@@ -90,9 +90,10 @@ The node (sync and async callers alike) does, in order:
 The package, one module per idea (import the names from ``liveguard.approval``):
 ``_common`` (the interrupt kind, config keys, the claims this process won, the errors),
 ``_decision`` (parsing a resume answer, the pending approval, :func:`resume_approval`),
-``_reasons`` (:func:`reasons_for`), ``_visit`` (where one run of the node runs, what it read),
-``_node`` (:func:`approval_gate`: evaluation, auto-approval, the interrupt and its claim, the
-audit), ``_send`` (:func:`approval_send`). The thread's history is read by
+``_reasons`` (:func:`reasons_for`), ``_verdict`` (the thread's trajectory, its verdict, the
+request a person sees), ``_visit`` (where one run of the node runs, what it read), ``_node``
+(:func:`approval_gate`: auto-approval, the interrupt and its claim, the audit), ``_send``
+(:func:`approval_send`). The thread's history is read by
 :mod:`liveguard.readers.checkpoints`. Each sync/async pair (the node, the send,
 :func:`resume_approval`) is one generator body driven by :mod:`liveguard._twin`.
 """

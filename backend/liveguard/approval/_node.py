@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import hashlib
 import json
 import operator
@@ -29,17 +26,16 @@ from liveguard.approval._common import (
     log,
 )
 from liveguard.approval._decision import parse_decision
-from liveguard.approval._reasons import reasons_for
+from liveguard.approval._verdict import aevaluate, evaluate, hold_request, trajectory_of
 from liveguard.approval._visit import Visit, ancestors, node_of, stored_request, where
 from liveguard.errors import TrajectoryReadError
-from liveguard.model import Step, Trajectory, Verdict
+from liveguard.model import Trajectory, Verdict
 from liveguard.readers.checkpoints import (
     HistoryUnavailable,
     read_saver_thread,
     saver_history,
     thread_config,
 )
-from liveguard.readers.stream import steps_from_updates
 
 if TYPE_CHECKING:
     from langchain_core.runnables import Runnable, RunnableConfig
@@ -114,68 +110,6 @@ class _Gate:
         from liveguard.policy import Policy
 
         return self.policy if self.policy is not None else settings.policy(Policy())
-
-    # -- evaluation ------------------------------------------------------------------------
-    def _trajectory(self, thread: str, chunks: list[dict[str, Any]], node: str | None) -> Trajectory:
-        steps = steps_from_updates(chunks)
-        if node:
-            # This visit itself (contentless: counted, never compared): the path so far ends
-            # here, not on the previous node, and revisit limits of the approval node apply.
-            steps.append(Step(node=node))
-        return Trajectory(run_id=thread, graph=self.graph_name, steps=steps, status="interrupted",
-                          metadata={"source": "checkpoint"})
-
-    def _evaluate_sync(self, trajectory: Trajectory, settings: Settings) -> Verdict:
-        from liveguard.eval_graph import evaluate_trajectory
-
-        policy = self._policy(settings)
-
-        def run() -> Verdict:
-            return evaluate_trajectory(trajectory, allow_set=self.allow_set, policy=policy, settings=settings)
-
-        # A fresh thread: its own event loop, and none of the caller's context (config, callbacks).
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="liveguard-eval") as pool:
-            return pool.submit(contextvars.Context().run, run).result()
-
-    async def _evaluate_async(self, trajectory: Trajectory, settings: Settings) -> Verdict:
-        from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-        from liveguard.judges import JudgeClient
-
-        policy = self._policy(settings)
-
-        async def run() -> Verdict:
-            client = JudgeClient(settings.judge_config())
-            try:
-                return await aevaluate_trajectory(
-                    trajectory, allow_set=self.allow_set, policy=policy, settings=settings,
-                    graph=build_eval_graph(client=client, settings=settings),
-                )
-            finally:
-                await client.aclose()
-
-        return await asyncio.create_task(run(), context=contextvars.Context())
-
-    def _payload(
-        self, thread: str, draft: Any, verdict: Verdict | None, error: str | None, settings: Settings
-    ) -> dict[str, Any]:
-        """The interrupt value (:func:`liveguard.hitl.approval_request`), plus ``_cleared``."""
-        from liveguard.gate import verdict_clears_autoapprove
-        from liveguard.scoring import RunRow
-
-        try:
-            switch = settings.autoapprove
-            cleared = verdict_clears_autoapprove(verdict, enabled=switch)
-            reasons = reasons_for(verdict, cleared, autoapprove=switch)
-        except Exception as exc:  # a bad setting: the check cannot clear anything
-            log.warning("approval thread=%s autoapprove_check_error=%s", thread, type(exc).__name__)
-            cleared, reasons = False, ["autoapprove_check_error"]
-        if error is not None:
-            reasons = [r for r in reasons if r != "unjudged:no_verdict"] + [f"unjudged:{error}"]
-        row = RunRow(source="checkpoint", run_id=thread, graph=self.graph_name, verdict=verdict,
-                     error=None if verdict is not None else f"unjudged:{error or 'no_verdict'}").as_json()
-        request: dict[str, Any] = dict(hitl.approval_request(draft, reasons=reasons, verdict=row))
-        request["_cleared"] = cleared
-        return request
 
     # -- decision --------------------------------------------------------------------------
     def _record(
@@ -367,7 +301,7 @@ class _Gate:
         """Build the payload; return the auto-approve Command when the verdict clears, else None."""
         from liveguard.checkpoints import claim
 
-        visit.payload = self._payload(visit.thread, draft, verdict, visit.error, settings)
+        visit.payload = self._request(visit, draft, verdict, settings)
         if not visit.payload.pop("_cleared"):
             return None
         decision = hitl.Approve(by="liveguard")
@@ -380,13 +314,20 @@ class _Gate:
             except Exception as exc:  # no claim, no auto-send: a person decides
                 log.warning("approval thread=%s claim_error=%s", visit.thread, type(exc).__name__)
                 visit.error = "claim_error"
-                visit.payload = self._payload(visit.thread, draft, None, visit.error, settings)
+                visit.payload = self._request(visit, draft, None, settings)
                 visit.payload.pop("_cleared")
                 return None
             if not won.won:
                 raise self._refused(visit, won)
             WON.add((visit.thread, key))
         return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key)
+
+    def _request(
+        self, visit: Visit, draft: Any, verdict: Verdict | None, settings: Settings
+    ) -> dict[str, Any]:
+        """The request a person would see (plus ``_cleared``), for this visit."""
+        return hold_request(visit.thread, draft, verdict, error=visit.error, settings=settings,
+                            graph_name=self.graph_name)
 
     def _refused(self, visit: Visit, won: Any) -> ApprovalConflict:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
@@ -414,9 +355,10 @@ class _Gate:
             settings = self._settings()
             verdict = None
             if visit.chunks is not None:
-                trajectory = self._trajectory(visit.thread, visit.chunks, visit.node)
                 try:
-                    verdict = yield Op(self._evaluate_sync, self._evaluate_async, (trajectory, settings))
+                    trajectory = trajectory_of(visit.thread, visit.chunks, visit.node, self.graph_name)
+                    verdict = yield Op(evaluate, aevaluate,
+                                       (trajectory, settings, self.allow_set, self._policy(settings)))
                 except Exception as exc:
                     self._eval_failed(visit, exc)
             auto = yield blocking(self._auto, visit, draft, verdict, settings)
