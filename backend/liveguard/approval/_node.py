@@ -31,7 +31,6 @@ from liveguard.approval._visit import Visit, ancestors, node_of, stored_request,
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Trajectory, Verdict
 from liveguard.readers.checkpoints import (
-    HistoryUnavailable,
     read_saver_thread,
     saver_history,
     thread_config,
@@ -286,8 +285,8 @@ class _Gate:
             visit.payload, visit.stored_id = found
 
     def _read_failed(self, visit: Visit, exc: Exception) -> None:
-        if isinstance(exc, HistoryUnavailable):
-            visit.error = exc.reason
+        if isinstance(exc, TrajectoryReadError):  # the step's own checkpoint never became readable
+            visit.error = "history_unavailable"
         else:  # a reader failure is missing evidence, never a pass
             log.warning("approval thread=%s history_error=%s", visit.thread, type(exc).__name__)
             visit.error = "history_error"

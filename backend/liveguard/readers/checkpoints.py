@@ -49,7 +49,7 @@ from liveguard.readers.updates import (
     _to_json,
 )
 
-__all__ = ["HistoryUnavailable", "read_saver_thread", "saver_history", "thread_to_trajectory"]
+__all__ = ["read_saver_thread", "saver_history", "thread_to_trajectory"]
 
 SOURCE_CHECKPOINT = "checkpoint"
 
@@ -164,10 +164,6 @@ _POLL = 0.005
 """Seconds between two looks for a checkpoint not yet written (LangGraph writes in the background)."""
 
 
-class HistoryUnavailable(TrajectoryReadError):
-    """The checkpoint to read from never became readable (source: the thread id)."""
-
-
 def thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> dict[str, Any]:
     """The saver config of one namespace of a thread (at ``checkpoint_id`` when given)."""
     conf = {"thread_id": thread, "checkpoint_ns": ns}
@@ -232,8 +228,9 @@ def saver_history(
 
     A :data:`liveguard._twin.Body`: drive it with ``_twin.run`` (sync saver calls) or ``arun``.
     Waits up to ``wait`` seconds for the target checkpoint, else raises
-    :class:`HistoryUnavailable`. In a subgraph, the graphs above (``ancestors``: namespace and
-    checkpoint id, root first) come first, each up to the checkpoint the subgraph was called
+    :class:`TrajectoryReadError` (source: the thread id; the only error it raises itself).
+    In a subgraph, the graphs above (``ancestors``: namespace and checkpoint id, root first)
+    come first, each up to the checkpoint the subgraph was called
     from, so the chunks cover the whole thread, not the subgraph alone.
     """
     chunks: list[dict[str, Any]] = []
@@ -245,7 +242,7 @@ def saver_history(
         yield Op(time.sleep, asyncio.sleep, (_POLL,))
         target = yield _get(saver, thread_config(thread, ns, checkpoint_id))
     if target is None:
-        raise HistoryUnavailable(thread, "history_unavailable")
+        raise TrajectoryReadError(thread, "history_unavailable")
     tuples = yield _list(saver, thread_config(thread, ns))
     return target, chunks + _step_chunks(_chain(tuples, checkpoint_id))
 
