@@ -16,17 +16,29 @@ tasks of one superstep come in task order (stream: completion order; run trees: 
 order), cached tasks have no recorded result, and a ``checkpointer=True`` subgraph
 (one history per thread, not per task) is read as its parent node's update.
 
+From a checkpointer alone (no compiled graph: what a node sees in its config),
+:func:`saver_history` follows one checkpoint chain back and reads each finished task from
+the pending writes, into ``{node: update}`` chunks for the same
+:class:`~liveguard.readers.stream.UpdateStepper`; :func:`read_saver_thread` is that reader
+for a whole thread (the approval step's reader; a test checks it gives
+:func:`thread_to_trajectory`'s steps on every campaign scenario). A superstep that ran
+several nodes in parallel is attributed by node name order (its content is exact).
+
 Nothing from LangSmith, LangChain or LangGraph is imported at module import time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import itertools
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from liveguard._twin import Body, Op
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Step, Trajectory
-from liveguard.readers.stream import UpdateStepper
+from liveguard.readers.stream import UpdateStepper, steps_from_updates
 from liveguard.readers.updates import (
     COPIED_METADATA,
     MAX_RUN_DEPTH,
@@ -37,7 +49,7 @@ from liveguard.readers.updates import (
     _to_json,
 )
 
-__all__ = ["thread_to_trajectory"]
+__all__ = ["read_saver_thread", "saver_history", "thread_to_trajectory"]
 
 SOURCE_CHECKPOINT = "checkpoint"
 
@@ -143,3 +155,110 @@ def thread_to_trajectory(
         raise
     except Exception as exc:
         raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
+
+
+# ============================================================================ from a checkpointer
+
+_CONF = "configurable"
+_POLL = 0.005
+"""Seconds between two looks for a checkpoint not yet written (LangGraph writes in the background)."""
+
+
+def thread_config(thread: str, ns: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    """The saver config of one namespace of a thread (at ``checkpoint_id`` when given)."""
+    conf = {"thread_id": thread, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    return {_CONF: conf}
+
+
+def _step_chunks(chain: Sequence[Any]) -> list[dict[str, Any]]:
+    """``{node: update}`` chunks from a checkpoint chain (oldest first), one per finished task."""
+    chunks: list[dict[str, Any]] = []
+    for older, newer in itertools.pairwise(chain):
+        seen_old = older.checkpoint.get("versions_seen", {})
+        seen_new = newer.checkpoint.get("versions_seen", {})
+        ran = sorted(n for n, v in seen_new.items() if not n.startswith("__") and seen_old.get(n) != v)
+        tasks: dict[str, dict[str, Any]] = {}
+        for task_id, channel, value in older.pending_writes or ():
+            if channel.startswith(("__", "branch:")):
+                continue
+            tasks.setdefault(str(task_id), {})[channel] = value
+        if not ran:
+            continue
+        if len(ran) == 1:
+            updates: list[dict[str, Any] | None] = [*tasks.values()] or [None]
+            chunks += [{ran[0]: update} for update in updates]
+            continue
+        ordered = [tasks[t] for t in sorted(tasks)]
+        for index, node in enumerate(ran):
+            chunks.append({node: ordered[index] if index < len(ordered) else None})
+    return chunks
+
+
+def _chain(tuples: Sequence[Any], target_id: str) -> list[Any]:
+    by_id = {t.config[_CONF]["checkpoint_id"]: t for t in tuples}
+    chain: list[Any] = []
+    current = by_id.get(target_id)
+    while current is not None:
+        chain.append(current)
+        parent = (current.parent_config or {}).get(_CONF, {}).get("checkpoint_id")
+        current = by_id.get(parent) if parent else None
+    chain.reverse()
+    return chain
+
+
+async def _alist(saver: Any, config: Mapping[str, Any]) -> list[Any]:
+    return [t async for t in saver.alist(config)]
+
+
+def _get(saver: Any, config: Mapping[str, Any]) -> Op:
+    return Op(saver.get_tuple, saver.aget_tuple, (config,))
+
+
+def _list(saver: Any, config: Mapping[str, Any]) -> Op:
+    return Op(lambda c: list(saver.list(c)), lambda c: _alist(saver, c), (config,))
+
+
+def saver_history(
+    saver: Any, thread: str, ns: str, checkpoint_id: str, wait: float,
+    *, ancestors: Sequence[tuple[str, str]] = (),
+) -> Body[tuple[Any, list[dict[str, Any]]]]:
+    """The target checkpoint and the chunks of the whole thread up to it.
+
+    A :data:`liveguard._twin.Body`: drive it with ``_twin.run`` (sync saver calls) or ``arun``.
+    Waits up to ``wait`` seconds for the target checkpoint, else raises
+    :class:`TrajectoryReadError` (source: the thread id; the only error it raises itself).
+    In a subgraph, the graphs above (``ancestors``: namespace and checkpoint id, root first)
+    come first, each up to the checkpoint the subgraph was called
+    from, so the chunks cover the whole thread, not the subgraph alone.
+    """
+    chunks: list[dict[str, Any]] = []
+    for above_ns, above_id in ancestors:
+        chunks += (yield from saver_history(saver, thread, above_ns, above_id, wait))[1]
+    deadline = time.monotonic() + wait
+    target = yield _get(saver, thread_config(thread, ns, checkpoint_id))
+    while target is None and time.monotonic() < deadline:
+        yield Op(time.sleep, asyncio.sleep, (_POLL,))
+        target = yield _get(saver, thread_config(thread, ns, checkpoint_id))
+    if target is None:
+        raise TrajectoryReadError(thread, "history_unavailable")
+    tuples = yield _list(saver, thread_config(thread, ns))
+    return target, chunks + _step_chunks(_chain(tuples, checkpoint_id))
+
+
+def read_saver_thread(
+    saver: Any, thread_id: str, *, checkpoint_id: str | None = None, graph_name: str | None = None
+) -> Trajectory:
+    """The steps of a thread from its checkpointer alone (no compiled graph needed).
+
+    Follows the checkpoint chain back from ``checkpoint_id`` (default: the thread's latest
+    root checkpoint) and reads every finished task. Raises :class:`TrajectoryReadError`
+    (source = thread id) for a thread with no checkpoint.
+    """
+    target = saver.get_tuple(thread_config(thread_id, "", checkpoint_id))
+    if target is None:
+        raise TrajectoryReadError(thread_id, "no checkpoint")
+    chain = _chain(list(saver.list(thread_config(thread_id, ""))), target.config[_CONF]["checkpoint_id"])
+    return Trajectory(run_id=thread_id, graph=graph_name, steps=steps_from_updates(_step_chunks(chain)),
+                      metadata={"source": SOURCE_CHECKPOINT})
