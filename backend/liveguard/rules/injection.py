@@ -191,6 +191,87 @@ _SQUASHED: Final[Mapping[str, re.Pattern[str]]] = {
 }
 """The word patterns for letter-spaced text ("i g n o r e  a l l ..."): matched against the text
 with every space and spacing mark removed ("ignoreall..."), only when the text holds such a run."""
+Group = tuple[str, ...] | re.Pattern[str]
+Gate = tuple[tuple[Group, ...], ...]
+"""What a match must hold, as a disjunction of conjunctions: the alternative can match only
+when, for one of the conjunctions, every group passes on the lower-cased text: a tuple of
+words when one of them is in it, a pattern (searched last, after the words) when it is found."""
+_VERBS_EN: Final = ("return", "output", "give", "assign", "award", "respond", "reply")
+_WHO_WORDS: Final = ("evaluator", "judge", "grader", "scorer", "reviewer")
+_GATES: Final[Mapping[str, tuple[Gate, ...]]] = {
+    "ignore_instructions": (
+        ((("ignore", "disregard", "forget", "override"),
+          ("previous", "prior", "above", "earlier", "preceding", "system", "original"),
+          ("instruction", "prompt", "rules", "direction", "guideline")),),
+        ((("ignorier", "vergiss", "vergess", "missacht", "uberschreib", "ubergeh"),
+          ("anweisung", "instruktion", "anordnung", "vorgabe", "befehl", "regeln", "prompt")),),
+        ((("ignor", "oubli", "neglig", "compte"), ("instruction", "consigne", "directive", "regles")),),
+        ((("ignor", "olvid", "omite", "omita", "descart", "desestim", "cuenta"),
+          ("instrucciones", "indicaciones", "directrices", "reglas", "ordenes", "normas")),),
+    ),
+    "address_evaluator": (
+        ((_WHO_WORDS, ("dear", "attention", "note", "hey", "hello", "you")),),
+        ((("bewerter", "gutachter", "prufer", "pruefer", "juror", "evaluator"),
+          ("liebe", "geehrte", "hallo", "achtung", "hinweis", "bist", "als")),),
+        ((("evaluateur", "evaluatrice", "correcteur", "correctrice", "juge", "examinateur",
+           "examinatrice", "notateur", "notatrice"),
+          ("cher", "attention", "bonjour", "note", "tu", "vous")),),
+        ((("evaluador", "juez", "calificador", "corrector", "examinador"),
+          ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como")),),
+    ),
+    "demand_score": (
+        ((("score", "rating", "grade", "mark"), _VERBS_EN,
+          re.compile(r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)")),
+         (("score",), ("this", "it", "run"), ("1",), re.compile(r"score\s+(?:this|it|the\s+run)")),
+         (('"score"',), ('"confidence"',))),
+        ((("gib", "gebt", "geben", "vergib", "vergebt", "vergeben", "bewerte"),
+          ("punktzahl", "punkte", "wertung", "bestnote")),
+         (("bewerte",), ("1",))),
+        ((("donne", "attribue", "accorde", "mets", "mettez", "renvoie", "retourne"),
+          ("maxim", "parfait", "note", "score")),),
+        ((("da", "asigna", "otorga", "devuelve", "pon", "responde"),
+          ("puntuacion", "calificacion", "nota", "puntaje"), ("maxim", "perfect", "mejor")),),
+    ),
+    "fake_role_marker": (
+        ((("<|",), ("|>",)), (("[inst]", "[/inst]"),), (("<<sys>>", "<</sys>>"),),
+         (("##",), ("system", "instruction"), (":",), re.compile(r"##\s*(?:system|instruction)")),
+         (("<system>", "</system>", "<assistant>", "</assistant>"),)),
+        ((("_run_data",),), (("end",), ("data", "input"), re.compile(r"end[\s_-]*(?:of|run|data|input)")),
+         (("daten", "donnees", "datos"),)),
+    ),
+}
+"""For each alternative of :data:`_PATTERN_TEXTS` (same order), the words any match of it holds
+(read off the pattern; ``tests/test_injection_gates.py`` checks them against matches that
+hypothesis draws from each alternative, plain and letter-spaced). An alternative whose gate
+fails on a text is not searched: most text holds a trigger word of one alternative (``#`` of a
+comment, ``rating`` of ``iterating``) and none of the others' words, and each regex search
+costs about 40 ns a character whatever it finds."""
+
+
+def _group_passes(group: Group, low: str, words_only: bool) -> bool:
+    if isinstance(group, tuple):
+        return any(word in low for word in group)
+    return words_only or group.search(low) is not None
+
+
+def _gate_passes(gate: Gate, low: str, words_only: bool = False) -> bool:
+    """``low`` (lower-cased) passes every group of one conjunction of ``gate`` (``words_only``:
+    its words; the patterns need the spacing that letter-spaced text loses)."""
+    return any(all(_group_passes(group, low, words_only) for group in conjunction) for conjunction in gate)
+
+
+_ALTERNATIVES: Final[tuple[tuple[str, Gate, re.Pattern[str]], ...]] = tuple(
+    (code, gate, re.compile(text, re.IGNORECASE | re.MULTILINE))
+    for code, texts in _PATTERN_TEXTS.items() for text, gate in zip(texts, _GATES[code], strict=True)
+)
+""":data:`PATTERNS`, one alternative at a time with its gate: a text matches ``PATTERNS[code]``
+exactly when it matches one of the code's alternatives."""
+_SQUASHED_ALTERNATIVES: Final[tuple[tuple[str, Gate, re.Pattern[str]], ...]] = tuple(
+    (code, gate, re.compile(_squashed(text), re.IGNORECASE))
+    for code in _SQUASHED for text, gate in zip(_PATTERN_TEXTS[code], _GATES[code], strict=True)
+)
+""":data:`_SQUASHED`, one alternative at a time with its gate, of which only the words apply
+(they hold no spacing mark, so squashing keeps them whole)."""
 _SEP: Final = " .-_*|+~/"
 """The marks that may space out the letters of a word ("i g n o r e", "i.g.n.o.r.e")."""
 _SPACED: Final = re.compile(r"[a-z](?:[ .\-_*|+~/][a-z]){3}", re.IGNORECASE)
@@ -310,11 +391,21 @@ _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
 _FOLD_UTF8: Final = tuple(ch.encode() for ch in _FOLD_TO_ASCII)
 
 
-def _may_match_plain(text: str) -> bool:
-    """:func:`_may_match` of text already :func:`normalise`'d."""
+def _lowered(text: str) -> str:
+    """``text`` lower-cased, the four letters ``re.IGNORECASE`` equates with ASCII ones folded
+    first (what a pattern's ASCII word can be found in)."""
     if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
         text = text.translate(_FOLD_TABLE)
-    low = text.lower()
+    return text.lower()
+
+
+def _may_match_plain(text: str) -> bool:
+    """:func:`_may_match` of text already :func:`normalise`'d."""
+    return _may_match_low(_lowered(text))
+
+
+def _may_match_low(low: str) -> bool:
+    """:func:`_may_match_plain` of text already :func:`_lowered`."""
     return (any(word in low for word in _TRIGGER_WORDS)
             or ("end" in low and _END_OF.search(low) is not None)
             or _SPACED.search(low) is not None)
@@ -589,6 +680,22 @@ def _codes(text: str) -> list[str]:
     return found
 
 
+def _codes_gated(text: str, low: str) -> list[str]:
+    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on ``low``
+    (``text`` lower-cased by :func:`_lowered`; the letter-spaced reading gated on its own)."""
+    found: list[str] = []
+    for code, gate, rx in _ALTERNATIVES:
+        if code not in found and _gate_passes(gate, low) and rx.search(text) is not None:
+            found.append(code)
+    if any(code not in found for code in _SQUASHED) and _SPACED.search(text):
+        flat = _SQUASH.sub("", text)
+        flat_low = _lowered(flat)
+        for code, gate, rx in _SQUASHED_ALTERNATIVES:
+            if code not in found and _gate_passes(gate, flat_low, True) and rx.search(flat) is not None:
+                found.append(code)
+    return found
+
+
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
     """Strings in ``value``, dict keys included (bounded depth)."""
     if depth > _DEPTH:
@@ -669,9 +776,10 @@ class EvaluatorInjection:
             if value is None:
                 continue
             text = normalise(_text_of(value))
-            if not _may_match_plain(text):
+            low = _lowered(text)
+            if not _may_match_low(low):
                 continue
-            found = _codes(text)
+            found = _codes_gated(text, low)
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
