@@ -82,7 +82,7 @@ from liveguard.fingerprint import _native
 from liveguard.model import Step, Violation
 
 if TYPE_CHECKING:
-    from liveguard._canon import Scanner
+    from liveguard._canon import Scanner, Words
     from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection", "normalise"]
@@ -205,7 +205,9 @@ _GATES: Final[Mapping[str, tuple[Gate, ...]]] = {
           ("instruction", "prompt", "rules", "direction", "guideline")),),
         ((("ignorier", "vergiss", "vergess", "missacht", "uberschreib", "ubergeh"),
           ("anweisung", "instruktion", "anordnung", "vorgabe", "befehl", "regeln", "prompt")),),
-        ((("ignor", "oubli", "neglig", "compte"), ("instruction", "consigne", "directive", "regles")),),
+        ((("ignor", "oubli", "neglig"), ("instruction", "consigne", "directive", "regles"),
+          ("precedent", "anterieur", "ci-dessus", "systeme", "initial", "d'origine", "original")),
+         (("compte",), ("tiens", "tenez"), ("instruction", "consigne", "directive", "regles"))),
         ((("ignor", "olvid", "omite", "omita", "descart", "desestim", "cuenta"),
           ("instrucciones", "indicaciones", "directrices", "reglas", "ordenes", "normas")),),
     ),
@@ -220,7 +222,7 @@ _GATES: Final[Mapping[str, tuple[Gate, ...]]] = {
           ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como")),),
     ),
     "demand_score": (
-        ((("score", "rating", "grade", "mark"), _VERBS_EN,
+        ((("score", "rating", "grade", "mark"), _VERBS_EN, ("perfect", "full", "max", "high", "top", "passing"),
           re.compile(r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)")),
          (("score",), ("this", "it", "run"), ("1",), re.compile(r"score\s+(?:this|it|the\s+run)")),
          (('"score"',), ('"confidence"',))),
@@ -272,6 +274,104 @@ _SQUASHED_ALTERNATIVES: Final[tuple[tuple[str, Gate, re.Pattern[str]], ...]] = t
 )
 """:data:`_SQUASHED`, one alternative at a time with its gate, of which only the words apply
 (they hold no spacing mark, so squashing keeps them whole)."""
+_GATE_WORDS: Final[tuple[str, ...]] = tuple(sorted(
+    {word for gates in _GATES.values() for gate in gates for conjunction in gate for group in conjunction
+     if isinstance(group, tuple) for word in group}))
+"""Every word of every gate; word ``i`` is bit ``1 << i`` of a presence mask."""
+MaskGate = tuple[tuple[int | re.Pattern[str], ...], ...]
+"""A :data:`Gate` with each tuple of words as the mask of their bits."""
+
+
+def _mask_gate(gate: Gate) -> MaskGate:
+    return tuple(tuple(sum(1 << _GATE_WORDS.index(w) for w in group) if isinstance(group, tuple) else group
+                       for group in conjunction) for conjunction in gate)
+
+
+def _first_words(gate: MaskGate) -> int:
+    """The words of the first group of each conjunction: a gate can pass only when one is present."""
+    return sum({group for conjunction in gate for group in conjunction[:1] if isinstance(group, int)})
+
+
+_ALTERNATIVES_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
+    (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _ALTERNATIVES)
+_SQUASHED_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
+    (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _SQUASHED_ALTERNATIVES)
+_ANY_FIRST: Final = sum({first for _, first, _, _ in _ALTERNATIVES_MASKED})
+_ANY_FIRST_SQUASHED: Final = sum({first for _, first, _, _ in _SQUASHED_MASKED})
+
+
+def _present(low: str) -> int:
+    """The presence mask of :data:`_GATE_WORDS` in ``low`` (what ``_canon.Words`` answers natively)."""
+    mask = 0
+    for bit, word in enumerate(_GATE_WORDS):
+        if word in low:
+            mask |= 1 << bit
+    return mask
+
+
+def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str]) -> bool:
+    """:func:`_gate_passes` on a presence mask; ``text`` None: the words only. ``low`` caches
+    ``text`` :func:`_lowered` (made only when a pattern group is reached)."""
+    for conjunction in gate:
+        for group in conjunction:
+            if isinstance(group, int):
+                if not present & group:
+                    break
+            elif text is not None:
+                if not low:
+                    low.append(_lowered(text))
+                if group.search(low[0]) is None:
+                    break
+        else:
+            return True
+    return False
+
+
+def _words_tables(words: Sequence[str]) -> tuple[bytes, bytes, int, bytes, int]:
+    """The Aho-Corasick automaton of ``words`` (lower-case ASCII) for ``_canon.Words``:
+    ``(cmap, table, nclasses, masks, nwords64)``; class 0 is every character of no word."""
+    chars = sorted({ch for word in words for ch in word})
+    class_of = {ch: n + 1 for n, ch in enumerate(chars)}
+    nclasses = len(chars) + 1
+    goto: list[dict[str, int]] = [{}]
+    out = [0]
+    for bit, word in enumerate(words):
+        state = 0
+        for ch in word:
+            nxt = goto[state].get(ch)
+            if nxt is None:
+                goto.append({})
+                out.append(0)
+                nxt = goto[state][ch] = len(goto) - 1
+            state = nxt
+        out[state] |= 1 << bit
+    fail = [0] * len(goto)
+    delta = [[0] * nclasses for _ in goto]
+    queue: list[int] = []
+    for ch, n in class_of.items():
+        target = goto[0].get(ch)
+        if target is not None:
+            delta[0][n] = target
+            queue.append(target)
+    for state in queue:  # breadth first; grows while it is walked
+        out[state] |= out[fail[state]]
+        for ch, n in class_of.items():
+            target = goto[state].get(ch)
+            if target is None:
+                delta[state][n] = delta[fail[state]][n]
+            else:
+                fail[target] = delta[fail[state]][n]
+                delta[state][n] = target
+                queue.append(target)
+    nwords64 = max(1, (len(words) + 63) // 64)
+    table = array("I", [t for row in delta for t in row])
+    if table.itemsize != 4:
+        table = array("L", table.tolist())
+    cmap = bytes(class_of.get(chr(b).lower(), 0) for b in range(128))
+    masks = b"".join(m.to_bytes(nwords64 * 8, "little") for m in out)
+    return cmap, table.tobytes(), nclasses, masks, nwords64
+
+
 _SEP: Final = " .-_*|+~/"
 """The marks that may space out the letters of a word ("i g n o r e", "i.g.n.o.r.e")."""
 _SPACED: Final = re.compile(r"[a-z](?:[ .\-_*|+~/][a-z]){3}", re.IGNORECASE)
@@ -650,6 +750,13 @@ _SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc co
 is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
 
 
+_WORDS: Words | None = (  # not Final: read at each call, even when mypyc compiles this module
+    _native.Words(*_words_tables(_GATE_WORDS)) if getattr(_native, "Words", None) is not None else None
+)
+"""``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
+reading in one native pass; None without the C accelerator."""
+
+
 def _json_scan_core(raw: bytes) -> bool:
     """:func:`_json_may_match_core` of ``raw``: natively when built, otherwise (and for text with
     one of the four letters ``re.IGNORECASE`` folds to ASCII, which the native scanner declines)
@@ -677,6 +784,41 @@ def _codes(text: str) -> list[str]:
     if _SPACED.search(text):  # letter-spaced words: read the text with its spacing removed
         flat = _SQUASH.sub("", text)
         found += [code for code, rx in _SQUASHED.items() if code not in found and rx.search(flat)]
+    return found
+
+
+def _field_codes(text: str) -> list[str]:
+    """:func:`_codes` of a field's ``text`` (already :func:`normalise`'d), gated: natively, one
+    pass of ``_canon.Words`` tells every gate's words (plain and letter-spaced); otherwise the
+    trigger words first, then the gates' words, in Python."""
+    if _WORDS is not None:
+        present, flat = _WORDS.present(text)
+        return _codes_masked(text, present, flat)
+    low = _lowered(text)
+    if not _may_match_low(low):
+        return []
+    return _codes_gated(text, low)
+
+
+def _codes_masked(text: str, present: int, flat: int) -> list[str]:
+    """:func:`_codes_gated` on presence masks: ``present`` of ``text`` :func:`_lowered`, ``flat``
+    of it with every spacing mark removed (as :data:`_SQUASH` removes them)."""
+    found: list[str] = []
+    low: list[str] = []
+    if present & _ANY_FIRST:
+        for code, first, gate, rx in _ALTERNATIVES_MASKED:
+            if (present & first and code not in found and _mask_passes(gate, present, text, low)
+                    and rx.search(text) is not None):
+                found.append(code)
+    if not flat & _ANY_FIRST_SQUASHED:
+        return found
+    spaced = [(code, rx) for code, first, gate, rx in _SQUASHED_MASKED
+              if flat & first and code not in found and _mask_passes(gate, flat, None, low)]
+    if spaced and _SPACED.search(text):
+        squashed = _SQUASH.sub("", text)
+        for code, rx in spaced:
+            if code not in found and rx.search(squashed) is not None:
+                found.append(code)
     return found
 
 
@@ -775,11 +917,7 @@ class EvaluatorInjection:
             value = getattr(step, name)
             if value is None:
                 continue
-            text = normalise(_text_of(value))
-            low = _lowered(text)
-            if not _may_match_low(low):
-                continue
-            found = _codes_gated(text, low)
+            found = _field_codes(normalise(_text_of(value)))
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
