@@ -115,6 +115,7 @@ bench: install
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/scan_prefilter.py
+	$(BIN)/python benchmarks/realdata.py
 
 datasets: install
 	$(BIN)/python scripts/make_datasets.py

@@ -129,7 +129,9 @@ DEFAULT_VOLATILE: Final[tuple[str, ...]] = tuple(VOLATILE_PATTERNS)
 """The volatile patterns the default :class:`~liveguard.policy.Policy` masks: all built-ins."""
 
 _CUSTOM = "re:"
-_NATIVE_MASKS: Final = ("iso_datetime", "clock_time", "relative_time", "elapsed", "uuid", "keyed_id", "hex_id")
+_NATIVE_MASKS: Final = (
+    "iso_datetime", "clock_time", "relative_time", "elapsed", "uuid", "keyed_id", "hex_id",
+)
 """The built-in patterns by their number in the C accelerator's ``mask`` (which implements each
 of :data:`VOLATILE_PATTERNS` by hand, for bytes; ``tests/test_volatile_native.py`` holds it to
 ``re.sub`` of the patterns)."""
@@ -226,15 +228,9 @@ class VolatileMask:
         """``text`` with every volatile fragment replaced by one token."""
         return self._text.sub(_MASK_TOKEN, text)
 
-    def bytes(self, data: bytes) -> bytes:
-        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
-        if self._native_kinds is not None:
-            out: bytes = _native.mask(data, self._native_kinds)
-            return out
-        return self.python_bytes(data)
-
     def python_bytes(self, data: bytes) -> bytes:
-        """:meth:`bytes` in Python (the definition: each pattern's ``re.sub`` in turn)."""
+        """:meth:`bytes` in Python: each pattern's ``re.sub`` in turn (the definition), a pattern
+        skipped only when its guard shows it cannot match."""
         if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
                 b"id" not in data.lower()) and data.count(b"-") < 4:
             return data  # every built-in pattern needs a digit, but an id after its key and a uuid
@@ -243,6 +239,13 @@ class VolatileMask:
             if guard is None or guard(data, lower):
                 data = pattern.sub(b"\x00~", data)
         return data
+
+    def bytes(self, data: bytes) -> bytes:
+        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
+        if self._native_kinds is not None:
+            out: bytes = _native.mask(data, self._native_kinds)
+            return out
+        return self.python_bytes(data)
 
 
 def volatile_mask(names: Iterable[str]) -> VolatileMask | None:

@@ -222,7 +222,8 @@ _GATES: Final[Mapping[str, tuple[Gate, ...]]] = {
           ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como")),),
     ),
     "demand_score": (
-        ((("score", "rating", "grade", "mark"), _VERBS_EN, ("perfect", "full", "max", "high", "top", "passing"),
+        ((("score", "rating", "grade", "mark"), _VERBS_EN,
+          ("perfect", "full", "max", "high", "top", "passing"),
           re.compile(r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)")),
          (("score",), ("this", "it", "run"), ("1",), re.compile(r"score\s+(?:this|it|the\s+run)")),
          (('"score"',), ('"confidence"',))),
@@ -283,21 +284,33 @@ MaskGate = tuple[tuple[int | re.Pattern[str], ...], ...]
 
 
 def _mask_gate(gate: Gate) -> MaskGate:
-    return tuple(tuple(sum(1 << _GATE_WORDS.index(w) for w in group) if isinstance(group, tuple) else group
-                       for group in conjunction) for conjunction in gate)
+    return tuple(tuple(_word_bits(group) if isinstance(group, tuple) else group for group in conjunction)
+                 for conjunction in gate)
+
+
+def _word_bits(words: tuple[str, ...]) -> int:
+    bits = 0
+    for word in words:
+        bits |= 1 << _GATE_WORDS.index(word)
+    return bits
 
 
 def _first_words(gate: MaskGate) -> int:
     """The words of the first group of each conjunction: a gate can pass only when one is present."""
-    return sum({group for conjunction in gate for group in conjunction[:1] if isinstance(group, int)})
+    words = 0
+    for conjunction in gate:
+        first = conjunction[0]
+        if isinstance(first, int):
+            words |= first
+    return words
 
 
 _ALTERNATIVES_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
     (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _ALTERNATIVES)
 _SQUASHED_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
     (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _SQUASHED_ALTERNATIVES)
-_ANY_FIRST: Final = sum({first for _, first, _, _ in _ALTERNATIVES_MASKED})
-_ANY_FIRST_SQUASHED: Final = sum({first for _, first, _, _ in _SQUASHED_MASKED})
+_ANY_FIRST: Final = _first_words(tuple((first,) for _, first, _, _ in _ALTERNATIVES_MASKED))
+_ANY_FIRST_SQUASHED: Final = _first_words(tuple((first,) for _, first, _, _ in _SQUASHED_MASKED))
 
 
 def _present(low: str) -> int:
