@@ -156,7 +156,14 @@ def _same(data: bytes) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["IN 1.0 Seconds", "done in\t1.5s", "In 2.25 sec", "abcdefab-abcd-abcd-abcd-abcdefabcdef"]
+    "text",
+    [
+        "IN 1.0 Seconds",
+        "done in\t1.5s",
+        "In 2.25 sec",
+        "abcdefab-abcd-abcd-abcd-abcdefabcdef",
+        "2026-12-01T13:56:16ZIN 1.0 Seconds",
+    ],
 )
 def test_the_python_guards_skip_no_match(text: str) -> None:
     """Cases the Python guards used to skip: ``in`` in capitals or before a tab (the pattern is

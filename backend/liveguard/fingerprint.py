@@ -140,7 +140,8 @@ _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
 
 
 _CLOCK = re.compile(rb"\d:\d\d").search
-_IN_DECIMAL = re.compile(rb"(?i:\bin\s\d+\.\d)").search
+_IN_DECIMAL = re.compile(rb"\b[iI][nN]\s\d+\.\d").search  # the elapsed pattern's (?i:) part, on the
+# current bytes: an earlier pattern's mask can put a word boundary before "in"
 _HEX_MAP: Final = bytes(0x68 if chr(c) in "0123456789abcdefABCDEF" else 0x20 for c in range(256))
 _HEX_RUN: Final = b"h" * 32
 
