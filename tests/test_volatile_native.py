@@ -263,6 +263,13 @@ _WORD_TEXT = st.lists(
             "ſcore",
             "İgnore",
             "\u212aeep",
+            "a",
+            "b c",
+            "x-",
+            "y/",
+            "ſ.",
+            "\u212a",
+            "İ",
             "ı",
             " ",
             "\u2003",
@@ -288,7 +295,9 @@ _WORD_TEXT = st.lists(
 @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(_WORD_TEXT)
 def test_native_words_equal_the_substring_tests(text: str) -> None:
-    plain, flat = injection._WORDS.present(text) if injection._WORDS is not None else (None, None)
+    assert injection._WORDS is not None
+    plain, flat, spaced = injection._WORDS.present(text)
+    assert spaced == (injection._SPACED.search(text) is not None)
     assert plain == injection._present(injection._lowered(text))
     assert flat == injection._present(injection._lowered(injection._SQUASH.sub("", text)))
     assert injection._field_codes(injection.normalise(text)) == injection._codes(injection.normalise(text))
@@ -307,7 +316,8 @@ def test_native_words_on_recorded_runs() -> None:
                         if value is None:
                             continue
                         text = injection.normalise(injection._text_of(value))
-                        plain, flat = injection._WORDS.present(text)
+                        plain, flat, spaced = injection._WORDS.present(text)
+                        assert spaced == (injection._SPACED.search(text) is not None)
                         assert plain == injection._present(injection._lowered(text))
                         assert flat == injection._present(injection._lowered(injection._SQUASH.sub("", text)))
                         assert injection._field_codes(text) == injection._codes(text)

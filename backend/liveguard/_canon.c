@@ -2113,9 +2113,11 @@ done:
 #define WORDS_MAX64 64
 
 PyDoc_STRVAR(words_present_doc,
-"present(text, /) -> tuple[int, int]\n"
+"present(text, /) -> tuple[int, int, bool]\n"
 "\n"
-"The words in injection._lowered(text), and in it with every spacing mark removed (bit i: word i).");
+"The words in injection._lowered(text), and in it with every spacing mark removed (bit i: word i),\n"
+"and whether injection._SPACED finds a letter-spaced word (four letters, each spaced by one of\n"
+"\" .-_*|+~/\") in text.");
 
 static PyObject *
 words_present(Words *self, PyObject *text)
@@ -2125,7 +2127,7 @@ words_present(Words *self, PyObject *text)
     const uint64_t *masks = self->masks;
     Py_ssize_t nc = self->nclasses, w64 = self->nwords64, n, i, k;
     uint32_t sp = 0, sf = 0;
-    int kind;
+    int kind, chain = 0, after_letter = 0, spaced = 0;
     const void *data;
     PyObject *a, *b;
 
@@ -2145,6 +2147,22 @@ words_present(Words *self, PyObject *text)
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         unsigned cls;
         int is_sep;
+        /* _SPACED: [a-z](?:[ .\-_*|+~/][a-z]){3}, re.IGNORECASE: the letters are ASCII ones and
+           the four that fold to them; chain counts the letters of the current alternation */
+        if (c < 128 ? M_ALPHA(c) : (c == 0x130 || c == 0x131 || c == 0x17F || c == 0x212A)) {
+            chain = after_letter ? 1 : chain + 1;
+            after_letter = 1;
+            if (chain >= 4) {
+                spaced = 1;
+            }
+        }
+        else if (c < 128 && c != 0 && strchr(" .-_*|+~/", (int)c) != NULL && after_letter) {
+            after_letter = 0;
+        }
+        else {
+            chain = 0;
+            after_letter = 0;
+        }
         if (c < 128) {
             cls = self->cmap[c];
             is_sep = self->sep[c];
@@ -2190,7 +2208,7 @@ words_present(Words *self, PyObject *text)
         Py_DECREF(a);
         return NULL;
     }
-    return Py_BuildValue("(NN)", a, b);
+    return Py_BuildValue("(NNO)", a, b, spaced ? Py_True : Py_False);
 }
 
 static PyMethodDef words_methods[] = {

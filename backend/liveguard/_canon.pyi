@@ -29,6 +29,6 @@ class Words:
     """Which of a set of ASCII words a text holds (built by liveguard.rules.injection._words_tables)."""
 
     def __new__(cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, /) -> Words: ...
-    def present(self, text: str, /) -> tuple[int, int]:
+    def present(self, text: str, /) -> tuple[int, int, bool]:
         """The presence masks of the words in injection._lowered(text), plain and with every
-        spacing mark removed."""
+        spacing mark removed, and whether injection._SPACED finds a letter-spaced word."""

@@ -767,7 +767,8 @@ _WORDS: Words | None = (  # not Final: read at each call, even when mypyc compil
     _native.Words(*_words_tables(_GATE_WORDS)) if getattr(_native, "Words", None) is not None else None
 )
 """``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
-reading in one native pass; None without the C accelerator."""
+reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; None
+without the C accelerator."""
 
 
 def _json_scan_core(raw: bytes) -> bool:
@@ -805,17 +806,18 @@ def _field_codes(text: str) -> list[str]:
     pass of ``_canon.Words`` tells every gate's words (plain and letter-spaced); otherwise the
     trigger words first, then the gates' words, in Python."""
     if _WORDS is not None:
-        present, flat = _WORDS.present(text)
-        return _codes_masked(text, present, flat)
+        present, flat, spaced = _WORDS.present(text)
+        return _codes_masked(text, present, flat, spaced)
     low = _lowered(text)
     if not _may_match_low(low):
         return []
     return _codes_gated(text, low)
 
 
-def _codes_masked(text: str, present: int, flat: int) -> list[str]:
+def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]:
     """:func:`_codes_gated` on presence masks: ``present`` of ``text`` :func:`_lowered`, ``flat``
-    of it with every spacing mark removed (as :data:`_SQUASH` removes them)."""
+    of it with every spacing mark removed (as :data:`_SQUASH` removes them); ``spaced``:
+    :data:`_SPACED` finds a letter-spaced word in ``text``."""
     found: list[str] = []
     low: list[str] = []
     if present & _ANY_FIRST:
@@ -825,11 +827,11 @@ def _codes_masked(text: str, present: int, flat: int) -> list[str]:
                 found.append(code)
     if not flat & _ANY_FIRST_SQUASHED:
         return found
-    spaced = [(code, rx) for code, first, gate, rx in _SQUASHED_MASKED
+    candidates = [(code, rx) for code, first, gate, rx in _SQUASHED_MASKED
               if flat & first and code not in found and _mask_passes(gate, flat, None, low)]
-    if spaced and _SPACED.search(text):
+    if candidates and spaced:
         squashed = _SQUASH.sub("", text)
-        for code, rx in spaced:
+        for code, rx in candidates:
             if code not in found and rx.search(squashed) is not None:
                 found.append(code)
     return found
