@@ -116,6 +116,7 @@ bench: install
 	$(BIN)/python benchmarks/scale.py
 	$(BIN)/python benchmarks/scan_prefilter.py
 	$(BIN)/python benchmarks/semantic_long.py
+	$(BIN)/python benchmarks/realdata.py
 
 datasets: install
 	$(BIN)/python scripts/make_datasets.py

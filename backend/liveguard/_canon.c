@@ -18,7 +18,9 @@
  * keys, lone surrogates, keys that collide after NFC, nesting at or beyond
  * max_depth (also catches cycles).
  *
- * Also Scanner: the step-text rule's pre-filter (rules/injection.py), below.
+ * Also Scanner: the step-text rule's pre-filter (rules/injection.py), and mask: the
+ * built-in volatile-text patterns (fingerprint.VolatileMask), and Words: the step-text
+ * rule's per-alternative gates, below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1340,8 +1342,899 @@ static PyTypeObject ScannerType = {
     .tp_new = scanner_new,
 };
 
+/* ------------------------------------------------------------------ */
+/* mask: the built-in volatile-text patterns (fingerprint.VOLATILE_PATTERNS) */
+/*
+ * mask(data, kinds) -> bytes is, for kinds a bytes of pattern numbers (0 iso_datetime,
+ * 1 clock_time, 2 relative_time, 3 elapsed, 4 uuid, 5 keyed_id, 6 hex_id), the same as
+ * re.sub(VOLATILE_PATTERNS[name].encode(), b"\x00~", data) for each name in turn (the
+ * pure-Python VolatileMask.bytes is the definition). Bytes patterns: \d, \w, \s and
+ * (?i:) are ASCII-only, so each matcher below is a small hand-written backtracking
+ * search that tries the regex's choices in its order (greedy first) and returns the end
+ * of the first successful one, or -1. Every match is at least 2 bytes long, so the
+ * output is never longer than the input.
+ */
+
+#define M_DIGIT(c) ((c) >= '0' && (c) <= '9')
+#define M_ALPHA(c) ((((c) | 0x20) >= 'a') && (((c) | 0x20) <= 'z'))
+#define M_WORD(c) (M_DIGIT(c) || M_ALPHA(c) || (c) == '_')
+#define M_HEX(c) (M_DIGIT(c) || ((((c) | 0x20) >= 'a') && (((c) | 0x20) <= 'f')))
+#define M_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r'))
+
+typedef struct {
+    const uint8_t *d;
+    Py_ssize_t n;
+} MText;
+
+static inline int
+m_at(const MText *t, Py_ssize_t i, int (*pred)(uint8_t))
+{
+    return i < t->n && pred(t->d[i]);
+}
+
+static inline int m_digit(uint8_t c) { return M_DIGIT(c); }
+static inline int m_word(uint8_t c) { return M_WORD(c); }
+static inline int m_hex(uint8_t c) { return M_HEX(c); }
+static inline int m_space(uint8_t c) { return M_SPACE(c); }
+
+/* \b at i */
+static inline int
+m_boundary(const MText *t, Py_ssize_t i)
+{
+    int before = i > 0 && M_WORD(t->d[i - 1]);
+    int after = i < t->n && M_WORD(t->d[i]);
+    return before != after;
+}
+
+/* the byte at i is c (case-sensitive) */
+static inline int
+m_is(const MText *t, Py_ssize_t i, uint8_t c)
+{
+    return i < t->n && t->d[i] == c;
+}
+
+/* lit (lower-case ASCII) at i, ASCII case-insensitively (ci) or exactly */
+static inline int
+m_lit(const MText *t, Py_ssize_t i, const char *lit, Py_ssize_t len, int ci)
+{
+    Py_ssize_t k;
+    if (i + len > t->n) {
+        return 0;
+    }
+    for (k = 0; k < len; k++) {
+        uint8_t c = t->d[i + k];
+        if (ci && c >= 'A' && c <= 'Z') {
+            c |= 0x20;
+        }
+        if (c != (uint8_t)lit[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* end of the run of pred bytes from i */
+static inline Py_ssize_t
+m_run(const MText *t, Py_ssize_t i, int (*pred)(uint8_t))
+{
+    while (i < t->n && pred(t->d[i])) {
+        i++;
+    }
+    return i;
+}
+
+static inline int
+m_digits(const MText *t, Py_ssize_t i, Py_ssize_t k)
+{
+    Py_ssize_t j;
+    if (i + k > t->n) {
+        return 0;
+    }
+    for (j = 0; j < k; j++) {
+        if (!M_DIGIT(t->d[i + j])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* _UNIT_S, in the regex's order ("s?" greedy: the longer first) */
+static const char *const UNITS[] = {
+    "ms", "msec", "milliseconds", "millisecond", "s", "secs", "sec", "seconds", "second",
+    "m", "mins", "min", "minutes", "minute", "h", "hrs", "hr", "hours", "hour", "days", "day",
+};
+#define N_UNITS ((int)(sizeof(UNITS) / sizeof(UNITS[0])))
+static const char *const UNITS_S[] = {"s", "secs", "sec", "seconds", "second"};
+
+/* iso_datetime: \b\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})? */
+static Py_ssize_t
+m_iso(const MText *t, Py_ssize_t s)
+{
+    Py_ssize_t p, q;
+    const uint8_t *d = t->d;
+    if (!m_boundary(t, s) || s + 16 > t->n || !m_digits(t, s, 4) || (d[s + 4] != '-' && d[s + 4] != '/') ||
+        !m_digits(t, s + 5, 2) || (d[s + 7] != '-' && d[s + 7] != '/') || !m_digits(t, s + 8, 2) ||
+        (d[s + 10] != 'T' && d[s + 10] != ' ') || !m_digits(t, s + 11, 2) || d[s + 13] != ':' ||
+        !m_digits(t, s + 14, 2)) {
+        return -1;
+    }
+    p = s + 16;
+    if (m_is(t, p, ':') && m_digits(t, p + 1, 2)) {
+        p += 3;
+        if ((m_is(t, p, '.') || m_is(t, p, ',')) && m_at(t, p + 1, m_digit)) {
+            p = m_run(t, p + 1, m_digit);
+        }
+    }
+    if (m_is(t, p, 'Z')) {
+        return p + 1;
+    }
+    if ((m_is(t, p, '+') || m_is(t, p, '-')) && m_digits(t, p + 1, 2)) {
+        q = p + 3;
+        if (m_is(t, q, ':')) {
+            if (m_digits(t, q + 1, 2)) {
+                return q + 3;
+            }
+        }
+        else if (m_digits(t, q, 2)) {
+            return q + 2;
+        }
+    }
+    return p;
+}
+
+/* clock_time's end from q: (?:\s?[AaPp]\.?[Mm]\b\.?)?(?![\d:]) */
+static Py_ssize_t
+m_clock_tail(const MText *t, Py_ssize_t q)
+{
+    Py_ssize_t spaces[2], dots[2], dots2[2];
+    int ns = 0, nd, nd2, a, b, c;
+    if (m_at(t, q, m_space)) {
+        spaces[ns++] = q + 1;
+    }
+    spaces[ns++] = q;
+    for (a = 0; a < ns; a++) {
+        Py_ssize_t r = spaces[a];
+        uint8_t ch;
+        if (r >= t->n) {
+            continue;
+        }
+        ch = t->d[r];
+        if (ch != 'A' && ch != 'a' && ch != 'P' && ch != 'p') {
+            continue;
+        }
+        nd = 0;
+        if (m_is(t, r + 1, '.')) {
+            dots[nd++] = r + 2;
+        }
+        dots[nd++] = r + 1;
+        for (b = 0; b < nd; b++) {
+            Py_ssize_t u = dots[b];
+            if (!(m_is(t, u, 'M') || m_is(t, u, 'm')) || !m_boundary(t, u + 1)) {
+                continue;
+            }
+            nd2 = 0;
+            if (m_is(t, u + 1, '.')) {
+                dots2[nd2++] = u + 2;
+            }
+            dots2[nd2++] = u + 1;
+            for (c = 0; c < nd2; c++) {
+                Py_ssize_t e = dots2[c];
+                if (!(e < t->n && (M_DIGIT(t->d[e]) || t->d[e] == ':'))) {
+                    return e;
+                }
+            }
+        }
+    }
+    if (!(q < t->n && (M_DIGIT(t->d[q]) || t->d[q] == ':'))) {
+        return q;
+    }
+    return -1;
+}
+
+/* clock_time: \b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s?[AaPp]\.?[Mm]\b\.?)?(?![\d:]) */
+static Py_ssize_t
+m_clock(const MText *t, Py_ssize_t s)
+{
+    Py_ssize_t p, e;
+    if (!m_boundary(t, s) || !m_at(t, s, m_digit)) {
+        return -1;
+    }
+    p = m_at(t, s + 1, m_digit) ? s + 2 : s + 1; /* \d{1,2}: only this count can meet the ':' */
+    if (!m_is(t, p, ':') || !m_digits(t, p + 1, 2)) {
+        return -1;
+    }
+    p += 3;
+    if (m_is(t, p, ':') && m_digits(t, p + 1, 2)) {
+        Py_ssize_t base = p + 3;
+        if ((m_is(t, base, '.') || m_is(t, base, ',')) && m_at(t, base + 1, m_digit)) {
+            Py_ssize_t k;
+            for (k = m_run(t, base + 1, m_digit); k > base + 1; k--) {
+                if ((e = m_clock_tail(t, k)) >= 0) {
+                    return e;
+                }
+            }
+        }
+        if ((e = m_clock_tail(t, base)) >= 0) {
+            return e;
+        }
+    }
+    return m_clock_tail(t, p);
+}
+
+/* from q: \s?UNIT, then (relative) \s+ago\b or (elapsed, ci) \b; units: the list to try */
+static Py_ssize_t
+m_unit_tail(const MText *t, Py_ssize_t q, int ago, int ci, const char *const *units, int nunits)
+{
+    Py_ssize_t spaces[2];
+    int ns = 0, a, k;
+    if (m_at(t, q, m_space)) {
+        spaces[ns++] = q + 1;
+    }
+    spaces[ns++] = q;
+    for (a = 0; a < ns; a++) {
+        Py_ssize_t u = spaces[a];
+        uint8_t first;
+        if (u >= t->n) {
+            continue;
+        }
+        first = ci ? (uint8_t)(t->d[u] | 0x20) : t->d[u];
+        if (first != 'm' && first != 's' && first != 'h' && first != 'd') { /* no unit starts so */
+            continue;
+        }
+        for (k = 0; k < nunits; k++) {
+            Py_ssize_t len, v, w;
+            if ((uint8_t)units[k][0] != first) {
+                continue;
+            }
+            len = (Py_ssize_t)strlen(units[k]);
+            v = u + len;
+            if (!m_lit(t, u, units[k], len, ci)) {
+                continue;
+            }
+            if (!ago) {
+                if (m_boundary(t, v)) {
+                    return v;
+                }
+                continue;
+            }
+            if (!m_at(t, v, m_space)) {
+                continue;
+            }
+            for (w = m_run(t, v, m_space); w > v; w--) {
+                if (m_lit(t, w, "ago", 3, 0) && m_boundary(t, w + 3)) {
+                    return w + 3;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* from p (a digit): \d+(?:[.,]\d+)?, each choice in order, then m_unit_tail */
+static Py_ssize_t
+m_number_tail(const MText *t, Py_ssize_t p, int ago, int ci)
+{
+    Py_ssize_t k, j, e;
+    if (!m_at(t, p, m_digit)) {
+        return -1;
+    }
+    for (k = m_run(t, p, m_digit); k > p; k--) {
+        if ((m_is(t, k, '.') || m_is(t, k, ',')) && m_at(t, k + 1, m_digit)) {
+            for (j = m_run(t, k + 1, m_digit); j > k + 1; j--) {
+                if ((e = m_unit_tail(t, j, ago, ci, UNITS, N_UNITS)) >= 0) {
+                    return e;
+                }
+            }
+        }
+        if ((e = m_unit_tail(t, k, ago, ci, UNITS, N_UNITS)) >= 0) {
+            return e;
+        }
+    }
+    return -1;
+}
+
+/* relative_time: \b\d+(?:[.,]\d+)?\s?UNIT\s+ago\b */
+static Py_ssize_t
+m_relative(const MText *t, Py_ssize_t s)
+{
+    if (!m_boundary(t, s)) {
+        return -1;
+    }
+    return m_number_tail(t, s, 1, 0);
+}
+
+static const char *const ELAPSED_WORDS[] = {
+    "took", "elapsed", "duration", "latency", "runtime", "time taken", "wall time",
+};
+
+/* elapsed: (?i:\b(?:took|...|wall time)\b\s*[:=]?\s*\d+(?:[.,]\d+)?\s?UNIT\b
+             |\bin\s\d+\.\d+\s?(?:s|secs?|seconds?)\b) */
+static Py_ssize_t
+m_elapsed(const MText *t, Py_ssize_t s)
+{
+    int w;
+    Py_ssize_t e, k, j;
+    if (!m_boundary(t, s)) {
+        return -1;
+    }
+    for (w = 0; w < (int)(sizeof(ELAPSED_WORDS) / sizeof(ELAPSED_WORDS[0])); w++) {
+        Py_ssize_t len, p, a, b, end1, end2;
+        if ((uint8_t)ELAPSED_WORDS[w][0] != (t->d[s] | 0x20)) {
+            continue;
+        }
+        len = (Py_ssize_t)strlen(ELAPSED_WORDS[w]);
+        p = s + len;
+        if (!m_lit(t, s, ELAPSED_WORDS[w], len, 1) || !m_boundary(t, p)) {
+            continue;
+        }
+        end1 = m_run(t, p, m_space);
+        for (a = end1; a >= p; a--) { /* \s* */
+            Py_ssize_t opts[2];
+            int no = 0, o;
+            if (m_is(t, a, ':') || m_is(t, a, '=')) {
+                opts[no++] = a + 1;
+            }
+            opts[no++] = a;
+            for (o = 0; o < no; o++) { /* [:=]? */
+                end2 = m_run(t, opts[o], m_space);
+                for (b = end2; b >= opts[o]; b--) { /* \s* */
+                    if ((e = m_number_tail(t, b, 0, 1)) >= 0) {
+                        return e;
+                    }
+                }
+            }
+        }
+    }
+    /* \bin\s\d+\.\d+\s?(?:s|secs?|seconds?)\b */
+    if (!m_lit(t, s, "in", 2, 1) || !m_at(t, s + 2, m_space) || !m_at(t, s + 3, m_digit)) {
+        return -1;
+    }
+    for (k = m_run(t, s + 3, m_digit); k > s + 3; k--) {
+        if (!m_is(t, k, '.') || !m_at(t, k + 1, m_digit)) {
+            continue;
+        }
+        for (j = m_run(t, k + 1, m_digit); j > k + 1; j--) {
+            if ((e = m_unit_tail(t, j, 0, 1, UNITS_S, 5)) >= 0) {
+                return e;
+            }
+        }
+    }
+    return -1;
+}
+
+/* uuid: \b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b */
+static Py_ssize_t
+m_uuid(const MText *t, Py_ssize_t s)
+{
+    static const int groups[5] = {8, 4, 4, 4, 12};
+    Py_ssize_t p = s;
+    int g, k;
+    if (!m_boundary(t, s) || s + 36 > t->n) {
+        return -1;
+    }
+    for (g = 0; g < 5; g++) {
+        for (k = 0; k < groups[g]; k++, p++) {
+            if (!M_HEX(t->d[p])) {
+                return -1;
+            }
+        }
+        if (g < 4) {
+            if (t->d[p] != '-') {
+                return -1;
+            }
+            p++;
+        }
+    }
+    return m_boundary(t, p) ? p : -1;
+}
+
+static const char *const KEYED_WORDS[] = {
+    "request", "req", "trace", "span", "correlation", "session", "run",
+};
+
+/* keyed_id's tail from p: ["']?\s*[:=#]?\s*["']?[\w-]{6,} */
+static Py_ssize_t
+m_keyed_tail(const MText *t, Py_ssize_t p)
+{
+    Py_ssize_t q1[2], c1[2], q2[2], a, b, e1, e2;
+    int n1 = 0, i1, nc, ic, n2, i2;
+    if (m_is(t, p, '"') || m_is(t, p, '\'')) {
+        q1[n1++] = p + 1;
+    }
+    q1[n1++] = p;
+    for (i1 = 0; i1 < n1; i1++) {
+        e1 = m_run(t, q1[i1], m_space);
+        for (a = e1; a >= q1[i1]; a--) {
+            nc = 0;
+            if (m_is(t, a, ':') || m_is(t, a, '=') || m_is(t, a, '#')) {
+                c1[nc++] = a + 1;
+            }
+            c1[nc++] = a;
+            for (ic = 0; ic < nc; ic++) {
+                e2 = m_run(t, c1[ic], m_space);
+                for (b = e2; b >= c1[ic]; b--) {
+                    n2 = 0;
+                    if (m_is(t, b, '"') || m_is(t, b, '\'')) {
+                        q2[n2++] = b + 1;
+                    }
+                    q2[n2++] = b;
+                    for (i2 = 0; i2 < n2; i2++) {
+                        Py_ssize_t f = q2[i2], g = f;
+                        while (g < t->n && (M_WORD(t->d[g]) || t->d[g] == '-')) {
+                            g++;
+                        }
+                        if (g - f >= 6) {
+                            return g;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* keyed_id: (?i:\b(?:x-)?(?:request|req|trace|span|correlation|session|run)[-_ ]?id\b)
+             ["']?\s*[:=#]?\s*["']?[\w-]{6,} */
+static Py_ssize_t
+m_keyed(const MText *t, Py_ssize_t s)
+{
+    Py_ssize_t starts[2], seps[2], e;
+    int ns = 0, a, w, nsep, b;
+    if (!m_boundary(t, s)) {
+        return -1;
+    }
+    if (m_lit(t, s, "x-", 2, 1)) {
+        starts[ns++] = s + 2;
+    }
+    starts[ns++] = s;
+    for (a = 0; a < ns; a++) {
+        for (w = 0; w < (int)(sizeof(KEYED_WORDS) / sizeof(KEYED_WORDS[0])); w++) {
+            Py_ssize_t len, p;
+            if (starts[a] >= t->n || (uint8_t)KEYED_WORDS[w][0] != (t->d[starts[a]] | 0x20)) {
+                continue;
+            }
+            len = (Py_ssize_t)strlen(KEYED_WORDS[w]);
+            p = starts[a] + len;
+            if (!m_lit(t, starts[a], KEYED_WORDS[w], len, 1)) {
+                continue;
+            }
+            nsep = 0;
+            if (m_is(t, p, '-') || m_is(t, p, '_') || m_is(t, p, ' ')) {
+                seps[nsep++] = p + 1;
+            }
+            seps[nsep++] = p;
+            for (b = 0; b < nsep; b++) {
+                Py_ssize_t q = seps[b];
+                if (!m_lit(t, q, "id", 2, 1) || !m_boundary(t, q + 2)) {
+                    continue;
+                }
+                if ((e = m_keyed_tail(t, q + 2)) >= 0) {
+                    return e;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* hex_id: \b(?=[0-9a-fA-F]{0,31}[0-9])(?=[0-9a-fA-F]{0,31}[a-fA-F])[0-9a-fA-F]{32}\b */
+static Py_ssize_t
+m_hex32(const MText *t, Py_ssize_t s)
+{
+    Py_ssize_t k;
+    int digit = 0, letter = 0;
+    if (s + 32 > t->n || !m_boundary(t, s)) {
+        return -1;
+    }
+    for (k = s; k < s + 32; k++) {
+        uint8_t c = t->d[k];
+        if (M_DIGIT(c)) {
+            digit = 1;
+        }
+        else if (M_HEX(c)) {
+            letter = 1;
+        }
+        else {
+            return -1;
+        }
+    }
+    return digit && letter && m_boundary(t, s + 32) ? s + 32 : -1;
+}
+
+typedef Py_ssize_t (*MMatcher)(const MText *, Py_ssize_t);
+
+static const MMatcher MASKERS[] = {m_iso, m_clock, m_relative, m_elapsed, m_uuid, m_keyed, m_hex32};
+#define N_MASKERS ((int)(sizeof(MASKERS) / sizeof(MASKERS[0])))
+#define M_WORD_BIT 0x80
+
+/* M_CLASS[c]: M_WORD_BIT when c is a word byte; bit k when a match of pattern k can start with
+   c. Every pattern starts with \b before a word byte, so a match starts only where a word
+   begins: a word byte after a non-word byte (or at the start). */
+static uint8_t M_CLASS[256];
+
+static void
+init_mask_classes(void)
+{
+    int c;
+    for (c = 0; c < 256; c++) {
+        uint8_t k = 0, low = (uint8_t)(c | 0x20);
+        if (M_WORD(c)) {
+            k |= M_WORD_BIT;
+        }
+        if (M_DIGIT(c)) {
+            k |= 1 << 0 | 1 << 1 | 1 << 2; /* iso_datetime, clock_time, relative_time */
+        }
+        if (M_ALPHA(c) && (low == 't' || low == 'e' || low == 'd' || low == 'l' || low == 'r' ||
+                           low == 'w' || low == 'i')) {
+            k |= 1 << 3; /* elapsed: took elapsed duration latency runtime time wall in */
+        }
+        if (M_HEX(c)) {
+            k |= 1 << 4 | 1 << 6; /* uuid, hex_id */
+        }
+        if (M_ALPHA(c) && (low == 'x' || low == 'r' || low == 't' || low == 's' || low == 'c')) {
+            k |= 1 << 5; /* keyed_id: x- request req trace span correlation session run */
+        }
+        M_CLASS[c] = k;
+    }
+}
+
+/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). */
+static int
+m_any(const MText *t, unsigned kmask)
+{
+    const uint8_t *d = t->d;
+    Py_ssize_t p;
+    int prev_word = 0;
+    for (p = 0; p < t->n; p++) {
+        uint8_t cls = M_CLASS[d[p]];
+        unsigned hit;
+        if (!(cls & M_WORD_BIT)) {
+            prev_word = 0;
+            continue;
+        }
+        if (prev_word) {
+            continue;
+        }
+        prev_word = 1;
+        hit = cls & kmask;
+        while (hit) {
+            int k = __builtin_ctz(hit);
+            hit &= hit - 1;
+            if (MASKERS[k](t, p) >= 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* One re.sub pass of pattern k over [src, src+n) into out (room for n bytes); returns the
+   output length, or -1 when nothing matched. Matching reads src only, as re.sub does. */
+static Py_ssize_t
+m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
+{
+    MText t = {src, n};
+    Py_ssize_t p = 0, done = 0, o = 0, e;
+    MMatcher match = MASKERS[k];
+    unsigned bit = 1u << k;
+    int any = 0;
+    while (p < n) {
+        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT)) ||
+            (e = match(&t, p)) < 0) {
+            p++;
+            continue;
+        }
+        memcpy(out + o, src + done, (size_t)(p - done));
+        o += p - done;
+        out[o++] = 0;
+        out[o++] = '~';
+        p = done = e;
+        any = 1;
+    }
+    if (!any) {
+        return -1;
+    }
+    memcpy(out + o, src + done, (size_t)(n - done));
+    return o + (n - done);
+}
+
+PyDoc_STRVAR(mask_doc,
+"mask(data, kinds, /) -> bytes\n"
+"\n"
+"data with each built-in volatile pattern of kinds (bytes of pattern numbers, in order) replaced\n"
+"by b'\\x00~', as re.sub of each pattern in turn (fingerprint.VolatileMask.bytes is the\n"
+"definition); data itself when nothing matched.");
+
+static PyObject *
+canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    const uint8_t *cur, *kinds;
+    uint8_t *bufs[2] = {NULL, NULL};
+    Py_ssize_t n, nk, i, len;
+    int which = 0, changed = 0;
+    unsigned kmask = 0;
+    PyObject *res;
+
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "mask() takes two bytes arguments");
+        return NULL;
+    }
+    cur = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    n = PyBytes_GET_SIZE(args[0]);
+    kinds = (const uint8_t *)PyBytes_AS_STRING(args[1]);
+    nk = PyBytes_GET_SIZE(args[1]);
+    for (i = 0; i < nk; i++) {
+        if (kinds[i] >= N_MASKERS) {
+            PyErr_SetString(PyExc_ValueError, "mask(): unknown pattern number");
+            return NULL;
+        }
+        kmask |= 1u << kinds[i];
+    }
+    {
+        MText whole = {cur, n};
+        if (!m_any(&whole, kmask)) { /* no pattern matches: every pass leaves data as it is */
+            return Py_NewRef(args[0]);
+        }
+    }
+    for (i = 0; i < nk; i++) {
+        if (bufs[which] == NULL) {
+            bufs[which] = PyMem_Malloc((size_t)(n > 0 ? n : 1));
+            if (bufs[which] == NULL) {
+                PyMem_Free(bufs[1 - which]);
+                return PyErr_NoMemory();
+            }
+        }
+        len = m_sub(kinds[i], cur, n, bufs[which]);
+        if (len >= 0) {
+            cur = bufs[which];
+            n = len;
+            which = 1 - which;
+            changed = 1;
+        }
+    }
+    res = changed ? PyBytes_FromStringAndSize((const char *)cur, n) : Py_NewRef(args[0]);
+    PyMem_Free(bufs[0]);
+    PyMem_Free(bufs[1]);
+    return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Words: which of a set of ASCII words a text holds (rules/injection.py's gates)  */
+/*
+ * Words(cmap, table, nclasses, masks, nwords64) runs an Aho-Corasick automaton that Python
+ * builds (injection._words_tables) over lower-cased ASCII; present(text) -> (plain, flat)
+ * is, as two ints (bit i: word i), which words are in injection._lowered(text), and which
+ * are in it once every spacing mark (injection._SQUASH: Unicode whitespace and " .-_*|+~/")
+ * is removed. Code points: ASCII through cmap (upper case as lower case); the four letters
+ * re.IGNORECASE folds to ASCII (U+0130, U+0131, U+017F, U+212A) as i, i, s, k (what
+ * _lowered does); any other code point lower-cases to no ASCII letter, so it is class 0,
+ * on which every word breaks.
+ *
+ * table: uint32 entries, [state][class] -> next state; masks: nwords64 uint64 per state,
+ * the words that end in that state.
+ */
+
+typedef struct {
+    PyObject_HEAD
+    uint32_t *table;
+    uint64_t *masks;
+    uint8_t *hasout; /* hasout[s]: some word ends in state s */
+    Py_ssize_t nstates;
+    Py_ssize_t nclasses;
+    Py_ssize_t nwords64;
+    uint8_t cmap[128];
+    uint8_t sep[128];
+} Words;
+
+static void
+words_dealloc(Words *self)
+{
+    PyMem_Free(self->table);
+    PyMem_Free(self->masks);
+    PyMem_Free(self->hasout);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_buffer cmap, table, masks;
+    Py_ssize_t nclasses, nwords64, nstates, i;
+    Words *self = NULL;
+    const uint32_t *src;
+    static const char SEPS[] = " .-_*|+~/";
+
+    if (kwds != NULL && PyDict_GET_SIZE(kwds) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Words() takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*ny*n:Words", &cmap, &table, &nclasses, &masks, &nwords64)) {
+        return NULL;
+    }
+    nstates = nclasses > 0 ? table.len / (Py_ssize_t)sizeof(uint32_t) / nclasses : 0;
+    if (cmap.len != 128 || nclasses < 2 || nclasses > 256 || nwords64 < 1 || nwords64 > 64 ||
+        table.len != nstates * nclasses * (Py_ssize_t)sizeof(uint32_t) || nstates < 1 ||
+        masks.len != nstates * nwords64 * (Py_ssize_t)sizeof(uint64_t)) {
+        PyErr_SetString(PyExc_ValueError, "Words: inconsistent tables");
+        goto done;
+    }
+    for (i = 0; i < 128; i++) {
+        if (((const uint8_t *)cmap.buf)[i] >= nclasses) {
+            PyErr_SetString(PyExc_ValueError, "Words: class out of range");
+            goto done;
+        }
+    }
+    src = (const uint32_t *)table.buf;
+    for (i = 0; i < nstates * nclasses; i++) {
+        if (src[i] >= (uint32_t)nstates) {
+            PyErr_SetString(PyExc_ValueError, "Words: state out of range");
+            goto done;
+        }
+    }
+    self = (Words *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        goto done;
+    }
+    self->table = PyMem_Malloc((size_t)table.len);
+    self->masks = PyMem_Malloc((size_t)masks.len);
+    self->hasout = PyMem_Malloc((size_t)nstates);
+    if (self->table == NULL || self->masks == NULL || self->hasout == NULL) {
+        Py_CLEAR(self);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->table, table.buf, (size_t)table.len);
+    memcpy(self->masks, masks.buf, (size_t)masks.len);
+    for (i = 0; i < nstates; i++) {
+        Py_ssize_t k;
+        self->hasout[i] = 0;
+        for (k = 0; k < nwords64; k++) {
+            if (self->masks[i * nwords64 + k] != 0) {
+                self->hasout[i] = 1;
+            }
+        }
+    }
+    memcpy(self->cmap, cmap.buf, 128);
+    memset(self->sep, 0, 128);
+    for (i = 0; i < 128; i++) {
+        self->sep[i] = (uint8_t)(Py_UNICODE_ISSPACE((Py_UCS4)i) || (i > 0 && strchr(SEPS, (int)i) != NULL));
+    }
+    self->nstates = nstates;
+    self->nclasses = nclasses;
+    self->nwords64 = nwords64;
+done:
+    PyBuffer_Release(&cmap);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&masks);
+    return (PyObject *)self;
+}
+
+#define WORDS_MAX64 64
+
+PyDoc_STRVAR(words_present_doc,
+"present(text, /) -> tuple[int, int, bool]\n"
+"\n"
+"The words in injection._lowered(text), and in it with every spacing mark removed (bit i: word i),\n"
+"and whether injection._SPACED finds a letter-spaced word (four letters, each spaced by one of\n"
+"\" .-_*|+~/\") in text.");
+
+static PyObject *
+words_present(Words *self, PyObject *text)
+{
+    uint64_t plain[WORDS_MAX64], flat[WORDS_MAX64];
+    const uint32_t *table = self->table;
+    const uint64_t *masks = self->masks;
+    Py_ssize_t nc = self->nclasses, w64 = self->nwords64, n, i, k;
+    uint32_t sp = 0, sf = 0;
+    int kind, chain = 0, after_letter = 0, spaced = 0;
+    const void *data;
+    PyObject *a, *b;
+
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "present() needs str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (str_ready(text) < 0) {
+        return NULL;
+    }
+    memset(plain, 0, sizeof(plain));
+    memset(flat, 0, sizeof(flat));
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        unsigned cls;
+        int is_sep;
+        /* _SPACED: [a-z](?:[ .\-_*|+~/][a-z]){3}, re.IGNORECASE: the letters are ASCII ones and
+           the four that fold to them; chain counts the letters of the current alternation */
+        if (c < 128 ? M_ALPHA(c) : (c == 0x130 || c == 0x131 || c == 0x17F || c == 0x212A)) {
+            chain = after_letter ? 1 : chain + 1;
+            after_letter = 1;
+            if (chain >= 4) {
+                spaced = 1;
+            }
+        }
+        else if (c < 128 && c != 0 && strchr(" .-_*|+~/", (int)c) != NULL && after_letter) {
+            after_letter = 0;
+        }
+        else {
+            chain = 0;
+            after_letter = 0;
+        }
+        if (c < 128) {
+            cls = self->cmap[c];
+            is_sep = self->sep[c];
+        }
+        else {
+            if (c == 0x130 || c == 0x131) {
+                cls = self->cmap['i'];
+            }
+            else if (c == 0x17F) {
+                cls = self->cmap['s'];
+            }
+            else if (c == 0x212A) {
+                cls = self->cmap['k'];
+            }
+            else {
+                cls = 0;
+            }
+            is_sep = Py_UNICODE_ISSPACE(c);
+        }
+        sp = table[(Py_ssize_t)sp * nc + cls];
+        if (self->hasout[sp]) {
+            const uint64_t *m = masks + (Py_ssize_t)sp * w64;
+            for (k = 0; k < w64; k++) {
+                plain[k] |= m[k];
+            }
+        }
+        if (!is_sep) {
+            sf = table[(Py_ssize_t)sf * nc + cls];
+            if (self->hasout[sf]) {
+                const uint64_t *m = masks + (Py_ssize_t)sf * w64;
+                for (k = 0; k < w64; k++) {
+                    flat[k] |= m[k];
+                }
+            }
+        }
+    }
+    a = _PyLong_FromByteArray((const unsigned char *)plain, (size_t)w64 * 8, 1, 0);
+    if (a == NULL) {
+        return NULL;
+    }
+    b = _PyLong_FromByteArray((const unsigned char *)flat, (size_t)w64 * 8, 1, 0);
+    if (b == NULL) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    return Py_BuildValue("(NNO)", a, b, spaced ? Py_True : Py_False);
+}
+
+static PyMethodDef words_methods[] = {
+    {"present", (PyCFunction)words_present, METH_O, words_present_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(words_doc,
+"Words(cmap, table, nclasses, masks, nwords64, /)\n"
+"\n"
+"Which of a set of ASCII words a text holds, built by liveguard.rules.injection (see present).");
+
+static PyTypeObject WordsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "liveguard._canon.Words",
+    .tp_basicsize = sizeof(Words),
+    .tp_dealloc = (destructor)words_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = words_doc,
+    .tp_methods = words_methods,
+    .tp_new = words_new,
+};
+
 static PyMethodDef canon_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
+    {"mask", (PyCFunction)(void (*)(void))canon_mask, METH_FASTCALL, mask_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1376,6 +2269,7 @@ PyInit__canon(void)
     PyObject *m;
 
     init_esc();
+    init_mask_classes();
     if (nfc_func == NULL) {
         nfc_func = import_attr("unicodedata", "normalize");
         nfc_form = PyUnicode_InternFromString("NFC");
@@ -1406,7 +2300,8 @@ PyInit__canon(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Decline", Decline) < 0 || PyType_Ready(&ScannerType) < 0 ||
-        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 || PyType_Ready(&WordsType) < 0 ||
+        PyModule_AddObjectRef(m, "Words", (PyObject *)&WordsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -21,3 +21,14 @@ class Scanner:
     def __new__(cls, cmap: bytes, table: bytes, nclasses: int, start: int, /) -> Scanner: ...
     def may_match(self, raw: bytes, /) -> bool | None:
         """injection._json_may_match(raw), or None (declined: a fold letter is in raw)."""
+
+def mask(data: bytes, kinds: bytes, /) -> bytes:
+    """fingerprint.VolatileMask.python_bytes of data for the built-in patterns numbered kinds."""
+
+class Words:
+    """Which of a set of ASCII words a text holds (built by liveguard.rules.injection._words_tables)."""
+
+    def __new__(cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, /) -> Words: ...
+    def present(self, text: str, /) -> tuple[int, int, bool]:
+        """The presence masks of the words in injection._lowered(text), plain and with every
+        spacing mark removed, and whether injection._SPACED finds a letter-spaced word."""

@@ -129,12 +129,19 @@ DEFAULT_VOLATILE: Final[tuple[str, ...]] = tuple(VOLATILE_PATTERNS)
 """The volatile patterns the default :class:`~liveguard.policy.Policy` masks: all built-ins."""
 
 _CUSTOM = "re:"
+_NATIVE_MASKS: Final = (
+    "iso_datetime", "clock_time", "relative_time", "elapsed", "uuid", "keyed_id", "hex_id",
+)
+"""The built-in patterns by their number in the C accelerator's ``mask`` (which implements each
+of :data:`VOLATILE_PATTERNS` by hand, for bytes; ``tests/test_volatile_native.py`` holds it to
+``re.sub`` of the patterns)."""
 _MASK_TOKEN: Final = "\x00~"
 _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
 
 
 _CLOCK = re.compile(rb"\d:\d\d").search
-_IN_DECIMAL = re.compile(rb"\bin\s\d+\.\d").search
+_IN_DECIMAL = re.compile(rb"\b[iI][nN]\s\d+\.\d").search  # the elapsed pattern's (?i:) part, on the
+# current bytes: an earlier pattern's mask can put a word boundary before "in"
 _HEX_MAP: Final = bytes(0x68 if chr(c) in "0123456789abcdefABCDEF" else 0x20 for c in range(256))
 _HEX_RUN: Final = b"h" * 32
 
@@ -158,7 +165,7 @@ def _guard(name: str) -> Callable[[bytes, bytes], object] | None:
 def _elapsed(data: bytes, lower: bytes) -> object:
     return (b"took" in lower or b"elapsed" in lower or b"duration" in lower or b"latency" in lower
             or b"runtime" in lower or b"time taken" in lower or b"wall time" in lower
-            or (b"in " in data and _IN_DECIMAL(data)))
+            or (b"in" in lower and _IN_DECIMAL(data)))
 
 
 def _keyed(data: bytes, lower: bytes) -> object:
@@ -189,7 +196,7 @@ class VolatileMask:
     the same as running them all).
     """
 
-    __slots__ = ("_builtin", "_bytes", "_text", "names")
+    __slots__ = ("_builtin", "_bytes", "_native_kinds", "_text", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
@@ -214,21 +221,32 @@ class VolatileMask:
         self._text = re.compile("|".join(parts))
         self._bytes = tuple(steps)
         self._builtin = all(guard is not None for guard, _ in steps)
+        self._native_kinds: bytes | None = None
+        if self._builtin and getattr(_native, "mask", None) is not None:
+            self._native_kinds = bytes(_NATIVE_MASKS.index(name) for name in self.names)
 
     def text(self, text: str) -> str:
         """``text`` with every volatile fragment replaced by one token."""
         return self._text.sub(_MASK_TOKEN, text)
 
-    def bytes(self, data: bytes) -> bytes:
-        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
+    def python_bytes(self, data: bytes) -> bytes:
+        """:meth:`bytes` in Python: each pattern's ``re.sub`` in turn (the definition), a pattern
+        skipped only when its guard shows it cannot match."""
         if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
-                b"id" not in data.lower()):
-            return data  # every built-in pattern needs a digit, but an id after its key
+                b"id" not in data.lower()) and data.count(b"-") < 4:
+            return data  # every built-in pattern needs a digit, but an id after its key and a uuid
         lower = data.lower()
         for guard, pattern in self._bytes:
             if guard is None or guard(data, lower):
                 data = pattern.sub(b"\x00~", data)
         return data
+
+    def bytes(self, data: bytes) -> bytes:
+        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
+        if self._native_kinds is not None:
+            out: bytes = _native.mask(data, self._native_kinds)
+            return out
+        return self.python_bytes(data)
 
 
 def volatile_mask(names: Iterable[str]) -> VolatileMask | None:

@@ -323,12 +323,24 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def chunked(records: Iterable[Record], size: int) -> Iterable[list[Record]]:
+CHUNK_BYTES = 1 << 20
+"""Raw JSONL bytes per chunk at most (besides the record count): runs of recorded agents with
+long tool outputs (90 KB a run) come in chunks of a dozen, so every worker gets its share of a
+small file, where 128 of them would leave one worker idle."""
+
+
+def chunked(records: Iterable[Record], size: int, max_bytes: int = CHUNK_BYTES) -> Iterable[list[Record]]:
+    """``records`` in lists of ``size`` records, or fewer when their raw lines reach ``max_bytes``."""
     chunk: list[Record] = []
+    held = 0
     for record in records:
         chunk.append(record)
-        if len(chunk) >= size:
+        payload = record[1]
+        if isinstance(payload, bytes):
+            held += len(payload)
+        if len(chunk) >= size or held >= max_bytes:
             yield chunk
             chunk = []
+            held = 0
     if chunk:
         yield chunk

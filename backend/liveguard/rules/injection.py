@@ -82,7 +82,7 @@ from liveguard.fingerprint import _native
 from liveguard.model import Step, Violation
 
 if TYPE_CHECKING:
-    from liveguard._canon import Scanner
+    from liveguard._canon import Scanner, Words
     from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection", "normalise"]
@@ -191,6 +191,200 @@ _SQUASHED: Final[Mapping[str, re.Pattern[str]]] = {
 }
 """The word patterns for letter-spaced text ("i g n o r e  a l l ..."): matched against the text
 with every space and spacing mark removed ("ignoreall..."), only when the text holds such a run."""
+Group = tuple[str, ...] | re.Pattern[str]
+Gate = tuple[tuple[Group, ...], ...]
+"""What a match must hold, as a disjunction of conjunctions: the alternative can match only
+when, for one of the conjunctions, every group passes on the lower-cased text: a tuple of
+words when one of them is in it, a pattern (searched last, after the words) when it is found."""
+_VERBS_EN: Final = ("return", "output", "give", "assign", "award", "respond", "reply")
+_WHO_WORDS: Final = ("evaluator", "judge", "grader", "scorer", "reviewer")
+_GATES: Final[Mapping[str, tuple[Gate, ...]]] = {
+    "ignore_instructions": (
+        ((("ignore", "disregard", "forget", "override"),
+          ("previous", "prior", "above", "earlier", "preceding", "system", "original"),
+          ("instruction", "prompt", "rules", "direction", "guideline")),),
+        ((("ignorier", "vergiss", "vergess", "missacht", "uberschreib", "ubergeh"),
+          ("anweisung", "instruktion", "anordnung", "vorgabe", "befehl", "regeln", "prompt")),),
+        ((("ignor", "oubli", "neglig"), ("instruction", "consigne", "directive", "regles"),
+          ("precedent", "anterieur", "ci-dessus", "systeme", "initial", "d'origine", "original")),
+         (("compte",), ("tiens", "tenez"), ("instruction", "consigne", "directive", "regles"))),
+        ((("ignor", "olvid", "omite", "omita", "descart", "desestim", "cuenta"),
+          ("instrucciones", "indicaciones", "directrices", "reglas", "ordenes", "normas")),),
+    ),
+    "address_evaluator": (
+        ((_WHO_WORDS, ("dear", "attention", "note", "hey", "hello", "you")),),
+        ((("bewerter", "gutachter", "prufer", "pruefer", "juror", "evaluator"),
+          ("liebe", "geehrte", "hallo", "achtung", "hinweis", "bist", "als")),),
+        ((("evaluateur", "evaluatrice", "correcteur", "correctrice", "juge", "examinateur",
+           "examinatrice", "notateur", "notatrice"),
+          ("cher", "attention", "bonjour", "note", "tu", "vous")),),
+        ((("evaluador", "juez", "calificador", "corrector", "examinador"),
+          ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como")),),
+    ),
+    "demand_score": (
+        ((("score", "rating", "grade", "mark"), _VERBS_EN,
+          ("perfect", "full", "max", "high", "top", "passing"),
+          re.compile(r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)")),
+         (("score",), ("this", "it", "run"), ("1",), re.compile(r"score\s+(?:this|it|the\s+run)")),
+         (('"score"',), ('"confidence"',))),
+        ((("gib", "gebt", "geben", "vergib", "vergebt", "vergeben", "bewerte"),
+          ("punktzahl", "punkte", "wertung", "bestnote")),
+         (("bewerte",), ("1",))),
+        ((("donne", "attribue", "accorde", "mets", "mettez", "renvoie", "retourne"),
+          ("maxim", "parfait", "note", "score")),),
+        ((("da", "asigna", "otorga", "devuelve", "pon", "responde"),
+          ("puntuacion", "calificacion", "nota", "puntaje"), ("maxim", "perfect", "mejor")),),
+    ),
+    "fake_role_marker": (
+        ((("<|",), ("|>",)), (("[inst]", "[/inst]"),), (("<<sys>>", "<</sys>>"),),
+         (("##",), ("system", "instruction"), (":",), re.compile(r"##\s*(?:system|instruction)")),
+         (("<system>", "</system>", "<assistant>", "</assistant>"),)),
+        ((("_run_data",),), (("end",), ("data", "input"), re.compile(r"end[\s_-]*(?:of|run|data|input)")),
+         (("daten", "donnees", "datos"),)),
+    ),
+}
+"""For each alternative of :data:`_PATTERN_TEXTS` (same order), the words any match of it holds
+(read off the pattern; ``tests/test_injection_gates.py`` checks them against matches that
+hypothesis draws from each alternative, plain and letter-spaced). An alternative whose gate
+fails on a text is not searched: most text holds a trigger word of one alternative (``#`` of a
+comment, ``rating`` of ``iterating``) and none of the others' words, and each regex search
+costs about 40 ns a character whatever it finds."""
+
+
+def _group_passes(group: Group, low: str, words_only: bool) -> bool:
+    if isinstance(group, tuple):
+        return any(word in low for word in group)
+    return words_only or group.search(low) is not None
+
+
+def _gate_passes(gate: Gate, low: str, words_only: bool = False) -> bool:
+    """``low`` (lower-cased) passes every group of one conjunction of ``gate`` (``words_only``:
+    its words; the patterns need the spacing that letter-spaced text loses)."""
+    return any(all(_group_passes(group, low, words_only) for group in conjunction) for conjunction in gate)
+
+
+_ALTERNATIVES: Final[tuple[tuple[str, Gate, re.Pattern[str]], ...]] = tuple(
+    (code, gate, re.compile(text, re.IGNORECASE | re.MULTILINE))
+    for code, texts in _PATTERN_TEXTS.items() for text, gate in zip(texts, _GATES[code], strict=True)
+)
+""":data:`PATTERNS`, one alternative at a time with its gate: a text matches ``PATTERNS[code]``
+exactly when it matches one of the code's alternatives."""
+_SQUASHED_ALTERNATIVES: Final[tuple[tuple[str, Gate, re.Pattern[str]], ...]] = tuple(
+    (code, gate, re.compile(_squashed(text), re.IGNORECASE))
+    for code in _SQUASHED for text, gate in zip(_PATTERN_TEXTS[code], _GATES[code], strict=True)
+)
+""":data:`_SQUASHED`, one alternative at a time with its gate, of which only the words apply
+(they hold no spacing mark, so squashing keeps them whole)."""
+_GATE_WORDS: Final[tuple[str, ...]] = tuple(sorted(
+    {word for gates in _GATES.values() for gate in gates for conjunction in gate for group in conjunction
+     if isinstance(group, tuple) for word in group}))
+"""Every word of every gate; word ``i`` is bit ``1 << i`` of a presence mask."""
+MaskGate = tuple[tuple[int | re.Pattern[str], ...], ...]
+"""A :data:`Gate` with each tuple of words as the mask of their bits."""
+
+
+def _mask_gate(gate: Gate) -> MaskGate:
+    return tuple(tuple(_word_bits(group) if isinstance(group, tuple) else group for group in conjunction)
+                 for conjunction in gate)
+
+
+def _word_bits(words: tuple[str, ...]) -> int:
+    bits = 0
+    for word in words:
+        bits |= 1 << _GATE_WORDS.index(word)
+    return bits
+
+
+def _first_words(gate: MaskGate) -> int:
+    """The words of the first group of each conjunction: a gate can pass only when one is present."""
+    words = 0
+    for conjunction in gate:
+        first = conjunction[0]
+        if isinstance(first, int):
+            words |= first
+    return words
+
+
+_ALTERNATIVES_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
+    (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _ALTERNATIVES)
+_SQUASHED_MASKED: Final[tuple[tuple[str, int, MaskGate, re.Pattern[str]], ...]] = tuple(
+    (code, _first_words(_mask_gate(gate)), _mask_gate(gate), rx) for code, gate, rx in _SQUASHED_ALTERNATIVES)
+_ANY_FIRST: Final = _first_words(tuple((first,) for _, first, _, _ in _ALTERNATIVES_MASKED))
+_ANY_FIRST_SQUASHED: Final = _first_words(tuple((first,) for _, first, _, _ in _SQUASHED_MASKED))
+
+
+def _present(low: str) -> int:
+    """The presence mask of :data:`_GATE_WORDS` in ``low`` (what ``_canon.Words`` answers natively)."""
+    mask = 0
+    for bit, word in enumerate(_GATE_WORDS):
+        if word in low:
+            mask |= 1 << bit
+    return mask
+
+
+def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str]) -> bool:
+    """:func:`_gate_passes` on a presence mask; ``text`` None: the words only. ``low`` caches
+    ``text`` :func:`_lowered` (made only when a pattern group is reached)."""
+    for conjunction in gate:
+        for group in conjunction:
+            if isinstance(group, int):
+                if not present & group:
+                    break
+            elif text is not None:
+                if not low:
+                    low.append(_lowered(text))
+                if group.search(low[0]) is None:
+                    break
+        else:
+            return True
+    return False
+
+
+def _words_tables(words: Sequence[str]) -> tuple[bytes, bytes, int, bytes, int]:
+    """The Aho-Corasick automaton of ``words`` (lower-case ASCII) for ``_canon.Words``:
+    ``(cmap, table, nclasses, masks, nwords64)``; class 0 is every character of no word."""
+    chars = sorted({ch for word in words for ch in word})
+    class_of = {ch: n + 1 for n, ch in enumerate(chars)}
+    nclasses = len(chars) + 1
+    goto: list[dict[str, int]] = [{}]
+    out = [0]
+    for bit, word in enumerate(words):
+        state = 0
+        for ch in word:
+            nxt = goto[state].get(ch)
+            if nxt is None:
+                goto.append({})
+                out.append(0)
+                nxt = goto[state][ch] = len(goto) - 1
+            state = nxt
+        out[state] |= 1 << bit
+    fail = [0] * len(goto)
+    delta = [[0] * nclasses for _ in goto]
+    queue: list[int] = []
+    for ch, n in class_of.items():
+        target = goto[0].get(ch)
+        if target is not None:
+            delta[0][n] = target
+            queue.append(target)
+    for state in queue:  # breadth first; grows while it is walked
+        out[state] |= out[fail[state]]
+        for ch, n in class_of.items():
+            target = goto[state].get(ch)
+            if target is None:
+                delta[state][n] = delta[fail[state]][n]
+            else:
+                fail[target] = delta[fail[state]][n]
+                delta[state][n] = target
+                queue.append(target)
+    nwords64 = max(1, (len(words) + 63) // 64)
+    table = array("I", [t for row in delta for t in row])
+    if table.itemsize != 4:
+        table = array("L", table.tolist())
+    cmap = bytes(class_of.get(chr(b).lower(), 0) for b in range(128))
+    masks = b"".join(m.to_bytes(nwords64 * 8, "little") for m in out)
+    return cmap, table.tobytes(), nclasses, masks, nwords64
+
+
 _SEP: Final = " .-_*|+~/"
 """The marks that may space out the letters of a word ("i g n o r e", "i.g.n.o.r.e")."""
 _SPACED: Final = re.compile(r"[a-z](?:[ .\-_*|+~/][a-z]){3}", re.IGNORECASE)
@@ -310,11 +504,21 @@ _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
 _FOLD_UTF8: Final = tuple(ch.encode() for ch in _FOLD_TO_ASCII)
 
 
-def _may_match_plain(text: str) -> bool:
-    """:func:`_may_match` of text already :func:`normalise`'d."""
+def _lowered(text: str) -> str:
+    """``text`` lower-cased, the four letters ``re.IGNORECASE`` equates with ASCII ones folded
+    first (what a pattern's ASCII word can be found in)."""
     if not text.isascii() and any(ch in text for ch in _FOLD_TO_ASCII):
         text = text.translate(_FOLD_TABLE)
-    low = text.lower()
+    return text.lower()
+
+
+def _may_match_plain(text: str) -> bool:
+    """:func:`_may_match` of text already :func:`normalise`'d."""
+    return _may_match_low(_lowered(text))
+
+
+def _may_match_low(low: str) -> bool:
+    """:func:`_may_match_plain` of text already :func:`_lowered`."""
     return (any(word in low for word in _TRIGGER_WORDS)
             or ("end" in low and _END_OF.search(low) is not None)
             or _SPACED.search(low) is not None)
@@ -559,6 +763,14 @@ _SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc co
 is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
 
 
+_WORDS: Words | None = (  # not Final: read at each call, even when mypyc compiles this module
+    _native.Words(*_words_tables(_GATE_WORDS)) if getattr(_native, "Words", None) is not None else None
+)
+"""``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
+reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; None
+without the C accelerator."""
+
+
 def _json_scan_core(raw: bytes) -> bool:
     """:func:`_json_may_match_core` of ``raw``: natively when built, otherwise (and for text with
     one of the four letters ``re.IGNORECASE`` folds to ASCII, which the native scanner declines)
@@ -586,6 +798,58 @@ def _codes(text: str) -> list[str]:
     if _SPACED.search(text):  # letter-spaced words: read the text with its spacing removed
         flat = _SQUASH.sub("", text)
         found += [code for code, rx in _SQUASHED.items() if code not in found and rx.search(flat)]
+    return found
+
+
+def _field_codes(text: str) -> list[str]:
+    """:func:`_codes` of a field's ``text`` (already :func:`normalise`'d), gated: natively, one
+    pass of ``_canon.Words`` tells every gate's words (plain and letter-spaced); otherwise the
+    trigger words first, then the gates' words, in Python."""
+    if _WORDS is not None:
+        present, flat, spaced = _WORDS.present(text)
+        return _codes_masked(text, present, flat, spaced)
+    low = _lowered(text)
+    if not _may_match_low(low):
+        return []
+    return _codes_gated(text, low)
+
+
+def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]:
+    """:func:`_codes_gated` on presence masks: ``present`` of ``text`` :func:`_lowered`, ``flat``
+    of it with every spacing mark removed (as :data:`_SQUASH` removes them); ``spaced``:
+    :data:`_SPACED` finds a letter-spaced word in ``text``."""
+    found: list[str] = []
+    low: list[str] = []
+    if present & _ANY_FIRST:
+        for code, first, gate, rx in _ALTERNATIVES_MASKED:
+            if (present & first and code not in found and _mask_passes(gate, present, text, low)
+                    and rx.search(text) is not None):
+                found.append(code)
+    if not flat & _ANY_FIRST_SQUASHED:
+        return found
+    candidates = [(code, rx) for code, first, gate, rx in _SQUASHED_MASKED
+              if flat & first and code not in found and _mask_passes(gate, flat, None, low)]
+    if candidates and spaced:
+        squashed = _SQUASH.sub("", text)
+        for code, rx in candidates:
+            if code not in found and rx.search(squashed) is not None:
+                found.append(code)
+    return found
+
+
+def _codes_gated(text: str, low: str) -> list[str]:
+    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on ``low``
+    (``text`` lower-cased by :func:`_lowered`; the letter-spaced reading gated on its own)."""
+    found: list[str] = []
+    for code, gate, rx in _ALTERNATIVES:
+        if code not in found and _gate_passes(gate, low) and rx.search(text) is not None:
+            found.append(code)
+    if any(code not in found for code in _SQUASHED) and _SPACED.search(text):
+        flat = _SQUASH.sub("", text)
+        flat_low = _lowered(flat)
+        for code, gate, rx in _SQUASHED_ALTERNATIVES:
+            if code not in found and _gate_passes(gate, flat_low, True) and rx.search(flat) is not None:
+                found.append(code)
     return found
 
 
@@ -668,10 +932,7 @@ class EvaluatorInjection:
             value = getattr(step, name)
             if value is None:
                 continue
-            text = normalise(_text_of(value))
-            if not _may_match_plain(text):
-                continue
-            found = _codes(text)
+            found = _field_codes(normalise(_text_of(value)))
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]

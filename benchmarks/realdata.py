@@ -1,0 +1,164 @@
+"""Real-data throughput (issue 21, item 1): ``score --no-judges`` against a bare parse.
+
+On the committed mini-swe-agent corpus (``benchmarks/detection/data/miniswe.jsonl``: real
+recorded runs of gpt-5-mini and Gemini 3 Pro, about 90 KB a run, mostly long tool outputs)
+and on the generated scale corpus (``benchmarks/scale_corpus.py``, small runs), it reports:
+
+* ``parse``: a bare ``orjson.loads`` of every line of the file (the floor);
+* ``score``: the engine path the CLI runs for ``liveguard score --no-judges --format jsonl``
+  (``iter_records`` → ``iter_scored(judges=False, verdicts=False)`` → each row's JSON bytes),
+  in-process, with ``--jobs 1`` and ``--jobs 2``, for the **compiled** build (the C
+  accelerator and the mypyc-compiled modules, as this interpreter imports them) and the
+  **pure** build (a copy of the sources without any extension module, and
+  ``LIVEGUARD_NO_CANON=1``: what ``make test-pure`` runs).
+
+Each build is measured in its own child process (a build is chosen at import), children
+alternating, best of ``--repeats`` passes each; the parse is timed in each child too, so
+every ratio divides two figures of the same process. Interpreter start-up and imports are
+outside the timings (the CLI adds about 0.3 s of them).
+
+Usage: ``python benchmarks/realdata.py [--repeats 3] [--scale-runs 2000] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+MINISWE = HERE / "detection" / "data" / "miniswe.jsonl"
+
+
+def _parse(path: Path) -> float:
+    start = time.perf_counter()
+    with path.open("rb") as f:
+        for line in f:
+            orjson.loads(line)
+    return time.perf_counter() - start
+
+
+def _score(path: Path, jobs: int) -> tuple[float, int]:
+    from liveguard.scoring import iter_records, iter_scored
+    from liveguard.settings import Settings
+
+    settings = Settings.from_env({})
+    start = time.perf_counter()
+    n = 0
+    for row in iter_scored(iter_records([path]), judges=False, jobs=jobs, verdicts=False, settings=settings):
+        row.json_bytes()
+        n += 1
+    return time.perf_counter() - start, n
+
+
+def child(path: Path, repeats: int) -> dict[str, Any]:
+    """In this process's build: best-of-``repeats`` parse and score (jobs 1 and 2)."""
+    fingerprint = importlib.import_module("liveguard.fingerprint")
+    from liveguard._compiled import compiled_modules
+    from liveguard.monitor import check_trajectory  # noqa: F401 - import the compiled modules
+
+    _score(path, 1)  # warm-up: imports, caches, the page cache
+    best: dict[str, float] = {"parse": float("inf"), "jobs1": float("inf"), "jobs2": float("inf")}
+    runs = 0
+    for _ in range(repeats):
+        best["parse"] = min(best["parse"], _parse(path))
+        t, runs = _score(path, 1)
+        best["jobs1"] = min(best["jobs1"], t)
+        best["jobs2"] = min(best["jobs2"], _score(path, 2)[0])
+    compiled = compiled_modules()
+    return {
+        **best,
+        "runs": runs,
+        "bytes": path.stat().st_size,
+        "native": fingerprint._native is not None,
+        "mypyc": f"{sum(compiled.values())} of {len(compiled)}",
+    }
+
+
+def _pure_tree(tmp: Path) -> Path:
+    """A copy of the liveguard package without any extension module (``make test-pure``'s)."""
+    source = Path(importlib.import_module("liveguard").__file__ or "").parent
+    dest = tmp / "pure"
+    shutil.copytree(source, dest / "liveguard", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    return dest
+
+
+def _run_child(path: Path, repeats: int, pure_root: Path | None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if pure_root is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pure_root), str(HERE)])
+        env["LIVEGUARD_NO_CANON"] = "1"
+    else:
+        env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), str(HERE)])
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), "--repeats", str(repeats)],
+        env=env,
+        capture_output=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
+    )
+    result: dict[str, Any] = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2, help="alternating child processes per build")
+    parser.add_argument("--scale-runs", type=int, default=2000)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(args.child, args.repeats)))
+        return 0
+    figures: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        sys.path.insert(0, str(HERE))
+        from scale_corpus import SEED, write_corpus
+
+        generated = tmp / "scale.jsonl"
+        write_corpus(generated, args.scale_runs, seed=SEED)
+        pure_root = _pure_tree(tmp)
+        for label, path in (("miniswe", MINISWE), ("generated", generated)):
+            best: dict[str, dict[str, Any]] = {}
+            for _ in range(args.rounds):
+                for build, root in (("compiled", None), ("pure", pure_root)):
+                    got = _run_child(path, args.repeats, root)
+                    kept = best.setdefault(build, got)
+                    for key in ("parse", "jobs1", "jobs2"):
+                        kept[key] = min(kept[key], got[key])
+            figures[label] = best
+            first = best["compiled"]
+            print(
+                f"[{label}] {path.name}: {first['runs']:,} runs, {first['bytes'] / 2**20:.1f} MiB "
+                f"({first['bytes'] / first['runs'] / 1024:.1f} KiB a run)"
+            )
+            for build, got in best.items():
+                parse = got["parse"]
+                print(
+                    f"  {build:8s} (C accelerator {'on' if got['native'] else 'off'}, mypyc {got['mypyc']}): "
+                    f"parse {parse * 1e3:6.1f} ms | score --jobs 1 {got['jobs1'] * 1e3:7.1f} ms = "
+                    f"{got['jobs1'] / parse:5.1f}x parse | --jobs 2 {got['jobs2'] * 1e3:7.1f} ms = "
+                    f"{got['jobs2'] / parse:5.1f}x parse"
+                )
+            pure, comp = best["pure"], best["compiled"]
+            print(f"  compiled vs pure: {pure['jobs1'] / comp['jobs1']:.2f}x faster (--jobs 1)")
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
