@@ -58,7 +58,7 @@ from liveguard.model import Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, agent_of, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
-from liveguard.semantic.novelty import Info, candidates
+from liveguard.semantic.novelty import Info, Sketch, candidates
 from liveguard.semantic.text import text_of
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ _EVENTS = 256
 """Observations remembered for the confirmation (index, node, new)."""
 _SEEN = 512
 """Observation digests remembered to tell a new one from one seen before."""
+_NODES = 4096
+"""Observer nodes whose recent observations are sketched (a bound on unbounded names)."""
 _NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 """Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
 
@@ -120,6 +122,7 @@ class SemanticRepeat:
         self._events: deque[tuple[int, str, bool]] = deque(maxlen=_EVENTS)
         self._seen: deque[bytes] = deque(maxlen=_SEEN)
         self._counters: OrderedDict[str, list[str]] = OrderedDict()  # skeleton -> its numbers
+        self._read: dict[str, deque[Sketch]] = {}  # each observer's last observations, sketched
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
         self.stats = SemanticStats()
@@ -183,9 +186,31 @@ class SemanticRepeat:
         if step is None:
             new = not self._seen_before(obs.digest)
         else:
-            new = not self._seen_before(self._results((obs.tool, step.result, step.error)))
-            new = new and not self._ticks(obs.node, (obs.tool, step.result, step.error))
+            payload = (obs.tool, step.result, step.error)
+            new = not self._seen_before(self._results(payload))
+            new = new and not self._ticks(obs.node, payload) and not self._reread(obs.node, payload)
         self._events.append((obs.index, obs.node, new))
+
+    def _reread(self, node: str, payload: Any) -> bool:
+        """True when ``payload`` (an observation new by digest) is a near-duplicate of one of
+        ``node``'s last ``semantic_window`` observations (:class:`~liveguard.semantic.novelty.
+        Sketch`): the same page read back re-rendered, the same result re-worded. Nothing new."""
+        if isinstance(payload, str):
+            text = self._mask.text(payload) if self._mask is not None else payload
+        else:
+            try:
+                text = self._canonical(payload).decode("utf-8", "replace")
+            except Exception:
+                return False
+        sketch = Sketch(text)
+        recent = self._read.get(node)
+        if recent is None:
+            recent = self._read[node] = deque(maxlen=self._window)
+            if len(self._read) > _NODES:  # unbounded node names: keep the table bounded
+                self._read.pop(next(iter(self._read)))
+        again = any(sketch.rereads(earlier) for earlier in recent)
+        recent.append(sketch)
+        return again
 
     def _confirmed(self, obs: Observation, since: int) -> tuple[bool, int]:
         """(nothing new came back between step ``since`` and ``obs``, how many new things did)."""
@@ -208,7 +233,8 @@ class SemanticRepeat:
         if text is None:
             return None
         if obs.user:  # a user's message: an observation, new when its text is new
-            self._events.append((obs.index, obs.node, not self._seen_before(obs.digest)))
+            new = not self._seen_before(obs.digest) and not self._reread(obs.node, text)
+            self._events.append((obs.index, obs.node, new))
             return None
         found = self._message(obs, text)
         if found is not None:  # a reworded repeat of its node: nothing new, for the others
@@ -241,7 +267,7 @@ class SemanticRepeat:
         history.append(current)
         if not picked:
             stats.novel += 1  # new information against every earlier message: nothing to embed
-            self._events.append((obs.index, node, not seen))
+            self._events.append((obs.index, node, not seen and not self._reread(node, text)))
             return None
         try:
             self._embed([current, *picked])
@@ -268,7 +294,7 @@ class SemanticRepeat:
             if sim >= self._threshold:
                 latest = max(latest, entry.index)
         if best is None or best_sim < self._threshold:
-            self._events.append((obs.index, node, not seen))
+            self._events.append((obs.index, node, not seen and not self._reread(node, text)))
             return None
         stats.matched += 1
         return self._match(obs, position, best, best_sim, latest)
@@ -352,6 +378,7 @@ class SemanticRepeat:
             "e": [[index, pack(node), int(new)] for index, node, new in self._events],
             "d": [digest.hex() for digest in self._seen],
             "c": [[key, numbers] for key, numbers in self._counters.items()],
+            "r": {str(pack(node)): [s.pack() for s in recent] for node, recent in self._read.items()},
         }
 
     def restore(self, data: Any, unpack: Unpack) -> None:
@@ -370,6 +397,8 @@ class SemanticRepeat:
                              maxlen=_EVENTS)
         self._seen = deque((bytes.fromhex(d) for d in data["d"]), maxlen=_SEEN)
         self._counters = OrderedDict((str(key), [str(n) for n in numbers]) for key, numbers in data["c"])
+        self._read = {unpack(int(node)): deque((Sketch.unpack(s) for s in recent), maxlen=self._window)
+                      for node, recent in data.get("r", {}).items()}
 
 
 def _vec_out(vector: NDArray[np.float32] | None) -> str | None:
