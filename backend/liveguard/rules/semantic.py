@@ -208,7 +208,10 @@ class SemanticRepeat:
             recent = self._read[node] = deque(maxlen=self._window)
             if len(self._read) > _NODES:  # unbounded node names: keep the table bounded
                 self._read.pop(next(iter(self._read)))
-        again = any(sketch.rereads(earlier) for earlier in recent)
+        words: set[int] = set()
+        for earlier in recent:
+            words |= earlier.words
+        again = any(sketch.rereads(earlier, words) for earlier in recent)
         recent.append(sketch)
         return again
 

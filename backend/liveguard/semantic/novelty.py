@@ -125,6 +125,12 @@ def hard_facts(text: str) -> frozenset[str]:
     return frozenset(found - _IGNORED_FACTS)
 
 
+def _caps(fact: str) -> bool:
+    """An identifier that is only an upper-case word ("SEARCH", "LAX"): a fact only when the
+    other text lacks the word in any case (a re-rendered page shouts its own headings)."""
+    return fact.isalpha()
+
+
 def _h(text: str) -> int:
     return xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
 
@@ -368,7 +374,9 @@ class Sketch:
     :data:`NEAR` and it is not progress by either of two cheap tests:
 
     * it names a number or identifier (:func:`hard_facts`) that the earlier one lacks: the
-      same record with another id, the same page with a new count;
+      same record with another id, the same page with a new count (an upper-case word,
+      "LAX", counts unless the earlier text has the word in any case: a re-rendered page
+      shouts its own headings);
     * its lines (case-folded, list markers dropped) are a strict part of the earlier one's,
       or hold all of them and more: a list being worked off, a log that grew.
 
@@ -376,7 +384,7 @@ class Sketch:
     offline and live; only hashes are kept, so it goes into a thread snapshot without text.
     """
 
-    __slots__ = ("facts", "hashes", "lines")
+    __slots__ = ("caps", "facts", "hashes", "lines", "words")
 
     def __init__(self, text: str) -> None:
         words = _TOKEN.findall(text.lower())
@@ -385,7 +393,10 @@ class Sketch:
         else:
             shingles = {" ".join(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
         self.hashes: tuple[int, ...] = tuple(sorted({_h32(shingle) for shingle in shingles})[:SKETCH])
-        self.facts = frozenset(map(_h32, hard_facts(text)))
+        found = hard_facts(text)
+        self.facts = frozenset(_h32(fact) for fact in found if not _caps(fact))
+        self.caps = frozenset(_h32(fact) for fact in found if _caps(fact))
+        self.words = frozenset(map(_h32, words))
         self.lines = frozenset(_h32(" ".join(line)) for line in map(_line_words, text.lower().splitlines())
                                if line)
 
@@ -398,9 +409,9 @@ class Sketch:
         both = mine & theirs
         return sum(1 for h in union if h in both) / len(union)
 
-    def rereads(self, other: Sketch, near: float = NEAR) -> bool:
+    def rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None, near: float = NEAR) -> bool:
         """True when this observation brings nothing ``other`` did not (class docstring)."""
-        if not self.facts <= other.facts:
+        if not (self.facts <= other.facts and self.caps <= (other.words if words is None else words)):
             return False
         if self.lines != other.lines and (self.lines <= other.lines or other.lines <= self.lines):
             return False  # a list worked off, or a log that grew
@@ -408,15 +419,18 @@ class Sketch:
 
     def pack(self) -> list[Any]:
         """Plain, text-free data for a snapshot."""
-        return [list(self.hashes), sorted(self.facts), sorted(self.lines)]
+        return [list(self.hashes), sorted(self.facts), sorted(self.caps), sorted(self.lines),
+                sorted(self.words)]
 
     @classmethod
     def unpack(cls, data: list[Any]) -> Sketch:
         sketch = cls.__new__(cls)
-        hashes, found, lines = data
+        hashes, found, caps, lines, words = data
         sketch.hashes = tuple(int(x) for x in hashes)
         sketch.facts = frozenset(int(x) for x in found)
+        sketch.caps = frozenset(int(x) for x in caps)
         sketch.lines = frozenset(int(x) for x in lines)
+        sketch.words = frozenset(int(x) for x in words)
         return sketch
 
 
