@@ -195,14 +195,19 @@ class SemanticRepeat:
         """True when ``payload`` (an observation new by digest) is a near-duplicate of one of
         ``node``'s last ``semantic_window`` observations (:class:`~liveguard.semantic.novelty.
         Sketch`): the same page read back re-rendered, the same result re-worded. Nothing new."""
-        if isinstance(payload, str):
-            text = self._mask.text(payload) if self._mask is not None else payload
-        else:
+        parts = payload if isinstance(payload, tuple) else (payload,)
+        texts: list[str] = []
+        for part in parts:  # a text as it reads (its lines kept); other data as canonical JSON
+            if part is None:
+                continue
+            if isinstance(part, str):
+                texts.append(self._mask.text(part) if self._mask is not None else part)
+                continue
             try:
-                text = self._canonical(payload).decode("utf-8", "replace")
+                texts.append(self._canonical(part).decode("utf-8", "replace"))
             except Exception:
                 return False
-        sketch = Sketch(text)
+        sketch = Sketch("\n".join(texts))
         recent = self._read.get(node)
         if recent is None:
             recent = self._read[node] = deque(maxlen=self._window)

@@ -1,0 +1,222 @@
+"""Issue 17: a page read back re-rendered is nothing new; a scrolled page, new results, a new
+id, a list worked off and a grown log are.
+
+The semantic confirmation (``rules/semantic.py``) asks whether the observations between two
+reworded repeats brought anything new. A Magentic-One WebSurfer re-reads the same page on
+every visit, and the page text comes back re-rendered (other line breaks, bullets, shouted
+headings): new by digest, so main never confirmed the Orchestrator's repeats. An
+observation that re-reads one of its node's recent observations
+(:class:`liveguard.semantic.novelty.Sketch`) is nothing new now. Real local model
+(all-MiniLM-L6-v2) for the suspicions; the re-read test itself is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from liveguard import Monitor, Policy, Step, Violation, check_trajectory
+from liveguard.semantic.novelty import NEAR, Sketch, candidates, facts
+from liveguard.semantic.novelty import Info as NoveltyInfo
+
+SEMANTIC = Policy(semantic=True, max_revisits=50)
+STRUCTURAL = Policy(max_revisits=50)
+
+ASKS = (  # the planner rewords one request; the observations between decide
+    "Please open the county treasury page and find the email address of the department.",
+    "Open the treasury page of the county and look for the email address of the department.",
+    "Find the email address of the department on the county treasury page, please.",
+)
+
+
+def run(observations: Sequence[str], node: str = "browser") -> list[Step]:
+    """planner, observation, planner, observation, planner."""
+    steps: list[Step] = []
+    for i, ask in enumerate(ASKS):
+        steps.append(Step(node="planner", summary=ask))
+        if i < len(observations):
+            text = observations[i]
+            if node == "tools":
+                steps.append(Step(node="tools", tool="read_page", args={"visit": i}, result=text))
+            else:
+                steps.append(Step(node=node, summary=text))
+    return steps
+
+
+def semantic(steps: list[Step], policy: Policy = SEMANTIC) -> list[tuple[str, int, bool]]:
+    return [(v.severity, v.step, v.detail["confirmed"]) for v in check_trajectory(steps, policy)
+            if v.code == "semantic_repeat" and v.node == "planner"]
+
+
+def hard(steps: list[Step], policy: Policy = SEMANTIC) -> list[tuple[str, int]]:
+    return [(v.code, v.step) for v in check_trajectory(steps, policy) if v.hard]
+
+
+PAGE = """I clicked 'Treasury Division'.
+Here is the text of the page.
+Treasury Division of Queen Anne's County
+Government Departments Services Doing Business
+Pay taxes and utility bills online
+Property record and utility account search
+Property tax billing and collections
+Tax credits and special assessments billing
+Over the counter services and tax sale
+The Treasury Division collects all revenues deposited in all county accounts
+Email the Department for questions about your bill"""
+
+REREAD = """I clicked 'Treasury Division'.
+Here is the text of the page:
+**TREASURY DIVISION** of Queen Anne's County
+**ONLINE SERVICES**
+- Government
+- Departments
+- Services
+- Doing Business
+- Pay taxes and utility bills online
+- Property record and utility account search
+- Property tax billing and collections
+- Tax credits and special assessments billing
+- Over the counter services and tax sale
+The Treasury Division collects all revenues deposited in all county accounts.
+Email the Department for questions about your bill"""
+
+
+def test_the_fixture_is_a_rerendered_page_that_main_counted_as_new() -> None:
+    """The re-read differs by digest and shouts a heading of the page's own words ("a new fact"
+    for the message novelty test), yet keeps most word triples: what WebSurfer sends back."""
+    assert PAGE != REREAD
+    assert facts(REREAD) - facts(PAGE) == {"online"}  # shouted: new to the novelty test
+    assert candidates(NoveltyInfo(REREAD), [NoveltyInfo(PAGE)]) == []
+    assert Sketch(REREAD).resemblance(Sketch(PAGE)) >= NEAR
+    assert Sketch(REREAD).rereads(Sketch(PAGE))
+
+
+def test_a_page_read_back_rerendered_between_the_repeats_confirms() -> None:
+    """main: the re-rendered page was new, so the planner's third ask stayed soft (unconfirmed)."""
+    steps = run([PAGE, REREAD])
+    assert semantic(steps) == [("soft", 2, False), ("hard", 4, True)]
+    assert hard(steps, STRUCTURAL) == []  # the hash rules are unchanged with semantic off
+
+
+def test_a_tool_result_read_back_rerendered_confirms_too() -> None:
+    """The same for a tool's result (a browser tool of a tool agent)."""
+    steps = run([PAGE, REREAD], node="tools")
+    assert ("hard", 4, True) in semantic(steps)
+    assert hard(steps, STRUCTURAL) == []
+
+
+def test_a_reread_told_one_step_per_invoke_is_the_same_decision_and_holds_no_text() -> None:
+    steps = run([PAGE, REREAD])
+    found: list[Violation] = []
+    snapshot = None
+    for step in steps:
+        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
+        monitor.new_run()
+        found += monitor.observe(step)
+        text = json.dumps(monitor.snapshot())
+        for word in ("Treasury", "treasury", "county", "Department", "bills"):
+            assert word not in text
+        snapshot = json.loads(text)
+    assert [(v.severity, v.step) for v in found if v.code == "semantic_repeat" and v.node == "planner"] == [
+        ("soft", 2), ("hard", 4)]
+
+
+# -- healthy look-alikes: each stays soft, and each names the mistake that would stop it -----
+SCROLL = [
+    """I scrolled down one page in the browser.
+The department was founded to collect the revenues of the county and to mail the bills.
+Its first office was in the old courthouse, next to the records room and the clerk.""",
+    """I scrolled down one page in the browser.
+Later the office moved to the new county building on the main street near the library.
+Today it also runs the tax sale and answers questions about utility accounts online.""",
+]
+"""A long page paged through: the same opening line, a new part of the page each time (no
+number changes, so only the resemblance tells them apart)."""
+
+
+def test_scrolling_through_a_page_stays_progress() -> None:
+    """Would fail with a resemblance taken on the opening line or set loose (NEAR 0.2)."""
+    assert Sketch(SCROLL[1]).resemblance(Sketch(SCROLL[0])) < NEAR
+    assert [s for s, _, _ in semantic(run(SCROLL))] == ["soft", "soft"]
+    assert hard(run(SCROLL)) == []
+
+
+RESULTS = [
+    """Search results for county treasury email:
+Treasury Division contact page with the office email and phone
+County finance department annual report and budget overview
+Pay your property tax bill online with a card or a check""",
+    """Search results for treasury department email address:
+Contact the county treasurer by email for billing questions
+State comptroller office directory of county treasurers
+How to request a copy of a paid tax bill from the treasurer""",
+]
+
+
+def test_search_results_for_a_new_query_stay_progress() -> None:
+    """A search tool's results, same layout, other results: would fail with a loose
+    resemblance (NEAR 0.2)."""
+    assert Sketch(RESULTS[1]).resemblance(Sketch(RESULTS[0])) < NEAR
+    assert [s for s, _, _ in semantic(run(RESULTS, node="tools"))] == ["soft", "soft"]
+    assert hard(run(RESULTS, node="tools")) == []
+
+
+def _record(reservation: str, origin: str) -> str:
+    return json.dumps({
+        "reservation_id": reservation, "user_id": "mia_li_3668", "origin": origin, "destination": "JFK",
+        "flight_type": "one_way", "cabin": "economy", "passengers": [{"first_name": "Mia", "last_name": "Li"}],
+        "payment_history": [{"payment_id": "credit_card_4421486", "amount": 227}],
+        "insurance": "no", "status": "confirmed", "baggage": "one checked bag, no extra fees",
+    }, indent=1)
+
+
+def test_the_same_record_with_a_new_id_or_code_stays_progress() -> None:
+    """Alike but for the id (or an airport code): would fail without the facts test."""
+    ids = [_record("R-1001", "LAS"), _record("R-2417", "LAS")]  # not R-1002: a counter ticking
+    assert Sketch(ids[1]).resemblance(Sketch(ids[0])) >= NEAR  # only the facts tell them apart
+    assert hard(run(ids, node="tools")) == []
+    codes = [_record("R-1001", "LAS"), _record("R-1001", "SFO")]  # an upper-case code, no digit
+    assert Sketch(codes[1]).resemblance(Sketch(codes[0])) >= NEAR
+    assert hard(run(codes, node="tools")) == []
+    assert ("hard", 4, True) in semantic(run([ids[0], ids[0].replace("\n", " ")], node="tools"))
+
+
+TODO = ["review the invoice from the paper supplier", "review the invoice from the print shop",
+        "review the invoice from the cleaning company", "review the invoice from the courier service",
+        "review the invoice from the catering firm", "review the invoice from the office landlord",
+        "review the invoice from the phone company", "review the invoice from the software vendor",
+        "review the invoice from the travel agency", "review the invoice from the security firm"]
+
+
+def _todo(items: Sequence[str]) -> str:
+    return "Invoices still to review:\n" + "\n".join(f"- {item}" for item in items)
+
+
+def test_a_list_worked_off_stays_progress() -> None:
+    """One item done each time, nothing else changes: would fail without the lines test."""
+    worked_off = [_todo(TODO[1:]), _todo(TODO[2:])]
+    assert Sketch(worked_off[1]).resemblance(Sketch(worked_off[0])) >= NEAR
+    assert hard(run(worked_off, node="tools")) == []
+    renumbered = ["\n".join(f"{i + 1}. {item}" for i, item in enumerate(TODO[k:])) for k in (1, 2)]
+    assert hard(run(renumbered, node="tools")) == []  # list markers are not the line's text
+
+
+def test_a_grown_log_stays_progress() -> None:
+    """A line appended each time: would fail without the lines test."""
+    lines = [f"checked the {item.removeprefix('review the ')}" for item in TODO]
+    grown = ["\n".join(lines[:8]), "\n".join(lines[:9])]
+    assert Sketch(grown[1]).resemblance(Sketch(grown[0])) >= NEAR
+    assert hard(run(grown, node="tools")) == []
+
+
+# -- the novelty test: a recased word is not a new name -----------------------------------------
+def test_a_recased_word_is_not_a_new_name() -> None:
+    """main: 'Single Family' after 'single-family' was a new name, so the reworded ask was never
+    a candidate (Magentic-One's Orchestrator recases words between its repeats)."""
+    earlier = NoveltyInfo("Email the treasury to ask for the lowest price of a single-family house.")
+    recased = NoveltyInfo("Please email the treasury and ask for the lowest price of a Single Family house.")
+    assert candidates(recased, [earlier]) == [0]
+    named = NoveltyInfo("Please email Maria at the treasury and ask for the lowest price of a house.")
+    assert candidates(named, [earlier]) == []  # a name the earlier message lacks stays a fact
+    restored = NoveltyInfo.unpack(json.loads(json.dumps(earlier.pack())))
+    assert candidates(recased, [restored]) == [0]
