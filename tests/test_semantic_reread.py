@@ -122,31 +122,36 @@ def test_a_reread_told_one_step_per_invoke_is_the_same_decision_and_holds_no_tex
 
 
 # -- healthy look-alikes: each stays soft, and each names the mistake that would stop it -----
+_ARTICLE = """I scrolled down one page in the browser.
+History of the Treasury Division - County News - Local government and public services
+Home / Departments / Budget and Finance / Treasury Division / History
+"""
 SCROLL = [
-    """I scrolled down one page in the browser.
-The department was founded to collect the revenues of the county and to mail the bills.
+    _ARTICLE + """The department was founded to collect the revenues of the county and to mail the bills.
 Its first office was in the old courthouse, next to the records room and the clerk.""",
-    """I scrolled down one page in the browser.
-Later the office moved to the new county building on the main street near the library.
+    _ARTICLE + """Later the office moved to the new county building on the main street near the library.
 Today it also runs the tax sale and answers questions about utility accounts online.""",
 ]
-"""A long page paged through: the same opening line, a new part of the page each time (no
-number changes, so only the resemblance tells them apart)."""
+"""A long page paged through: the same header, a new part of the page each time (no number
+changes, so only the resemblance tells them apart)."""
 
 
 def test_scrolling_through_a_page_stays_progress() -> None:
-    """Would fail with a resemblance taken on the opening line or set loose (NEAR 0.2)."""
-    assert Sketch(SCROLL[1]).resemblance(Sketch(SCROLL[0])) < NEAR
-    assert [s for s, _, _ in semantic(run(SCROLL))] == ["soft", "soft"]
-    assert hard(run(SCROLL)) == []
+    """A browser tool's pages: would fail with a resemblance taken on the page's header or set
+    loose (NEAR 0.25)."""
+    assert 0.25 < Sketch(SCROLL[1]).resemblance(Sketch(SCROLL[0])) < NEAR
+    assert [s for s, _, _ in semantic(run(SCROLL, node="tools"))] == ["soft", "soft"]
+    assert hard(run(SCROLL, node="tools")) == []
 
 
 RESULTS = [
-    """Search results for county treasury email:
+    """Web search - results page 1 of 10, sorted by relevance, safe search on, region United States
+Query: county treasury email
 Treasury Division contact page with the office email and phone
 County finance department annual report and budget overview
 Pay your property tax bill online with a card or a check""",
-    """Search results for treasury department email address:
+    """Web search - results page 1 of 10, sorted by relevance, safe search on, region United States
+Query: treasury department email address
 Contact the county treasurer by email for billing questions
 State comptroller office directory of county treasurers
 How to request a copy of a paid tax bill from the treasurer""",
@@ -155,8 +160,8 @@ How to request a copy of a paid tax bill from the treasurer""",
 
 def test_search_results_for_a_new_query_stay_progress() -> None:
     """A search tool's results, same layout, other results: would fail with a loose
-    resemblance (NEAR 0.2)."""
-    assert Sketch(RESULTS[1]).resemblance(Sketch(RESULTS[0])) < NEAR
+    resemblance (NEAR 0.15)."""
+    assert 0.15 < Sketch(RESULTS[1]).resemblance(Sketch(RESULTS[0])) < NEAR
     assert [s for s, _, _ in semantic(run(RESULTS, node="tools"))] == ["soft", "soft"]
     assert hard(run(RESULTS, node="tools")) == []
 
@@ -171,7 +176,8 @@ def _record(reservation: str, origin: str) -> str:
 
 
 def test_the_same_record_with_a_new_id_or_code_stays_progress() -> None:
-    """Alike but for the id (or an airport code): would fail without the facts test."""
+    """Alike but for the id (or an airport code): would fail without the facts test. The twin,
+    the same record re-read with other line breaks, confirms."""
     ids = [_record("R-1001", "LAS"), _record("R-2417", "LAS")]  # not R-1002: a counter ticking
     assert Sketch(ids[1]).resemblance(Sketch(ids[0])) >= NEAR  # only the facts tell them apart
     assert hard(run(ids, node="tools")) == []
@@ -197,7 +203,10 @@ def test_a_list_worked_off_stays_progress() -> None:
     worked_off = [_todo(TODO[1:]), _todo(TODO[2:])]
     assert Sketch(worked_off[1]).resemblance(Sketch(worked_off[0])) >= NEAR
     assert hard(run(worked_off, node="tools")) == []
-    renumbered = ["\n".join(f"{i + 1}. {item}" for i, item in enumerate(TODO[k:])) for k in (1, 2)]
+    long = [f"{item}, and check the amount against the purchase order and the delivery note first"
+            for item in TODO]
+    renumbered = ["\n".join(f"{i + 1}. {item}" for i, item in enumerate(long[k:])) for k in (1, 2)]
+    assert Sketch(renumbered[1]).resemblance(Sketch(renumbered[0])) >= NEAR
     assert hard(run(renumbered, node="tools")) == []  # list markers are not the line's text
 
 
