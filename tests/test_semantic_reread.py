@@ -169,7 +169,8 @@ def test_search_results_for_a_new_query_stay_progress() -> None:
 def _record(reservation: str, origin: str) -> str:
     return json.dumps({
         "reservation_id": reservation, "user_id": "mia_li_3668", "origin": origin, "destination": "JFK",
-        "flight_type": "one_way", "cabin": "economy", "passengers": [{"first_name": "Mia", "last_name": "Li"}],
+        "flight_type": "one_way", "cabin": "economy",
+        "passengers": [{"first_name": "Mia", "last_name": "Li"}],
         "payment_history": [{"payment_id": "credit_card_4421486", "amount": 227}],
         "insurance": "no", "status": "confirmed", "baggage": "one checked bag, no extra fees",
     }, indent=1)

@@ -13,8 +13,12 @@ then too) brought nothing new either: every tool result, user message and other 
 message in between is one the rule has seen before (by digest, volatile text masked), or
 the same text as one seen before with only a counter ticking (every number that changed
 went up by exactly one: "revision 3" after "revision 2", "attempt 4 of 5" after "attempt 3
-of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or, for another node's
-message, is itself a reworded repeat. The node's own agent is not an observer of itself:
+of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or a **re-read** of one
+of the last ``semantic_window`` observations of its node (a browser agent's page read back
+with other line breaks, bullets and headings: word 3-shingle resemblance at least 0.7, no
+number or identifier the earlier one lacked, not a list worked off or a log that grew;
+:class:`~liveguard.semantic.novelty.Sketch`), or, for another node's message, is itself a
+reworded repeat. The node's own agent is not an observer of itself:
 "Orchestrator (-> WebSurfer)" is the agent of "Orchestrator (thought)"
 (:func:`~liveguard.rules.base.agent_of`). The first suspicion in the
 window is a soft finding; from the ``semantic_hard_matches``-th suspicion on, a
@@ -25,9 +29,10 @@ judge decides. So, with no judge, the layer alone never vetoes a run whose obser
 progress. An event older than the rule's memory counts as new (unknown is not "nothing
 new").
 
-Thread state: the rule's windows (digests, hashed novelty features, float16 vectors; never
-text) are in :meth:`SemanticRepeat.snapshot`, so a reworded loop told one step per invoke
-is one loop. A window entry without a vector is embedded when the snapshot is taken.
+Thread state: the rule's windows (digests, hashed novelty features, float16 vectors, the
+observations' hashed sketches; never text) are in :meth:`SemanticRepeat.snapshot`, so a
+reworded loop told one step per invoke is one loop. A window entry without a vector is
+embedded when the snapshot is taken.
 
 Cost: a step whose digest already appears in the node's window is *settled by the
 hash layer* (the content rules judge it) and is never embedded. The novelty test runs
@@ -192,9 +197,9 @@ class SemanticRepeat:
         self._events.append((obs.index, obs.node, new))
 
     def _reread(self, node: str, payload: Any) -> bool:
-        """True when ``payload`` (an observation new by digest) is a near-duplicate of one of
-        ``node``'s last ``semantic_window`` observations (:class:`~liveguard.semantic.novelty.
-        Sketch`): the same page read back re-rendered, the same result re-worded. Nothing new."""
+        """True when ``payload`` (an observation new by digest) re-reads one of ``node``'s last
+        ``semantic_window`` observations (:class:`~liveguard.semantic.novelty.Sketch`): the
+        same page read back re-rendered. Nothing new. Every call records the observation."""
         parts = payload if isinstance(payload, tuple) else (payload,)
         texts: list[str] = []
         for part in parts:  # a text as it reads (its lines kept); other data as canonical JSON

@@ -375,8 +375,8 @@ class Sketch:
 
     * it names a number or identifier (:func:`hard_facts`) that the earlier one lacks: the
       same record with another id, the same page with a new count (an upper-case word,
-      "LAX", counts unless the earlier text has the word in any case: a re-rendered page
-      shouts its own headings);
+      "LAX", counts unless the node's recent observations have the word in any case: a
+      re-rendered page shouts its own headings);
     * its lines (case-folded, list markers dropped) are a strict part of the earlier one's,
       or hold all of them and more: a list being worked off, a log that grew.
 
@@ -409,8 +409,11 @@ class Sketch:
         both = mine & theirs
         return sum(1 for h in union if h in both) / len(union)
 
-    def rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None, near: float = NEAR) -> bool:
-        """True when this observation brings nothing ``other`` did not (class docstring)."""
+    def rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None,
+                near: float = NEAR) -> bool:
+        """True when this observation brings nothing ``other`` did not (class docstring).
+        ``words``: the words an upper-case word may be found among (default ``other``'s; the
+        rule passes those of the node's recent observations)."""
         if not (self.facts <= other.facts and self.caps <= (other.words if words is None else words)):
             return False
         if self.lines != other.lines and (self.lines <= other.lines or other.lines <= self.lines):
