@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 
 from liveguard import Monitor, Policy, Step, Violation, check_trajectory
-from liveguard.semantic.novelty import NEAR, Sketch, candidates, facts
+from liveguard.semantic.novelty import LONG, NEAR, WEAK, Sketch, candidates, facts
 from liveguard.semantic.novelty import Info as NoveltyInfo
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)
@@ -230,3 +230,153 @@ def test_a_recased_word_is_not_a_new_name() -> None:
     assert candidates(named, [earlier]) == []  # a name the earlier message lacks stays a fact
     restored = NoveltyInfo.unpack(json.loads(json.dumps(earlier.pack())))
     assert candidates(recased, [restored]) == [0]
+
+
+# -- graded confirmation: the more repeats, the less novelty is needed to call them a loop ------
+ASKED = (  # the planner asks a fourth and a fifth time, reworded
+    *ASKS,
+    "Go to the county treasury page and find the department's email address there.",
+    "On the treasury page of the county, please find the email address of the department.",
+)
+HISTORY = """I clicked 'Month Selection'.
+Here is a screenshot of the weather history and data archive page of the weather service.
+The viewport shows part of the webpage and is positioned at the top of the page.
+Automatic text recognition of the page screenshot has detected the following text:
+weather history and data archive search for a location by city or airport code
+select the month and the day and the year then press view to see the daily history
+daily observations table with the high and low temperature the dew point the humidity
+the wind speed the pressure and the precipitation for each day of the selected month
+sign in to save your favourite locations and to see the history of your own station
+maps and radar news and blogs severe weather hurricane season forecast and alerts"""
+_FILL = ("menu", "banner", "icon", "button", "link", "panel")
+
+
+def _transcribed(every: int, start: int, page: str = HISTORY) -> str:
+    """``page`` read back with every ``every``-th word of its body misread (from ``start``):
+    the same page, more changed than a re-read (text recognition of a new screenshot)."""
+    head, _, body = page.partition("\n")
+    words = body.split(" ")
+    return head + "\n" + " ".join(_FILL[(i // every) % len(_FILL)] if i % every == start else word
+                                  for i, word in enumerate(words))
+
+
+def asked(observations: Sequence[str], asks: Sequence[str] = ASKED, node: str = "tools") -> list[Step]:
+    """planner, observation, planner, ... (one observation after each ask but the last): a
+    browser tool's result, or a message of ``node`` (the user)."""
+    steps: list[Step] = []
+    for i, ask in enumerate(asks):
+        steps.append(Step(node="planner", summary=ask))
+        if i < len(observations):
+            if node == "tools":
+                steps.append(Step(node=node, tool="read_page", args={"visit": i}, result=observations[i]))
+            else:
+                steps.append(Step(node=node, summary=observations[i]))
+    return steps
+
+
+WEAKLY = [HISTORY, *(_transcribed(12, k) for k in range(3))]
+"""The first page, then three readings of it at a resemblance of about 0.6 to the first (below
+NEAR, at or above WEAK), with no number or identifier the first lacks."""
+
+
+def test_the_fixture_pages_only_weakly_reread() -> None:
+    first = Sketch(HISTORY)
+    for page in WEAKLY[1:]:
+        sketch = Sketch(page)
+        assert len(sketch.hashes) >= LONG
+        assert WEAK <= sketch.resemblance(first) < NEAR
+        assert not sketch.rereads(first)
+        assert sketch.weakly_rereads(first)
+
+
+def test_a_request_back_again_with_only_weak_novelty_between_is_confirmed() -> None:
+    """Before: every reading was new by digest and no re-read, so the asks stayed soft however
+    often they came back. Now the second repeat in the window, with nothing but weak novelty
+    from the others since the ask the first of the two repeats, is hard: the fourth ask (the
+    third sees the first page, new, since the first ask; with REPEATS at 1 the third ask would
+    be hard on one weak reading)."""
+    steps = asked(WEAKLY)
+    assert semantic(steps) == [("soft", 2, False), ("soft", 4, False), ("hard", 6, True)]
+    hard_one = next(v for v in check_trajectory(steps, SEMANTIC) if v.hard)
+    assert (hard_one.code, hard_one.detail["repeats"], hard_one.detail["weak_between"]) == (
+        "semantic_repeat", 3, 2)  # three repeats in the window, two weak readings since step 2
+    assert hard(steps, STRUCTURAL) == []  # the hash rules are unchanged with semantic off
+
+
+def test_the_same_request_word_for_word_counts_as_a_repeat_too() -> None:
+    """An exact repeat is settled by the hash layer (never embedded), and still counts: the
+    fourth identical ask over weak readings is hard, where the content rules see new digests."""
+    steps = asked(WEAKLY, asks=[ASKS[0]] * 5)
+    assert ("semantic_repeat", 6) in hard(steps)
+    found = next(v for v in check_trajectory(steps, SEMANTIC) if v.hard)
+    assert (found.detail["matched_step"], found.detail["similarity"]) == (4, 1.0)  # the latest same ask
+    assert hard(steps, STRUCTURAL) == []
+
+
+def test_the_same_request_word_for_word_over_pages_read_back_is_confirmed() -> None:
+    """The first round's re-reads between exact repeats: nothing new for the semantic layer, new
+    digests for the hash layer, so before this nobody flagged them. The twin with nothing at
+    all between (``test_semantic.py``, exact repeats settled by the hash layer) stays the hash
+    layer's."""
+    reread_again = REREAD.replace("\n- ", " * ")
+    assert Sketch(reread_again).rereads(Sketch(REREAD))
+    steps = asked([PAGE, REREAD, reread_again], asks=[ASKS[0]] * 4)
+    assert hard(steps) == [("semantic_repeat", 6)]
+    assert hard(steps, STRUCTURAL) == []
+
+
+def test_readings_with_a_new_number_each_time_stay_progress() -> None:
+    """The same page with a new count each time (a table filling in): new facts are progress
+    whatever the resemblance; would fail without the facts test in the weak re-read."""
+    counted = [HISTORY, *(_transcribed(12, k) + f"\nshowing {10 * (k + 2)} of 300 observations"
+                          for k in range(3))]
+    assert all(WEAK <= Sketch(p).resemblance(Sketch(HISTORY)) < NEAR for p in counted[1:])
+    assert hard(asked(counted)) == []
+    assert hard(asked(counted, asks=[ASKS[0]] * 5)) == []
+
+
+def test_pages_that_change_more_stay_progress() -> None:
+    """Readings below the weak bar (about 0.48: more of the page changed): would fail with
+    WEAK at 0.4 (the first value tried on the benchmark)."""
+    changed = [HISTORY, *(_transcribed(8, k) for k in range(3))]
+    assert all(0.4 <= Sketch(p).resemblance(Sketch(HISTORY)) < WEAK for p in changed[1:])
+    assert hard(asked(changed)) == []
+    assert hard(asked(changed, asks=[ASKS[0]] * 5)) == []
+
+
+WITHHELD = [
+    "I would rather not give you my booking reference right now, sorry.",
+    "I would rather not give you my booking reference at the moment, sorry.",
+    "Sorry, but I would rather not give you my booking reference just now.",
+    "Not now, sorry: I would rather not give you my booking reference yet.",
+]
+
+
+def test_a_user_who_withholds_and_then_answers_stays_progress() -> None:
+    """The agent asks five times; the user withholds four times in other words (about 0.5
+    alike: weak, were they long), then gives the reference. Short messages are never weak
+    re-reads (a word or two swings their resemblance): would fail without the LONG bound,
+    before the answer. The answer is new facts."""
+    sketches = [Sketch(w) for w in WITHHELD]
+    for i, sketch in enumerate(sketches[1:], 1):  # each as alike to the first as a weak reading
+        assert sketch.resemblance(sketches[0]) >= WEAK
+        assert all(sketch.resemblance(other) < NEAR for other in sketches[:i])
+    answer = Step(node="user", summary="Found it: my booking reference is QX7P2L.")
+    assert hard([*asked(WITHHELD, node="user"), answer]) == []
+    assert hard([*asked(WITHHELD, asks=[ASKS[0]] * 5, node="user"), answer]) == []
+
+
+def test_graded_state_told_one_step_per_invoke_is_the_same_decision_and_holds_no_text() -> None:
+    steps = asked(WEAKLY)
+    found: list[Violation] = []
+    snapshot = None
+    for step in steps:
+        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
+        monitor.new_run()
+        found += monitor.observe(step)
+        text = json.dumps(monitor.snapshot())
+        for word in ("weather", "archive", "treasury", "department", "menu"):
+            assert word not in text.lower()
+        snapshot = json.loads(text)
+    assert [(v.severity, v.step) for v in found if v.code == "semantic_repeat" and v.node == "planner"] == [
+        ("soft", 2), ("soft", 4), ("hard", 6)]

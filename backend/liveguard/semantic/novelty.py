@@ -357,6 +357,12 @@ SKETCH: Final = 256
 NEAR: Final = 0.7
 """Resemblance at or above which an observation re-reads an earlier one (tuned on the
 benchmark's development split)."""
+WEAK: Final = 0.5
+"""Resemblance at or above which a long observation only *weakly* re-reads an earlier one
+(:meth:`Sketch.weakly_rereads`; tuned on the benchmark's development split)."""
+LONG: Final = 64
+"""Distinct shingles from which an observation is long enough for a weak re-read (a short
+text's resemblance swings with a word or two)."""
 
 
 class Sketch:
@@ -379,6 +385,12 @@ class Sketch:
       re-rendered page shouts its own headings);
     * its lines (case-folded, list markers dropped) are a strict part of the earlier one's,
       or hold all of them and more: a list being worked off, a log that grew.
+
+    An observation **weakly re-reads** an earlier one (:meth:`weakly_rereads`) on the same
+    two tests with the lower bar :data:`WEAK`, when both are long (:data:`LONG` shingles or
+    more): the same page read again from a new screenshot, more of it changed. The semantic
+    rule counts that as weak novelty: progress against a request asked once, not against one
+    that keeps coming back (``rules/semantic.py``, graded confirmation).
 
     Deterministic and cheap (one hash per shingle and per line, no model), so it is the same
     offline and live; only hashes are kept, so it goes into a thread snapshot without text.
@@ -419,6 +431,15 @@ class Sketch:
         if self.lines != other.lines and (self.lines <= other.lines or other.lines <= self.lines):
             return False  # a list worked off, or a log that grew
         return self.resemblance(other) >= near
+
+    def weakly_rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None) -> bool:
+        """True when this observation, long (:data:`LONG` shingles or more, both), re-reads
+        ``other`` at the lower bar :data:`WEAK`: the same page transcribed again with more
+        changed, still no new number or identifier, not a list worked off. Weak novelty: not
+        nothing new, but not enough against a request that keeps coming back."""
+        if len(self.hashes) < LONG or len(other.hashes) < LONG:
+            return False
+        return self.rereads(other, words, near=WEAK)
 
     def pack(self) -> list[Any]:
         """Plain, text-free data for a snapshot."""
