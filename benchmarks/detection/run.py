@@ -1,6 +1,10 @@
 """Detection on real recorded runs: liveguard against labelled public agent runs.
 
     PYTHONPATH=backend .venv/bin/python benchmarks/detection/run.py [--configs ...] [--json FILE]
+        [--sources SOURCE ...] [--split dev|test|all] [--runs]
+
+(``--split dev`` for tuning: the test half is for the reported figures; ``--runs`` prints
+each run's label and first flagged step per configuration.)
 
 Scores every run of ``labels.jsonl`` (the runs are in ``data/*.jsonl``) in five
 configurations, through liveguard's public API only:
@@ -359,8 +363,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--json", type=Path, help="also write per-run first-flag steps and the summary")
+    parser.add_argument("--sources", nargs="+", help="score only these sources (labels.jsonl's source)")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                        help="score only this half (tune on dev; the test half is for the reported figures)")
+    parser.add_argument("--runs", action="store_true",
+                        help="also print each scored run: label, first flagged step per configuration")
     args = parser.parse_args(argv)
-    labels = load_labels()
+    labels = [row for row in load_labels()
+              if (args.split == "all" or row["split"] == args.split)
+              and (not args.sources or row["source"] in args.sources)]
+    if not labels:
+        raise SystemExit("run.py: no labelled run matches --sources/--split")
     runs = load_runs({row["run_id"] for row in labels})
     missing = sorted({row["run_id"] for row in labels} - set(runs))
     if missing:
@@ -381,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scripted judge requests: {dict(scored['judge_requests'])}")
     print()
     print(table(labels, summary))
+    if args.runs:
+        print()
+        for row in labels:
+            flags = " ".join(f"{name}={scored['results'][name][row['run_id']]}" for name in args.configs)
+            print(f"{row['run_id']} {row['split']} {row['label']} start={row.get('loop_start', '-')} {flags}")
     if args.json is not None:
         args.json.write_text(json.dumps({"summary": summary, "first_flag": scored["results"],
                                          "timings": scored["timings"]}, indent=1, default=str))

@@ -13,8 +13,12 @@ then too) brought nothing new either: every tool result, user message and other 
 message in between is one the rule has seen before (by digest, volatile text masked), or
 the same text as one seen before with only a counter ticking (every number that changed
 went up by exactly one: "revision 3" after "revision 2", "attempt 4 of 5" after "attempt 3
-of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or, for another node's
-message, is itself a reworded repeat. The node's own agent is not an observer of itself:
+of 5"; "38 passed, 7 failed" then "42 passed, 3 failed" is news), or a **re-read** of one
+of the last ``semantic_window`` observations of its node (a browser agent's page read back
+with other line breaks, bullets and headings: word 3-shingle resemblance at least 0.7, no
+number or identifier the earlier one lacked, not a list worked off or a log that grew;
+:class:`~liveguard.semantic.novelty.Sketch`), or, for another node's message, is itself a
+reworded repeat. The node's own agent is not an observer of itself:
 "Orchestrator (-> WebSurfer)" is the agent of "Orchestrator (thought)"
 (:func:`~liveguard.rules.base.agent_of`). The first suspicion in the
 window is a soft finding; from the ``semantic_hard_matches``-th suspicion on, a
@@ -25,9 +29,24 @@ judge decides. So, with no judge, the layer alone never vetoes a run whose obser
 progress. An event older than the rule's memory counts as new (unknown is not "nothing
 new").
 
-Thread state: the rule's windows (digests, hashed novelty features, float16 vectors; never
-text) are in :meth:`SemanticRepeat.snapshot`, so a reworded loop told one step per invoke
-is one loop. A window entry without a vector is embedded when the snapshot is taken.
+**Graded confirmation**: the more often a request comes back, the less novelty is needed to
+call it a loop. An observation new by digest and no re-read may still bring only **weak
+novelty**: a long one (64 distinct word 3-shingles or more) that resembles one of its node's
+recent observations at 0.5 or more with no number or identifier that one lacked and not a
+list worked off (:meth:`~liveguard.semantic.novelty.Sketch.weakly_rereads`: the same page
+read again from a new screenshot). From a node's :data:`REPEATS`-th repeat in its window
+(a suspicion, or a message word for word the same as one in the window: the hash layer's,
+never embedded, but counted here), when everything the others brought since the earliest
+message those repeats repeat was nothing new or weak novelty, some of it new by digest (a
+re-read or weak novelty: what the hash layer counts as new), the repeat is hard
+(``detail.repeats``, ``detail.weak_between``; once per window). A user's withholding replies
+are short, so never weak: a re-ask answered at last stays progress, and the answer (new
+facts) is new. When nothing new by digest came back, the paths above decide as before.
+
+Thread state: the rule's windows (digests, hashed novelty features, float16 vectors, the
+observations' hashed sketches; never text) are in :meth:`SemanticRepeat.snapshot`, so a
+reworded loop told one step per invoke is one loop. A window entry without a vector is
+embedded when the snapshot is taken.
 
 Cost: a step whose digest already appears in the node's window is *settled by the
 hash layer* (the content rules judge it) and is never embedded. The novelty test runs
@@ -61,7 +80,7 @@ from liveguard.model import Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, agent_of, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
-from liveguard.semantic.novelty import Info, candidates
+from liveguard.semantic.novelty import Info, Sketch, candidates
 from liveguard.semantic.text import text_of
 
 if TYPE_CHECKING:
@@ -81,8 +100,19 @@ _INFOS = 512
 _INFO_CHARS = 8 << 20
 """The novelty features :meth:`SemanticRepeat.prefetch` computed and hands to :meth:`observe`
 (not computed twice): at most this many, of at most this many characters of text in all."""
+_NODES = 4096
+"""Observer nodes whose recent observations are sketched (a bound on unbounded names)."""
 _NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 """Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
+_NOTHING, _NEW, _WEAK, _REREAD = 0, 1, 2, 3
+"""What an observation brought (an event's level): nothing new; something new; only weak
+novelty (a long observation that resembles a recent one of its node and names no number or
+identifier it lacked, :meth:`~liveguard.semantic.novelty.Sketch.weakly_rereads`); nothing
+new, though new by digest (a re-read: the hash layer counts it as new)."""
+REPEATS = 2
+"""Repeats of a node's message (reworded or word for word) in its window from which weak
+novelty between them is no longer progress (graded confirmation; set on the benchmark's
+development split)."""
 
 
 class SemanticStats:
@@ -127,9 +157,12 @@ class SemanticRepeat:
         self._matches: dict[str, deque[int]] = {}
         self._hard_at: dict[str, int] = {}  # position of the node's last hard finding
         self._last_match: dict[str, int] = {}  # step index of the node's last suspicion
-        self._events: deque[tuple[int, str, bool]] = deque(maxlen=_EVENTS)
+        self._events: deque[tuple[int, str, int]] = deque(maxlen=_EVENTS)  # (index, node, level)
         self._seen: deque[bytes] = deque(maxlen=_SEEN)
         self._counters: OrderedDict[str, list[str]] = OrderedDict()  # skeleton -> its numbers
+        self._read: dict[str, deque[Sketch]] = {}  # each observer's last observations, sketched
+        self._repeats: dict[str, deque[tuple[int, int]]] = {}  # node -> (position, since) of its repeats
+        self._last_seen = False  # the last message step's digest was seen before (or a counter ticked)
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
         self.stats = SemanticStats()
@@ -207,21 +240,85 @@ class SemanticRepeat:
     def _tool(self, obs: Observation) -> None:
         step = obs.step
         if step is None:
-            new = not self._seen_before(obs.digest)
+            level = _NOTHING if self._seen_before(obs.digest) else _NEW
         else:
-            new = not self._seen_before(self._results((obs.tool, step.result, step.error)))
-            new = new and not self._ticks(obs.node, (obs.tool, step.result, step.error))
-        self._events.append((obs.index, obs.node, new))
+            payload = (obs.tool, step.result, step.error)
+            if self._seen_before(self._results(payload)) or self._ticks(obs.node, payload):
+                level = _NOTHING
+            else:
+                level = self._reread(obs.node, payload)
+        self._events.append((obs.index, obs.node, level))
 
-    def _confirmed(self, obs: Observation, since: int) -> tuple[bool, int]:
-        """(nothing new came back between step ``since`` and ``obs``, how many new things did)."""
+    def _reread(self, node: str, payload: Any) -> int:
+        """The level of ``payload`` (an observation new by digest) against ``node``'s last
+        ``semantic_window`` observations (:class:`~liveguard.semantic.novelty.Sketch`):
+        ``_REREAD`` when it re-reads one (the same page read back re-rendered: nothing new),
+        ``_WEAK`` when it only weakly re-reads one, else ``_NEW``. Every call records the
+        observation."""
+        parts = payload if isinstance(payload, tuple) else (payload,)
+        texts: list[str] = []
+        for part in parts:  # a text as it reads (its lines kept); other data as canonical JSON
+            if part is None:
+                continue
+            if isinstance(part, str):
+                texts.append(self._mask.text(part) if self._mask is not None else part)
+                continue
+            try:
+                texts.append(self._canonical(part).decode("utf-8", "replace"))
+            except Exception:
+                return _NEW
+        sketch = Sketch("\n".join(texts))
+        recent = self._read.get(node)
+        if recent is None:
+            recent = self._read[node] = deque(maxlen=self._window)
+            if len(self._read) > _NODES:  # unbounded node names: keep the table bounded
+                self._read.pop(next(iter(self._read)))
+        words: set[int] = set()
+        for earlier in recent:
+            words |= earlier.words
+        if any(sketch.rereads(earlier, words) for earlier in recent):
+            level = _REREAD
+        elif any(sketch.weakly_rereads(earlier, words) for earlier in recent):
+            level = _WEAK
+        else:
+            level = _NEW
+        recent.append(sketch)
+        return level
+
+    def _confirmed(self, obs: Observation, since: int, strong: bool = False) -> tuple[bool, int]:
+        """(nothing new came back between step ``since`` and ``obs``, how many new things did).
+        ``strong``: count only observations that brought more than weak novelty."""
         events = self._events
         if since < obs.index and (not events or events[0][0] > since + 1):
             return False, -1  # older than the memory: unknown is not "nothing new"
         agent = agent_of(obs.node)
-        fresh = sum(1 for index, node, new in events
-                    if new and agent_of(node) != agent and since < index < obs.index)
+        fresh = sum(1 for index, node, level in events
+                    if (level == _NEW or (level == _WEAK and not strong))
+                    and agent_of(node) != agent and since < index < obs.index)
         return fresh == 0, fresh
+
+    def _unseen(self, obs: Observation, since: int) -> tuple[int, int]:
+        """(observations of the others between step ``since`` and ``obs`` new by digest yet
+        weak novelty or re-reads, of them weak novelty)."""
+        agent = agent_of(obs.node)
+        levels = [level for index, node, level in self._events
+                  if level in (_WEAK, _REREAD) and agent_of(node) != agent and since < index < obs.index]
+        return len(levels), levels.count(_WEAK)
+
+    def _repeat(self, node: str, position: int, since: int) -> int:
+        """Record a repeat of ``node``'s message at ``position`` (of an earlier one at step
+        ``since``); the step from which the graded confirmation looks: the earliest earlier
+        message repeated by the node's last :data:`REPEATS` repeats in the window, or -1 when
+        the window holds fewer repeats."""
+        repeats = self._repeats.get(node)
+        if repeats is None:
+            repeats = self._repeats[node] = deque(maxlen=self._window)
+        while repeats and repeats[0][0] <= position - self._window:
+            repeats.popleft()
+        repeats.append((position, since))
+        if len(repeats) < REPEATS:
+            return -1
+        return min(s for _, s in list(repeats)[-REPEATS:])
 
     # -- the rule -------------------------------------------------------------------------
     def observe(self, obs: Observation) -> list[Violation] | None:
@@ -234,11 +331,12 @@ class SemanticRepeat:
         if text is None:
             return None
         if obs.user:  # a user's message: an observation, new when its text is new
-            self._events.append((obs.index, obs.node, not self._seen_before(obs.digest)))
+            level = _NOTHING if self._seen_before(obs.digest) else self._reread(obs.node, text)
+            self._events.append((obs.index, obs.node, level))
             return None
         found = self._message(obs, text)
         if found is not None:  # a reworded repeat of its node: nothing new, for the others
-            self._events.append((obs.index, obs.node, False))
+            self._events.append((obs.index, obs.node, _NOTHING if self._last_seen else _REREAD))
         return found or None
 
     def _message(self, obs: Observation, text: str) -> list[Violation] | None:
@@ -253,13 +351,16 @@ class SemanticRepeat:
         self._positions[node] = position + 1
         seen = self._seen_before(obs.digest)
         seen = self._ticks(node, text) or seen
+        self._last_seen = seen  # for observe(): a repeat new by digest is a re-read for the hash layer
         for entry in history:
-            if entry.key == obs.key:  # settled by the hash layer: no embedding, no finding
+            if entry.key == obs.key:  # settled by the hash layer: no embedding, no finding ...
                 stats.settled += 1
                 same = _Entry(obs.index, obs.key, entry.text, entry.info)
                 same.vector = entry.vector
+                last = max((e for e in history if e.key == obs.key), key=lambda e: e.index)
                 history.append(same)
-                return []
+                # ... unless it is the REPEATS-th repeat with only weak novelty between
+                return self._graded(obs, position, last, 1.0, self._repeat(node, position, last.index))
         info = self._info(text, obs.key)
         current = _Entry(obs.index, obs.key, text, info)
         members = [e for e in history if e.vector is not None or e.text is not None]
@@ -267,7 +368,7 @@ class SemanticRepeat:
         history.append(current)
         if not picked:
             stats.novel += 1  # new information against every earlier message: nothing to embed
-            self._events.append((obs.index, node, not seen))
+            self._events.append((obs.index, node, _NOTHING if seen else self._reread(node, text)))
             return None
         try:
             self._embed([current, *picked])
@@ -294,7 +395,7 @@ class SemanticRepeat:
             if sim >= self._threshold:
                 latest = max(latest, entry.index)
         if best is None or best_sim < self._threshold:
-            self._events.append((obs.index, node, not seen))
+            self._events.append((obs.index, node, _NOTHING if seen else self._reread(node, text)))
             return None
         stats.matched += 1
         return self._match(obs, position, best, best_sim, latest)
@@ -314,9 +415,14 @@ class SemanticRepeat:
         matches.append(position)
         self._last_match[node] = obs.index
         count = len(matches)
+        graded_since = self._repeat(node, position, latest)
         confirmed, fresh = self._confirmed(obs, latest)
         last_hard = self._hard_at.get(node)
         severity: str | None = None
+        if not confirmed and graded_since >= 0:  # weak novelty between may not be enough
+            graded = self._graded(obs, position, best, sim, graded_since)
+            if graded:
+                return graded
         if count >= self._hard and (last_hard is None or last_hard <= position - self._window):
             if confirmed:
                 severity = "hard"
@@ -340,6 +446,45 @@ class SemanticRepeat:
                     "embedder": self._cache.embedder.name,
                     "confirmed": confirmed,
                     "new_between": fresh,
+                },
+            )
+        ]
+
+    def _graded(self, obs: Observation, position: int, best: _Entry, sim: float,
+                since: int) -> list[Violation]:
+        """Graded confirmation: the node's :data:`REPEATS`-th repeat in its window (reworded or
+        exact; ``since`` from :meth:`_repeat`), with nothing more than weak novelty from the
+        others since the earliest message those repeats repeat, some of it new by digest (weak
+        novelty or a re-read; else the hash layer and the paths above decide), is hard (once
+        per window); otherwise no finding."""
+        node = obs.node
+        if since < 0:
+            return []
+        last_hard = self._hard_at.get(node)
+        if last_hard is not None and last_hard > position - self._window:
+            return []
+        confirmed, _ = self._confirmed(obs, since, strong=True)
+        if not confirmed:
+            return []
+        unseen, weak = self._unseen(obs, since)
+        if not unseen:  # nothing new by digest came back: the hash layer's and the paths above
+            return []
+        self._hard_at[node] = position
+        return [
+            Violation(
+                code=self.code, severity="hard", step=obs.index, node=node, count=len(self._repeats[node]),
+                detail={
+                    "similarity": round(sim, 3),
+                    "matched_step": best.index,
+                    "digest": prefix(obs.key),
+                    "matched_digest": prefix(best.key),
+                    "threshold": self._threshold,
+                    "window": self._window,
+                    "embedder": self._cache.embedder.name,
+                    "confirmed": True,
+                    "new_between": 0,
+                    "weak_between": weak,
+                    "repeats": len(self._repeats[node]),
                 },
             )
         ]
@@ -381,9 +526,11 @@ class SemanticRepeat:
             "m": {str(pack(node)): list(m) for node, m in self._matches.items()},
             "x": {str(pack(node)): n for node, n in self._hard_at.items()},
             "i": {str(pack(node)): n for node, n in self._last_match.items()},
-            "e": [[index, pack(node), int(new)] for index, node, new in self._events],
+            "e": [[index, pack(node), level] for index, node, level in self._events],
             "d": [digest.hex() for digest in self._seen],
             "c": [[key, numbers] for key, numbers in self._counters.items()],
+            "r": {str(pack(node)): [s.pack() for s in recent] for node, recent in self._read.items()},
+            "k": {str(pack(node)): [list(r) for r in repeats] for node, repeats in self._repeats.items()},
         }
 
     def restore(self, data: Any, unpack: Unpack) -> None:
@@ -398,10 +545,14 @@ class SemanticRepeat:
         self._matches = {unpack(int(node)): deque(int(x) for x in m) for node, m in data["m"].items()}
         self._hard_at = {unpack(int(node)): int(n) for node, n in data["x"].items()}
         self._last_match = {unpack(int(node)): int(n) for node, n in data["i"].items()}
-        self._events = deque(((int(i), unpack(node), bool(new)) for i, node, new in data["e"]),
+        self._events = deque(((int(i), unpack(node), int(level)) for i, node, level in data["e"]),
                              maxlen=_EVENTS)
         self._seen = deque((bytes.fromhex(d) for d in data["d"]), maxlen=_SEEN)
         self._counters = OrderedDict((str(key), [str(n) for n in numbers]) for key, numbers in data["c"])
+        self._read = {unpack(int(node)): deque((Sketch.unpack(s) for s in recent), maxlen=self._window)
+                      for node, recent in data.get("r", {}).items()}
+        self._repeats = {unpack(int(node)): deque(((int(p), int(s)) for p, s in repeats), maxlen=self._window)
+                         for node, repeats in data.get("k", {}).items()}
 
 
 def _vec_out(vector: NDArray[np.float32] | None) -> str | None:

@@ -51,8 +51,8 @@ from typing import Any, Final
 from xxhash import xxh3_64_intdigest
 
 __all__ = [
-    "Info", "Sentence", "candidates", "content_words", "facts", "is_novel", "list_items", "reads_german",
-    "shrinks",
+    "Info", "Sentence", "Sketch", "candidates", "content_words", "facts", "hard_facts", "is_novel",
+    "list_items", "reads_german", "shrinks",
 ]
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,:]\d+)*%?")
@@ -101,12 +101,34 @@ def reads_german(text: str) -> bool:
 
 def facts(text: str) -> frozenset[str]:
     """The information-carrying tokens of ``text`` (case-folded)."""
+    found, names = _facts(text)
+    return found | names
+
+
+def _facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(numbers, identifiers and quoted strings; capitalised words that are nothing else)."""
     found = {m.group(0).rstrip(".").lower() for m in _NUMBER.finditer(text)}
     found.update(m.group(0).lower() for m in _IDENT.finditer(text))
     found.update(m.group(1).strip().lower() for m in _QUOTED.finditer(text))
+    names: set[str] = set()
     if not reads_german(text):  # every German noun is capitalised: not a name
-        found.update(m.group(0).lower() for m in _PROPER.finditer(text))
+        names.update(m.group(0).lower() for m in _PROPER.finditer(text))
+    return frozenset(found - _IGNORED_FACTS), frozenset(names - found - _IGNORED_FACTS)
+
+
+def hard_facts(text: str) -> frozenset[str]:
+    """The numbers and identifiers of ``text`` (case-folded): the facts that tell one record,
+    page or id from another (no names or quoted strings: a re-rendered page recases and
+    requotes its own words)."""
+    found = {m.group(0).rstrip(".").lower() for m in _NUMBER.finditer(text)}
+    found.update(m.group(0).lower() for m in _IDENT.finditer(text))
     return frozenset(found - _IGNORED_FACTS)
+
+
+def _caps(fact: str) -> bool:
+    """An identifier that is only an upper-case word ("SEARCH", "LAX"): a fact only when the
+    other text lacks the word in any case (a re-rendered page shouts its own headings)."""
+    return fact.isalpha()
 
 
 def _h(text: str) -> int:
@@ -180,10 +202,15 @@ class Info:
     """What the novelty test needs of one message: facts, size, vocabulary, sentences, list
     items and tokens, every one hashed (no text is kept)."""
 
-    __slots__ = ("facts", "items", "sentences", "shingles", "tokens", "vocab", "words")
+    __slots__ = ("facts", "items", "names", "sentences", "shingles", "tokens", "vocab", "words")
 
     def __init__(self, text: str) -> None:
-        self.facts = frozenset(map(_h, facts(text)))
+        found, names = _facts(text)
+        self.facts = frozenset(map(_h, found | names))
+        # A capitalised word is a name only if it is not a plain word of the message it is
+        # compared with: "a Single Family house" after "a single-family house" names nothing
+        # new. Kept as (fact hash, stem hash) pairs, the stem as ``vocab`` holds it.
+        self.names = {_h(name): _h(_stem(name)) for name in names}
         self.items = frozenset(map(_h, list_items(text)))
         self.tokens = frozenset(map(_h, _TOKEN.findall(text.lower())))
         self.sentences: list[Sentence] = []
@@ -207,12 +234,14 @@ class Info:
         """Plain, text-free data for a snapshot (``tokens`` are not kept: only a new
         message's tokens are ever read, and a saved Info is always an earlier one)."""
         return [sorted(self.facts), sorted(self.items), sorted(self.vocab), self.words,
-                [[s.words, sorted(s.shingles)] for s in self.sentences]]
+                [[s.words, sorted(s.shingles)] for s in self.sentences],
+                sorted([fact, stem] for fact, stem in self.names.items())]
 
     @classmethod
     def unpack(cls, data: list[Any]) -> Info:
         info = cls.__new__(cls)
-        found, items, vocab, words, sentences = data
+        found, items, vocab, words, sentences = data[:5]
+        info.names = {int(fact): int(stem) for fact, stem in data[5]} if len(data) > 5 else {}
         info.facts = frozenset(int(x) for x in found)
         info.items = frozenset(int(x) for x in items)
         info.vocab = frozenset(int(x) for x in vocab)
@@ -251,7 +280,7 @@ def is_novel(
     when the paragraph reuses earlier words, because its word pairs are new.
     """
     seen, window = _window(earlier)
-    if new.facts - seen:
+    if _new_facts(new, seen, _vocab(earlier)):
         return True, "new_facts"
     if _grows(new, nearest, _added(new, window, overlap), keep, min_added_words):
         return True, "growth"
@@ -264,12 +293,26 @@ def candidates(new: Info, earlier: Sequence[Info]) -> list[int]:
     earlier one lacks, not a shrinking list of it). Empty when ``new`` has a new fact: then
     no cosine can make it a repeat, and nothing is embedded."""
     seen, window = _window(earlier)
-    if new.facts - seen:
+    if _new_facts(new, seen, _vocab(earlier)):
         return []
     added = _added(new, window, OVERLAP)
     return [i for i, other in enumerate(earlier)
-            if not (new.facts - other.facts or _grows(new, other, added, KEEP, MIN_ADDED_WORDS)
-                    or shrinks(new, other))]
+            if not (_new_facts(new, other.facts, other.vocab)
+                    or _grows(new, other, added, KEEP, MIN_ADDED_WORDS) or shrinks(new, other))]
+
+
+def _new_facts(new: Info, known: frozenset[int] | set[int], vocab: frozenset[int] | set[int]) -> bool:
+    """Does ``new`` name a fact outside ``known``? A capitalised word whose stem is a plain
+    word of ``vocab`` is not one (a recased word names nothing new)."""
+    names = new.names
+    return any(fact not in known and (fact not in names or names[fact] not in vocab) for fact in new.facts)
+
+
+def _vocab(earlier: Iterable[Info]) -> set[int]:
+    vocab: set[int] = set()
+    for other in earlier:
+        vocab |= other.vocab
+    return vocab
 
 
 def shrinks(new: Info, nearest: Info) -> bool:
@@ -304,3 +347,126 @@ def _grows(new: Info, nearest: Info, added: int, keep: float, min_added_words: i
         return False
     # Kept: a rewording replaces the earlier wording, so it keeps few of its word pairs.
     return len(nearest.shingles & new.shingles) >= keep * len(nearest.shingles)
+
+
+# -- near-duplicate observations ---------------------------------------------------------------
+SHINGLE: Final = 3
+"""Words per shingle of a :class:`Sketch`."""
+SKETCH: Final = 256
+"""Shingle hashes a :class:`Sketch` keeps (the smallest: a bottom-k sketch)."""
+NEAR: Final = 0.7
+"""Resemblance at or above which an observation re-reads an earlier one (tuned on the
+benchmark's development split)."""
+WEAK: Final = 0.5
+"""Resemblance at or above which a long observation only *weakly* re-reads an earlier one
+(:meth:`Sketch.weakly_rereads`; tuned on the benchmark's development split)."""
+LONG: Final = 64
+"""Distinct shingles from which an observation is long enough for a weak re-read (a short
+text's resemblance swings with a word or two)."""
+
+
+class Sketch:
+    """A text-free summary of one observation (a tool result, a page another agent read back,
+    a user's message) to tell a re-read of something already seen from something new.
+
+    **Resemblance** is the Jaccard similarity of the two texts' sets of word 3-shingles
+    (three consecutive words, case-folded, punctuation and layout dropped), estimated from
+    bottom-k sketches: each text keeps the :data:`SKETCH` smallest hashes of its shingles
+    (exact for texts of up to :data:`SKETCH` shingles; Broder's estimator beyond). A page
+    re-rendered with other line breaks, bullets and headings keeps most of its word
+    triples; a page scrolled on, a new search's results or another record keeps few.
+
+    An observation **re-reads** an earlier one when their resemblance is at least
+    :data:`NEAR` and it is not progress by either of two cheap tests:
+
+    * it names a number or identifier (:func:`hard_facts`) that the earlier one lacks: the
+      same record with another id, the same page with a new count (an upper-case word,
+      "LAX", counts unless the node's recent observations have the word in any case: a
+      re-rendered page shouts its own headings);
+    * its lines (case-folded, list markers dropped) are a strict part of the earlier one's,
+      or hold all of them and more: a list being worked off, a log that grew.
+
+    An observation **weakly re-reads** an earlier one (:meth:`weakly_rereads`) on the same
+    two tests with the lower bar :data:`WEAK`, when both are long (:data:`LONG` shingles or
+    more): the same page read again from a new screenshot, more of it changed. The semantic
+    rule counts that as weak novelty: progress against a request asked once, not against one
+    that keeps coming back (``rules/semantic.py``, graded confirmation).
+
+    Deterministic and cheap (one hash per shingle and per line, no model), so it is the same
+    offline and live; only hashes are kept, so it goes into a thread snapshot without text.
+    """
+
+    __slots__ = ("caps", "facts", "hashes", "lines", "words")
+
+    def __init__(self, text: str) -> None:
+        words = _TOKEN.findall(text.lower())
+        if len(words) <= SHINGLE:
+            shingles = {" ".join(words)}
+        else:
+            shingles = {" ".join(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+        self.hashes: tuple[int, ...] = tuple(sorted({_h32(shingle) for shingle in shingles})[:SKETCH])
+        found = hard_facts(text)
+        self.facts = frozenset(_h32(fact) for fact in found if not _caps(fact))
+        self.caps = frozenset(_h32(fact) for fact in found if _caps(fact))
+        self.words = frozenset(map(_h32, words))
+        self.lines = frozenset(_h32(" ".join(line)) for line in map(_line_words, text.lower().splitlines())
+                               if line)
+
+    def resemblance(self, other: Sketch) -> float:
+        """The estimated Jaccard similarity of the two shingle sets (0.0 to 1.0)."""
+        mine, theirs = set(self.hashes), set(other.hashes)
+        if not mine or not theirs:
+            return 1.0 if mine == theirs else 0.0
+        union = sorted(mine | theirs)[:SKETCH]  # the bottom-k of the union
+        both = mine & theirs
+        return sum(1 for h in union if h in both) / len(union)
+
+    def rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None,
+                near: float = NEAR) -> bool:
+        """True when this observation brings nothing ``other`` did not (class docstring).
+        ``words``: the words an upper-case word may be found among (default ``other``'s; the
+        rule passes those of the node's recent observations)."""
+        if not (self.facts <= other.facts and self.caps <= (other.words if words is None else words)):
+            return False
+        if self.lines != other.lines and (self.lines <= other.lines or other.lines <= self.lines):
+            return False  # a list worked off, or a log that grew
+        return self.resemblance(other) >= near
+
+    def weakly_rereads(self, other: Sketch, words: frozenset[int] | set[int] | None = None) -> bool:
+        """True when this observation, long (:data:`LONG` shingles or more, both), re-reads
+        ``other`` at the lower bar :data:`WEAK`: the same page transcribed again with more
+        changed, still no new number or identifier, not a list worked off. Weak novelty: not
+        nothing new, but not enough against a request that keeps coming back."""
+        if len(self.hashes) < LONG or len(other.hashes) < LONG:
+            return False
+        return self.rereads(other, words, near=WEAK)
+
+    def pack(self) -> list[Any]:
+        """Plain, text-free data for a snapshot."""
+        return [list(self.hashes), sorted(self.facts), sorted(self.caps), sorted(self.lines),
+                sorted(self.words)]
+
+    @classmethod
+    def unpack(cls, data: list[Any]) -> Sketch:
+        sketch = cls.__new__(cls)
+        hashes, found, caps, lines, words = data
+        sketch.hashes = tuple(int(x) for x in hashes)
+        sketch.facts = frozenset(int(x) for x in found)
+        sketch.caps = frozenset(int(x) for x in caps)
+        sketch.lines = frozenset(int(x) for x in lines)
+        sketch.words = frozenset(int(x) for x in words)
+        return sketch
+
+
+_MARKER = re.compile(r"^\s*(?:[-*•>#]+|\d+[.)]|\[[ xX]\])\s+")
+
+
+def _line_words(line: str) -> list[str]:
+    """A line's words without its list marker ("- ", "3. ", "[x] "): renumbering is no change."""
+    return _TOKEN.findall(_MARKER.sub("", line))
+
+
+def _h32(text: str) -> int:
+    """A 32-bit hash: a sketch's members (half the snapshot size of 64 bits; a collision
+    between two sketches of 256 members is about one in 65,000)."""
+    return xxh3_64_intdigest(text.encode("utf-8", "surrogatepass")) & 0xFFFFFFFF
