@@ -16,6 +16,7 @@ ones the gate ever decides). A report, never a test.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections import deque
@@ -32,7 +33,17 @@ from liveguard.semantic.text import text_of
 from semantic_data import LOOKALIKES, LOOPS
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "detection"))
+
+
+def _detection() -> Any:
+    """benchmarks/detection/run.py, loaded by its path (benchmarks/run.py has the same name)."""
+    spec = importlib.util.spec_from_file_location("detection_run", HERE / "detection" / "run.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"semantic_gate.py: cannot load {HERE / 'detection' / 'run.py'}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["detection_run"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 _STOP_IDS: dict[int, frozenset[int]] = {}  # by id(embedder): its ids of stop words and punctuation
@@ -90,7 +101,7 @@ def corpora(split: str) -> dict[str, list[tuple[list[Step], Policy]]]:
     policy = Policy(semantic=True)
     data = [([Step(node=n, summary=t) for n, t in run], policy)
             for families in (LOOPS, LOOKALIKES) for runs in families.values() for run in runs]
-    import run as detection  # benchmarks/detection/run.py
+    detection = _detection()
     from semantic_long import run as generated
 
     labels = [row for row in detection.load_labels() if split == "all" or row["split"] == split]
