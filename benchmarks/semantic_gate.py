@@ -153,6 +153,10 @@ def measure(split: str, threshold: float, margin: float) -> dict[str, Any]:
                 "candidate_pairs_under_bar": sum(r[3] >= size and r[1] < bar for r in cand),
                 "candidate_steps": len(steps), "steps_settled_by_bar": sum(steps.values()),
             })
+        best: dict[Any, float] = {}  # candidate step -> its best candidate cosine
+        for r in rows:
+            if r[2]:
+                best[r[4]] = max(best.get(r[4], -1.0), r[0])
         high_rows = sorted((round(r[1], 3), round(r[0], 3), r[3]) for r in rows if r[0] >= threshold)
         out[name] = {
             "texts": len(texts), "pairs": len(rows), "candidate_pairs": sum(r[2] for r in rows),
@@ -160,6 +164,10 @@ def measure(split: str, threshold: float, margin: float) -> dict[str, Any]:
             "cosine_quantiles_candidates": _quantiles([r[0] for r in rows if r[2]]),
             "lowest_overlap_at_or_above (overlap, cosine, size)": high_rows[:6],
             "by_size": table,
+            # what any screen could at most skip: candidate steps whose every candidate is under
+            # the threshold (an oracle that knew the cosines)
+            "oracle_steps_all_under_threshold": sum(b < threshold for b in best.values()),
+            "candidate_steps": len(best),
         }
     return out
 
