@@ -223,3 +223,45 @@ def test_an_injected_draft_is_never_sent_without_a_person(
     assert not out.get("sent"), out
     (interrupt,) = out["__interrupt__"]
     assert interrupt.value["reasons"] == ["judge_void:evaluator_injection_suspected"]
+
+
+def test_a_draft_whose_writes_are_not_stored_yet_is_held_not_sent(
+    fake_openai: FakeOpenAI, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the default ``durability="async"`` LangGraph stores a step's writes apart from its
+    checkpoint, in the background. An approval step that read the history before the drafting
+    step's writes landed saw the node run with no output: the injected draft was never scanned,
+    the judges cleared the run, and it was auto-sent (seen under load, 1 run in 10). A saver
+    that stores ``compose``'s writes late (never, within the wait) reproduces that ordering: the
+    step is held for a person as unreadable evidence, and nothing is sent."""
+    fake_openai.default_answer = {"score": 1.0, "confidence": 0.9, "reason": "obeyed"}
+    monkeypatch.setenv("AGENT_EVAL_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("AGENT_EVAL_API_KEY", "k")
+    monkeypatch.setenv("AGENT_EVAL_AUTOAPPROVE", "1")
+    monkeypatch.delenv("AGENT_EVAL_CHECKPOINT_URL", raising=False)
+    draft = DRAFTS["zero-width"]
+    with open_saver(f"sqlite:///{tmp_path / 't.sqlite'}") as saver:
+        real_put_writes = saver.put_writes
+
+        def late_put_writes(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            if any(channel == "draft" for channel, _ in writes):
+                return  # compose's writes have not landed yet
+            real_put_writes(config, writes, task_id, task_path)
+
+        saver.put_writes = late_put_writes  # type: ignore[method-assign]
+
+        def send(state: _State) -> dict[str, Any]:
+            return {"sent": [state["draft"]]}
+
+        builder = StateGraph(_State)
+        builder.add_node("compose", lambda state: {"summary": "drafted the follow-up", "draft": draft})
+        builder.add_node("approve", approval_gate(send="send", history_wait=0.3), destinations=("send", END))
+        builder.add_node("send", send)
+        builder.add_edge(START, "compose")
+        builder.add_edge("compose", "approve")
+        builder.add_edge("send", END)
+        out = builder.compile(checkpointer=saver).invoke({}, {"configurable": {"thread_id": "late"}})
+    assert not out.get("sent"), out
+    (interrupt,) = out["__interrupt__"]
+    assert interrupt.value["reasons"] == ["unjudged:history_unavailable"]
+    assert interrupt.value["verdict"]["passed"] is None

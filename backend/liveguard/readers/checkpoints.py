@@ -196,6 +196,21 @@ def _step_chunks(chain: Sequence[Any]) -> list[dict[str, Any]]:
     return chunks
 
 
+def _unwritten(chain: Sequence[Any]) -> bool:
+    """Some task that ran has no write stored yet (not even LangGraph's ``__no_writes__``).
+
+    LangGraph persists a step's writes apart from its checkpoint, in the background under
+    the default ``durability="async"``: a reader that comes too early sees the node ran
+    but not what it wrote, and would read its step as empty (a draft it never saw)."""
+    for older, newer in itertools.pairwise(chain):
+        seen_old = older.checkpoint.get("versions_seen", {})
+        seen_new = newer.checkpoint.get("versions_seen", {})
+        ran = [n for n, v in seen_new.items() if not n.startswith("__") and seen_old.get(n) != v]
+        if ran and len({str(w[0]) for w in older.pending_writes or ()}) < len(ran):
+            return True
+    return False
+
+
 def _chain(tuples: Sequence[Any], target_id: str) -> list[Any]:
     by_id = {t.config[_CONF]["checkpoint_id"]: t for t in tuples}
     chain: list[Any] = []
@@ -227,8 +242,9 @@ def saver_history(
     """The target checkpoint and the chunks of the whole thread up to it.
 
     A :data:`liveguard._twin.Body`: drive it with ``_twin.run`` (sync saver calls) or ``arun``.
-    Waits up to ``wait`` seconds for the target checkpoint, else raises
-    :class:`TrajectoryReadError` (source: the thread id; the only error it raises itself).
+    Waits up to ``wait`` seconds for the target checkpoint and for the writes of every task
+    before it (:func:`_unwritten`), else raises :class:`TrajectoryReadError` (source: the
+    thread id; the only error it raises itself).
     In a subgraph, the graphs above (``ancestors``: namespace and checkpoint id, root first)
     come first, each up to the checkpoint the subgraph was called
     from, so the chunks cover the whole thread, not the subgraph alone.
@@ -243,8 +259,13 @@ def saver_history(
         target = yield _get(saver, thread_config(thread, ns, checkpoint_id))
     if target is None:
         raise TrajectoryReadError(thread, "history_unavailable")
-    tuples = yield _list(saver, thread_config(thread, ns))
-    return target, chunks + _step_chunks(_chain(tuples, checkpoint_id))
+    chain = _chain((yield _list(saver, thread_config(thread, ns))), checkpoint_id)
+    while _unwritten(chain) and time.monotonic() < deadline:
+        yield Op(time.sleep, asyncio.sleep, (_POLL,))
+        chain = _chain((yield _list(saver, thread_config(thread, ns))), checkpoint_id)
+    if _unwritten(chain):  # never an empty step where a write is still missing: fail closed
+        raise TrajectoryReadError(thread, "history_incomplete")
+    return target, chunks + _step_chunks(chain)
 
 
 def read_saver_thread(
