@@ -79,7 +79,7 @@ import orjson
 from pydantic import ValidationError
 
 from liveguard.errors import TrajectoryReadError
-from liveguard.messages import field, is_tool_message, tool_step
+from liveguard.messages import dumpd_kwargs, field, is_tool_message, tool_step
 from liveguard.model import Expected, Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 from liveguard.readers.updates import (
@@ -88,7 +88,6 @@ from liveguard.readers.updates import (
     _clean,
     _clean_step,
     _is_command,
-    _lc_constructor,
     _metadata,
     _node_update,
     _to_json,
@@ -298,7 +297,7 @@ def _error_text(error: Any) -> Any:
 def _message_content(value: Any) -> tuple[Any, bool]:
     """(content, failed) of a tool output: a message's content, else the value."""
     if isinstance(value, Mapping):
-        kwargs = _lc_constructor(value)
+        kwargs = dumpd_kwargs(value)
         message = kwargs if kwargs is not None else value
         if "content" in message and is_tool_message(message):
             return message.get("content"), message.get("status") == "error"
