@@ -105,7 +105,9 @@ def test_message_dumps_are_recognised_in_both_json_forms() -> None:
     assert not is_message_dump({"type": "ai"})
     assert not is_message_dump({"type": "search", "content": "x"})
     kwargs = dumpd_kwargs(dumpd(ai))
-    assert kwargs is not None and is_message_dump(kwargs) and kwargs["tool_calls"][0]["name"] == "run_sql"
+    assert kwargs is not None
+    assert is_message_dump(kwargs)
+    assert kwargs["tool_calls"][0]["name"] == "run_sql"
     assert dumpd_kwargs(dumped) is None
     assert dumpd_kwargs({"lc": 1, "type": "constructor", "id": ["x", "Graph"], "kwargs": {}}) is None
     assert {"id", "response_metadata", "usage_metadata"}.isdisjoint(MESSAGE_KEYS)
