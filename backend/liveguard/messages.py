@@ -51,7 +51,7 @@ _MISSING: Any = object()
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
     """``obj[name]`` for a mapping, else ``obj.name``; ``default`` when absent."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # a plain dict skips the ABC check
         return obj.get(name, default)
     return getattr(obj, name, default)
 
@@ -116,7 +116,7 @@ def is_user_input(step: Step) -> bool:
 
 def tool_call_name(call: Any) -> str | None:
     """A tool call's tool name: ``name``, else OpenAI's ``function.name``; None if neither."""
-    if not isinstance(call, Mapping):
+    if type(call) is not dict and not isinstance(call, Mapping):
         return None
     name = call.get("name")
     if not name:

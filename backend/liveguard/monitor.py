@@ -399,7 +399,7 @@ def _nonretryable(value: Any) -> bool:
             return False
         parsed = _maybe_json(value)
         return isinstance(parsed, Mapping) and parsed.get("retryable") is False
-    if isinstance(value, Mapping) and "retryable" in value:
+    if (type(value) is dict or isinstance(value, Mapping)) and "retryable" in value:
         return value["retryable"] is False
     inner = content(value)  # an OpenAI-format or LangChain tool message
     return inner is not None and inner is not value and _nonretryable(inner)
