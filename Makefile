@@ -2,12 +2,14 @@
 # A user installs the core and its CLI with `pip install .` (extras optional: semantic, ray,
 # postgres, server); `make install` is the developer's set-up, with every extra.
 PY ?= python3
-# The tests of the fingerprint and rule path, re-run by `make test-pure` with the C accelerator
-# off and no mypyc-compiled module.
+# The tests of the fingerprint and rule path, of the verdict rule, the aggregate core and the
+# floor (every module of liveguard._compiled.COMPILED), re-run by `make test-pure` with the C
+# accelerator off and no mypyc-compiled module.
 PURE_TESTS ?= tests/test_fingerprint.py tests/test_fingerprint_pure.py tests/test_fingerprint_native.py \
   tests/test_messages.py tests/test_monitor.py tests/test_monitor_state.py tests/test_stream_reader.py tests/test_golden_datasets.py \
   tests/test_scan_native.py tests/test_native_build.py tests/test_live_turns.py tests/test_rule_kinds.py \
-  tests/test_scale.py tests/test_detection_rules.py tests/test_injection_variants.py
+  tests/test_scale.py tests/test_detection_rules.py tests/test_injection_variants.py \
+  tests/test_eval_graph.py tests/test_evidence.py tests/test_verdict_settings.py
 VENV := .venv
 # The Monitor's hot modules, compiled by mypyc from these very sources (the list is in
 # backend/liveguard/_compiled.py); rebuilt whenever one of these files changes.
@@ -91,7 +93,6 @@ test: install
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
-# The pure-Python fingerprint path, with the C accelerator switched off (CI runs this too).
 # The pure-Python path: the C accelerator off and no mypyc-compiled module (a copy of the
 # sources without extensions goes first on the path). CI runs this too.
 test-pure: install

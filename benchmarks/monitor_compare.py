@@ -19,7 +19,12 @@ without the mypyc extensions), and this checkout as built (``make install`` comp
 Monitor's modules with mypyc; skipped when nothing is compiled). Each package is imported in
 turn under the name ``liveguard`` (``sys.modules`` is cleared in between), so each runs with
 its own pydantic models on runs parsed by them. The C accelerator is the same source in all
-(an old checkout without a built ``_canon`` gets this one's).
+(an old checkout without a built ``_canon`` gets this one's). When this checkout is compiled,
+the other must not be: two mypyc builds of the same module list share one extension name, and a
+process can load only one (compare two compiled builds with two runs, each against the other's
+sources as pure Python). ``--no-volatile`` measures the
+same policy with ``volatile=()``: the digests without the masking of times and ids, which
+runs in Python regular expressions outside the compiled modules.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ sys.path.insert(0, str(HERE))
 from scale_corpus import SEED, iter_runs  # noqa: E402
 
 
-def _load(backend: Path, n: int) -> dict[str, Any]:
+def _load(backend: Path, n: int, volatile: bool = True) -> dict[str, Any]:
     """Import ``liveguard`` from ``backend`` and prepare its contenders."""
     for name in [m for m in sys.modules if m == "liveguard" or m.startswith("liveguard.")]:
         del sys.modules[name]
@@ -56,6 +61,8 @@ def _load(backend: Path, n: int) -> dict[str, Any]:
     runs = [liveguard.Trajectory.model_validate(r) for r in iter_runs(n, seed=SEED + 1)]
     scorer = scorer_mod.Scorer(scorer_mod.ScoreOptions(judges=False))
     policy = scorer.policy_for(runs[0]) | {"scan_text": False}
+    if not volatile:
+        policy = policy | {"volatile": ()}
     check, monitor_cls = monitor_mod.check_trajectory, monitor_mod.Monitor
 
     def offline() -> None:
@@ -89,22 +96,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old", required=True, type=Path, help="the other checkout's backend/ directory")
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-volatile", action="store_true",
+                        help="the policy with volatile=() (no masking of times and ids in the digests)")
     args = parser.parse_args(argv)
+    volatile = not args.no_volatile
     new_backend = HERE.parent / "backend"
     if not list((args.old / "liveguard").glob("_canon*.so")):
         for built in (new_backend / "liveguard").glob("_canon*.so"):
             shutil.copy(built, args.old / "liveguard")
     compiled = [so for so in (new_backend / "liveguard").rglob("*.so") if not so.name.startswith("_canon.")]
     with tempfile.TemporaryDirectory(prefix="liveguard-pure-") as pure:
-        shutil.copytree(new_backend / "liveguard", Path(pure) / "liveguard",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        for so in (Path(pure) / "liveguard").rglob("*.so"):
-            if not so.name.startswith("_canon."):
-                so.unlink()
-        contenders = {"old": _load(args.old.resolve(), args.runs), "new, pure": _load(Path(pure), args.runs)}
+        contenders = {"old": _load(args.old.resolve(), args.runs, volatile)}
+        contenders["new, pure"] = _load(_pure_copy(new_backend, Path(pure) / "new"), args.runs, volatile)
         if compiled:
-            contenders["new, mypyc"] = _load(new_backend, args.runs)
+            contenders["new, mypyc"] = _load(new_backend, args.runs, volatile)
         return _compare(contenders, args.runs, args.repeats)
+
+
+def _pure_copy(backend: Path, target: Path) -> Path:
+    """A copy of ``backend``'s package without its mypyc extensions (the C accelerator kept)."""
+    shutil.copytree(backend / "liveguard", target / "liveguard", ignore=shutil.ignore_patterns("__pycache__"))
+    for so in (target / "liveguard").rglob("*.so"):
+        if not so.name.startswith("_canon."):
+            so.unlink()
+    return target
 
 
 def _compare(contenders: dict[str, dict[str, Any]], runs: int, repeats: int) -> int:

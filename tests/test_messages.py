@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from liveguard import Monitor, Policy, Step
 from liveguard.fingerprint import (
@@ -22,8 +22,12 @@ from liveguard.fingerprint import (
     _maybe_json,
 )
 from liveguard.messages import (
+    MESSAGE_KEYS,
     content,
+    dumpd_kwargs,
     field,
+    is_ai_message,
+    is_message_dump,
     is_message_shaped,
     is_tool_message,
     tool_call_args,
@@ -63,6 +67,49 @@ def test_field_reads_mappings_and_attributes() -> None:
 )
 def test_is_tool_message(message: Any, expected: bool) -> None:
     assert is_tool_message(message) is expected
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (AIMessage("hi"), True),
+        (AIMessageChunk(content="hi"), True),
+        ({"role": "assistant", "content": "hi"}, True),
+        ({"role": "ai", "content": "hi"}, True),
+        ({"type": "ai", "content": "hi"}, True),
+        ({"type": "AIMessageChunk", "content": "hi"}, True),
+        (HumanMessage("hi"), False),
+        (ToolMessage("ok", tool_call_id="c1"), False),
+        ({"role": "user", "content": "hi"}, False),
+        ({"role": "system", "content": "hi"}, False),
+        ("plain text", False),
+    ],
+)
+def test_is_ai_message(message: Any, expected: bool) -> None:
+    """The model's messages, in every shape a message list may hold them (the one definition
+    ``readers.message_list`` reads an assistant turn by)."""
+    assert is_ai_message(message) is expected
+
+
+def test_message_dumps_are_recognised_in_both_json_forms() -> None:
+    """A real message's ``model_dump()`` and ``dumpd`` form; a dict with a key no message has,
+    or no content, is data, not a message (the readers reduce only messages to MESSAGE_KEYS)."""
+    from langchain_core.load import dumpd
+
+    ai = AIMessage("", tool_calls=[{"name": "run_sql", "args": {"q": "SELECT 1"}, "id": "c1"}], id="m1")
+    dumped = ai.model_dump()
+    assert is_message_dump(dumped)
+    assert is_message_dump(ToolMessage("ok", tool_call_id="c1").model_dump())
+    assert not is_message_dump({**dumped, "scenario": "x"})
+    assert not is_message_dump({"type": "ai"})
+    assert not is_message_dump({"type": "search", "content": "x"})
+    kwargs = dumpd_kwargs(dumpd(ai))
+    assert kwargs is not None
+    assert is_message_dump(kwargs)
+    assert kwargs["tool_calls"][0]["name"] == "run_sql"
+    assert dumpd_kwargs(dumped) is None
+    assert dumpd_kwargs({"lc": 1, "type": "constructor", "id": ["x", "Graph"], "kwargs": {}}) is None
+    assert {"id", "response_metadata", "usage_metadata"}.isdisjoint(MESSAGE_KEYS)
 
 
 def test_tool_calls_and_their_names_and_args() -> None:

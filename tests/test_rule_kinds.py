@@ -40,10 +40,10 @@ def test_some_rules_declare_kinds() -> None:
 def test_a_rule_ignores_the_kinds_it_does_not_declare(rule: Any) -> None:
     for i in range(4):  # some state first, from its own kinds
         for kind in rule.kinds:
-            rule.observe(Observation(i, "a", kind, f"k{i % 2}".encode(), "t"))
+            rule.observe(Observation(i, "a", kind, f"k{i % 2}".encode(), tool="t"))
     for kind in set(OBSERVATION_KINDS) - set(rule.kinds):
         before = _state(rule)
-        assert rule.observe(Observation(9, "b", kind, b"k0", "t")) is None
+        assert rule.observe(Observation(9, "b", kind, b"k0", tool="t")) is None
         assert _state(rule) == before
 
 

@@ -21,9 +21,17 @@ from typing import Any, Final
 from liveguard.model import Step
 
 __all__ = [
+    "AI_ROLES",
+    "AI_TYPES",
+    "MESSAGE_DUMP_FIELDS",
+    "MESSAGE_DUMP_TYPES",
+    "MESSAGE_KEYS",
     "UNKNOWN_TOOL",
     "content",
+    "dumpd_kwargs",
     "field",
+    "is_ai_message",
+    "is_message_dump",
     "is_message_shaped",
     "is_tool_message",
     "is_user_input",
@@ -43,7 +51,7 @@ _MISSING: Any = object()
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
     """``obj[name]`` for a mapping, else ``obj.name``; ``default`` when absent."""
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):  # a plain dict skips the ABC check
         return obj.get(name, default)
     return getattr(obj, name, default)
 
@@ -68,6 +76,18 @@ def is_tool_message(message: Any) -> bool:
         or field(message, "type") == "tool"
         or field(message, "role") == "tool"
     )
+
+
+AI_ROLES: Final = frozenset({"assistant", "ai"})
+"""``role`` values of a model's (assistant's) message dict."""
+AI_TYPES: Final = ("ai", "AIMessageChunk")
+"""``type`` values of LangChain's ``AIMessage`` / ``AIMessageChunk`` (objects and dumps)."""
+
+
+def is_ai_message(message: Any) -> bool:
+    """A model's message: ``{"role": "assistant"}`` (or ``"ai"``), or LangChain's
+    ``AIMessage`` / ``AIMessageChunk`` (``type`` ``"ai"`` / ``"AIMessageChunk"``)."""
+    return field(message, "role") in AI_ROLES or field(message, "type") in AI_TYPES
 
 
 USER_NODES: Final = frozenset({"user", "human", "__input__"})
@@ -96,7 +116,7 @@ def is_user_input(step: Step) -> bool:
 
 def tool_call_name(call: Any) -> str | None:
     """A tool call's tool name: ``name``, else OpenAI's ``function.name``; None if neither."""
-    if not isinstance(call, Mapping):
+    if type(call) is not dict and not isinstance(call, Mapping):
         return None
     name = call.get("name")
     if not name:
@@ -155,3 +175,51 @@ def tool_message_step(node: str, message: Any, *, name: str | None = None, args:
     own = field(message, "name")
     tool = own if isinstance(own, str) and own else name
     return tool_step(node, tool, args, content(message), failed=field(message, "status") == "error")
+
+
+# -- LangChain message dumps (JSON form) -----------------------------------------------------
+MESSAGE_KEYS: Final[tuple[str, ...]] = (
+    "type", "content", "name", "tool_calls", "invalid_tool_calls", "tool_call_id", "status",
+)
+"""Message fields the readers keep in steps (never ``id``, ``response_metadata`` or
+``usage_metadata``)."""
+
+MESSAGE_DUMP_TYPES: Final = frozenset({
+    "ai", "human", "system", "tool", "function", "chat", "developer", "remove",
+    "AIMessageChunk", "HumanMessageChunk", "SystemMessageChunk", "ToolMessageChunk",
+    "FunctionMessageChunk", "ChatMessageChunk",
+})
+"""``type`` values of LangChain's message classes, as ``model_dump()`` writes them."""
+
+MESSAGE_DUMP_FIELDS: Final = frozenset({
+    "content", "additional_kwargs", "response_metadata", "type", "name", "id", "tool_calls",
+    "invalid_tool_calls", "usage_metadata", "tool_call_id", "artifact", "status", "example",
+    "role", "tool_call_chunks", "chunk_position",
+})
+"""Every field a LangChain message dump may have."""
+
+
+def dumpd_kwargs(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The kwargs of a ``dumpd`` message (``{"lc": 1, "type": "constructor", ...}``), else None."""
+    ident, kwargs = value.get("id"), value.get("kwargs")
+    if (
+        value.get("lc") == 1
+        and value.get("type") == "constructor"
+        and isinstance(ident, list)
+        and ident
+        and isinstance(ident[-1], str)
+        and ident[-1].endswith(("Message", "MessageChunk"))
+        and isinstance(kwargs, Mapping)
+    ):
+        return kwargs
+    return None
+
+
+def is_message_dump(value: Mapping[str, Any]) -> bool:
+    """A LangChain message's ``model_dump()`` (its JSON form): a message ``type``, a
+    ``content``, and no key a message does not have."""
+    return (
+        value.get("type") in MESSAGE_DUMP_TYPES
+        and "content" in value
+        and all(isinstance(k, str) and k in MESSAGE_DUMP_FIELDS for k in value)
+    )

@@ -57,7 +57,7 @@ from xxhash import xxh3_128_digest as _xxh3_raw
 from liveguard.errors import FingerprintError, SnapshotError
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
 from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
-from liveguard.messages import is_user_input, tool_call_name, tool_calls
+from liveguard.messages import content, is_user_input, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import (
@@ -289,53 +289,33 @@ class Monitor:
         return obs
 
     def _plain(self, step: Step, index: int) -> Observation:
+        """The step's observation before keying: its kind and its own digest."""
+        node = step.node
         tool = step.tool
         if tool is not None:
             args = step.args
             if isinstance(args, str):
                 args = _maybe_json(args)
             result, error = step.result, step.error
-            digest = self._digest((tool, args, result, error))
-            # _nonretryable(result) or _nonretryable(error), without a call for the usual cases
-            if result is None or (type(result) is str and "retryable" not in result):
-                nonretryable = error is not None and _nonretryable(error)
-            else:
-                nonretryable = _nonretryable(result) or (error is not None and _nonretryable(error))
-            return Observation(index, step.node, TOOL, digest, tool, nonretryable, None, step,
-                               failed=error is not None)
+            nonretryable = _nonretryable(result) or _nonretryable(error)
+            return Observation(index, node, TOOL, self._digest((tool, args, result, error)), tool=tool,
+                               nonretryable=nonretryable, step=step, failed=error is not None)
         output = step.output
-        if output is not None:
-            if type(output) is dict:  # tool_calls(output), read directly from a plain dict
-                calls = output.get("tool_calls")
-                if type(calls) is not list:
-                    calls = tool_calls(output)
-            else:
-                calls = tool_calls(output)
-            if calls:
-                call = calls[0]  # its name: tool_call_name(call), read directly from plain dicts
-                if type(call) is dict:
-                    name = call.get("name")
-                    if not name:
-                        function = call.get("function")
-                        name = function.get("name") if type(function) is dict else tool_call_name(call)
-                    if not (name and isinstance(name, str)):
-                        name = None
-                else:
-                    name = tool_call_name(call)
-                return Observation(index, step.node, REQUEST, self._digest(calls), name,
-                                   False, None, step, True, len(calls))
+        calls = None if output is None else tool_calls(output)
+        if calls:
+            return Observation(index, node, REQUEST, self._digest(calls), tool=tool_call_name(calls[0]),
+                               step=step, calls=len(calls))
         if step.summary is not None:
-            content: Any = step.summary
+            payload: Any = step.summary
         elif output is not None:
-            content = output
+            payload = output
         elif step.error is None:
-            return Observation(index, step.node, CONTENTLESS, b"", None, False, None, step)
+            return Observation(index, node, CONTENTLESS, b"", step=step)
         else:
-            content = None
+            payload = None
         if step.error is None:
-            return Observation(index, step.node, MESSAGE, self._digest(content), None, False, content, step)
-        return Observation(index, step.node, MESSAGE, self._digest((content, step.error)), None, False,
-                           None, step)
+            return Observation(index, node, MESSAGE, self._digest(payload), content=payload, step=step)
+        return Observation(index, node, MESSAGE, self._digest((payload, step.error)), step=step)
 
 
 _FINGERPRINTERS: dict[tuple[frozenset[str], tuple[str, ...]], Fingerprinter] = {}
@@ -417,7 +397,8 @@ def _canonical(obs: Observation) -> tuple[str, bytes]:
 
 
 def _nonretryable(value: Any) -> bool:
-    """True when a result or error says ``"retryable": false`` (dict, JSON text, or message)."""
+    """True when a result or error says ``"retryable": false``: a dict, JSON text, or a
+    tool message (dict or object) whose content says so."""
     if value is None:
         return False
     if isinstance(value, str):
@@ -425,13 +406,10 @@ def _nonretryable(value: Any) -> bool:
             return False
         parsed = _maybe_json(value)
         return isinstance(parsed, Mapping) and parsed.get("retryable") is False
-    if type(value) is dict or isinstance(value, Mapping):  # a plain dict skips the ABC check
-        if "retryable" in value:
-            return value["retryable"] is False
-        content = value.get("content")  # an OpenAI-format tool message
-        return content is not None and content is not value and _nonretryable(content)
-    content = getattr(value, "content", None)
-    return content is not None and content is not value and _nonretryable(content)
+    if (type(value) is dict or isinstance(value, Mapping)) and "retryable" in value:
+        return value["retryable"] is False
+    inner = content(value)  # an OpenAI-format or LangChain tool message
+    return inner is not None and inner is not value and _nonretryable(inner)
 
 
 def check_trajectory(

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from liveguard.messages import is_tool_message, tool_step
+from liveguard.messages import dumpd_kwargs, is_tool_message, tool_step
 from liveguard.model import Step
 from liveguard.readers._run_tree import Run
 from liveguard.readers.stream import UpdateStepper
-from liveguard.readers.updates import _clean, _clean_step, _is_command, _lc_constructor, _node_update
+from liveguard.readers.updates import _clean, _clean_step, _is_command, _node_update
 
 __all__ = ["TreeReader"]
 
@@ -81,7 +81,7 @@ def _error_text(error: Any) -> Any:
 def _message_content(value: Any) -> tuple[Any, bool]:
     """(content, failed) of a tool output: a message's content, else the value."""
     if isinstance(value, Mapping):
-        kwargs = _lc_constructor(value)
+        kwargs = dumpd_kwargs(value)
         message = kwargs if kwargs is not None else value
         if "content" in message and is_tool_message(message):
             return message.get("content"), message.get("status") == "error"

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from liveguard.errors import TrajectoryReadError
-from liveguard.messages import field, is_tool_message
+from liveguard.messages import is_ai_message, is_tool_message
 from liveguard.model import Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 
@@ -22,12 +22,6 @@ __all__ = ["MODEL_NODE", "TOOLS_NODE", "steps_from_messages", "trajectory_from_m
 
 MODEL_NODE: Final = "model"
 TOOLS_NODE: Final = "tools"
-_AI_ROLES: Final = frozenset({"assistant", "ai"})
-
-
-def _is_ai(message: Any) -> bool:
-    return field(message, "role") in _AI_ROLES or field(message, "type") in ("ai", "AIMessageChunk")
-
 
 def _message_list(outputs: Any) -> list[Any]:
     messages = outputs.get("messages") if isinstance(outputs, Mapping) else outputs
@@ -55,7 +49,7 @@ def steps_from_messages(outputs: Any) -> list[Step]:
             pending_tools.append(message)
             continue
         flush()
-        if _is_ai(message):
+        if is_ai_message(message):
             steps += stepper.feed({MODEL_NODE: {"messages": [message]}})
     flush()
     return steps

@@ -4,7 +4,9 @@ Shared by the readers that rebuild what a stream would have shown from a record 
 run: :mod:`liveguard.readers.langsmith` (traced node runs) and
 :mod:`liveguard.readers.checkpoints` (checkpoint tasks). Payloads are first put in JSON
 form with the LangSmith client's own serializer, so an in-memory run and its JSON export
-give identical steps; LangChain message dumps are reduced to :data:`MESSAGE_KEYS`.
+give identical steps; LangChain message dumps are reduced to
+:data:`liveguard.messages.MESSAGE_KEYS` (what a dump looks like is
+:func:`liveguard.messages.is_message_dump`'s knowledge).
 
 Nothing from LangSmith, LangChain or LangGraph is imported at module import time.
 """
@@ -18,14 +20,10 @@ from typing import Any
 
 import orjson
 
+from liveguard.messages import MESSAGE_KEYS, dumpd_kwargs, is_message_dump
 from liveguard.model import Step
 
 __all__ = ["COPIED_METADATA", "MAX_RUN_DEPTH", "MESSAGE_KEYS"]
-
-MESSAGE_KEYS: tuple[str, ...] = (
-    "type", "content", "name", "tool_calls", "invalid_tool_calls", "tool_call_id", "status",
-)
-"""Message fields kept in steps (never ``id``, ``response_metadata`` or ``usage_metadata``)."""
 
 COPIED_METADATA: tuple[str, ...] = ("scenario", "policy")
 """Root-run (or checkpoint) metadata keys copied into ``Trajectory.metadata``."""
@@ -33,16 +31,6 @@ COPIED_METADATA: tuple[str, ...] = ("scenario", "policy")
 MAX_RUN_DEPTH = 200
 """Deepest run tree accepted (a deeper or cyclic tree is a read error, not a RecursionError)."""
 
-_MESSAGE_TYPES = frozenset({
-    "ai", "human", "system", "tool", "function", "chat", "developer", "remove",
-    "AIMessageChunk", "HumanMessageChunk", "SystemMessageChunk", "ToolMessageChunk",
-    "FunctionMessageChunk", "ChatMessageChunk",
-})
-_MESSAGE_FIELDS = frozenset({
-    "content", "additional_kwargs", "response_metadata", "type", "name", "id", "tool_calls",
-    "invalid_tool_calls", "usage_metadata", "tool_call_id", "artifact", "status", "example",
-    "role", "tool_call_chunks", "chunk_position",
-})
 _COMMAND_FIELDS = frozenset({"graph", "update", "resume", "goto"})
 _PARENT = "__parent__"
 
@@ -86,37 +74,13 @@ def _to_json(value: Any) -> Any:
     )
 
 
-def _lc_constructor(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The kwargs of a ``dumpd`` message (``{"lc": 1, "type": "constructor", ...}``)."""
-    ident, kwargs = value.get("id"), value.get("kwargs")
-    if (
-        value.get("lc") == 1
-        and value.get("type") == "constructor"
-        and isinstance(ident, list)
-        and ident
-        and isinstance(ident[-1], str)
-        and ident[-1].endswith(("Message", "MessageChunk"))
-        and isinstance(kwargs, Mapping)
-    ):
-        return kwargs
-    return None
-
-
-def _is_message_dump(value: Mapping[str, Any]) -> bool:
-    return (
-        value.get("type") in _MESSAGE_TYPES
-        and "content" in value
-        and all(isinstance(k, str) and k in _MESSAGE_FIELDS for k in value)
-    )
-
-
 def _clean(value: Any) -> Any:
     """JSON data with every LangChain message dump reduced to :data:`MESSAGE_KEYS`."""
     if isinstance(value, Mapping):
-        kwargs = _lc_constructor(value)
+        kwargs = dumpd_kwargs(value)
         if kwargs is not None:
             value = kwargs
-        if _is_message_dump(value):
+        if is_message_dump(value):
             return {
                 key: _clean(value.get(key))
                 for key in MESSAGE_KEYS

@@ -113,12 +113,13 @@ class Observation:
     __slots__ = ("calls", "content", "digest", "failed", "index", "kind", "last", "node",
                  "nonretryable", "step", "tool", "user")
 
-    def __init__(  # noqa: PLR0917 - built once per step on the hot path; keywords cost time
+    def __init__(
         self,
         index: int,
         node: str,
         kind: int,
         digest: bytes,
+        *,
         tool: str | None = None,
         nonretryable: bool = False,
         content: Any = None,
@@ -160,7 +161,7 @@ class Observation:
         index, node, kind, key, tool, flags = data
         flags = int(flags)
         return cls(index, unpack(node), kind, unhex(unpack(key)),
-                   None if tool < 0 else unpack(tool), flags == 1, failed=flags != 0)
+                   tool=None if tool < 0 else unpack(tool), nonretryable=flags == 1, failed=flags != 0)
 
 
 class Rule(Protocol):
