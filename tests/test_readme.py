@@ -41,14 +41,29 @@ def test_readme_never_derives_over_a_checked_in_allow_set() -> None:
     assert "--check expected_paths/" in README
 
 
-def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser() -> None:
-    makefile = (ROOT / "Makefile").read_text()
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert "make test-pure" in ci
-    assert "LIVEGUARD_NO_CANON=1" in makefile
-    assert "apt-get install" in makefile
-    assert "apt-get update" in makefile
-    assert "apt-get" not in ci  # the browser is make install's job, so a fresh machine gets it too
+def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser(tmp_path: Path) -> None:
+    """Run .ci/run with a recording ``make`` first on PATH: it asks for exactly the README's
+    set-up and test commands and the pure-Python pass, and installs nothing itself; then ask
+    make what ``test-pure`` and ``install`` would run (``make -n``)."""
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    log = tmp_path / "make.log"
+    (stub / "make").write_text(f'#!/bin/sh\necho "$*" >> {log}\n')
+    (stub / "make").chmod(0o755)
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split("\n")[:-1] == ["install", "test", "test-pure"]
+    pure = subprocess.run(["make", "-n", "-o", ".venv", "test-pure"], cwd=ROOT, capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert pure.returncode == 0, pure.stderr
+    assert "LIVEGUARD_NO_CANON=1" in pure.stdout.splitlines()[-1]  # the pytest line runs pure
+    install = subprocess.run(["make", "-n", "install"], cwd=ROOT, capture_output=True, text=True,
+                             check=False, timeout=60)
+    assert install.returncode == 0, install.stderr
+    assert "apt-get update" in install.stdout
+    assert "apt-get install" in install.stdout
 
 
 def test_openevals_evaluator_example_runs() -> None:
