@@ -56,14 +56,12 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def _score_once(path: Path, jobs: int, sample: bool) -> tuple[float, int]:
-    """One ``liveguard score`` run (rows to /dev/null): wall seconds, and with ``sample`` the
-    peak PSS of the process tree (0 without)."""
-    cmd = [str(EXE), "score", str(path), "--no-judges", "--format", "jsonl", "--jobs", str(jobs)]
+def timed_run(cmd: list[str], cwd: Path, sample: bool, ok: tuple[int, ...] = (0,)) -> tuple[float, int]:
+    """Run ``cmd`` (output to /dev/null, judges off): wall seconds, and with ``sample`` the peak
+    PSS of its process tree in bytes (0 without). An exit status outside ``ok`` is an error."""
     env = {**os.environ, "LLM_KILL_SWITCH": "1"}
     start = time.perf_counter()
-    # From the corpus's directory: no ./expected_paths/ is picked up on the way.
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=path.parent)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     peak = 0
     done = threading.Event()
 
@@ -81,9 +79,17 @@ def _score_once(path: Path, jobs: int, sample: bool) -> tuple[float, int]:
     done.set()
     if sample:
         thread.join()
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode()[-500:]}")
     return wall, peak
+
+
+def _score_once(path: Path, jobs: int, sample: bool) -> tuple[float, int]:
+    """One ``liveguard score`` run (rows to /dev/null): wall seconds, and with ``sample`` the
+    peak PSS of the process tree (0 without)."""
+    cmd = [str(EXE), "score", str(path), "--no-judges", "--format", "jsonl", "--jobs", str(jobs)]
+    # From the corpus's directory: no ./expected_paths/ is picked up on the way.
+    return timed_run(cmd, path.parent, sample)
 
 
 def run_score(path: Path, jobs: int, repeats: int = 2) -> dict[str, float]:

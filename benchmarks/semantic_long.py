@@ -31,17 +31,15 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from liveguard import Policy, Step, check_trajectory
-from scale import _tree_rss
+from scale import timed_run
 
 SEED = 21
 _VOCABULARY = (
@@ -124,28 +122,7 @@ def cli(path: Path, jobs: int | None, sample: bool) -> tuple[float, float]:
            "--format", "jsonl"]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
-    env = {**os.environ, "LLM_KILL_SWITCH": "1"}
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=path.parent)
-    peak = 0
-    done = threading.Event()
-
-    def sampler() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=sampler, daemon=True)
-    if sample:
-        thread.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - start
-    done.set()
-    if sample:
-        thread.join()
-    if proc.returncode not in (0, 1):  # 1: runs failed (loops found), as expected here
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {err.decode()[-500:]}")
+    wall, peak = timed_run(cmd, path.parent, sample, ok=(0, 1))  # 1: runs failed (loops found), as expected
     return wall, peak / 2**20
 
 

@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 from xxhash import xxh3_64_hexdigest
 
 from liveguard.fingerprint import Fingerprinter, volatile_mask
-from liveguard.model import Violation
+from liveguard.model import Severity, Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import MESSAGE, TOOL, Observation, Pack, Unpack, agent_of, prefix
 from liveguard.semantic.base import EmbeddingCache, EmbeddingError, SemanticUnavailable
@@ -418,7 +418,7 @@ class SemanticRepeat:
         graded_since = self._repeat(node, position, latest)
         confirmed, fresh = self._confirmed(obs, latest)
         last_hard = self._hard_at.get(node)
-        severity: str | None = None
+        severity: Severity | None = None
         if not confirmed and graded_since >= 0:  # weak novelty between may not be enough
             graded = self._graded(obs, position, best, sim, graded_since)
             if graded:
@@ -433,22 +433,24 @@ class SemanticRepeat:
             severity = "soft"
         if severity is None:
             return []
-        return [
-            Violation(
-                code=self.code, severity=severity, step=obs.index, node=node, count=count,
-                detail={
-                    "similarity": round(sim, 3),
-                    "matched_step": best.index,
-                    "digest": prefix(obs.key),
-                    "matched_digest": prefix(best.key),
-                    "threshold": self._threshold,
-                    "window": self._window,
-                    "embedder": self._cache.embedder.name,
-                    "confirmed": confirmed,
-                    "new_between": fresh,
-                },
-            )
-        ]
+        return [self._finding(obs, best, sim, severity, count, confirmed=confirmed, new_between=fresh)]
+
+    def _finding(self, obs: Observation, best: _Entry, sim: float, severity: Severity, count: int,
+                 **extra: Any) -> Violation:
+        """A ``semantic_repeat`` finding: codes, digests, indices and counts, never text."""
+        return Violation(
+            code=self.code, severity=severity, step=obs.index, node=obs.node, count=count,
+            detail={
+                "similarity": round(sim, 3),
+                "matched_step": best.index,
+                "digest": prefix(obs.key),
+                "matched_digest": prefix(best.key),
+                "threshold": self._threshold,
+                "window": self._window,
+                "embedder": self._cache.embedder.name,
+                **extra,
+            },
+        )
 
     def _graded(self, obs: Observation, position: int, best: _Entry, sim: float,
                 since: int) -> list[Violation]:
@@ -470,24 +472,9 @@ class SemanticRepeat:
         if not unseen:  # nothing new by digest came back: the hash layer's and the paths above
             return []
         self._hard_at[node] = position
-        return [
-            Violation(
-                code=self.code, severity="hard", step=obs.index, node=node, count=len(self._repeats[node]),
-                detail={
-                    "similarity": round(sim, 3),
-                    "matched_step": best.index,
-                    "digest": prefix(obs.key),
-                    "matched_digest": prefix(best.key),
-                    "threshold": self._threshold,
-                    "window": self._window,
-                    "embedder": self._cache.embedder.name,
-                    "confirmed": True,
-                    "new_between": 0,
-                    "weak_between": weak,
-                    "repeats": len(self._repeats[node]),
-                },
-            )
-        ]
+        repeats = len(self._repeats[node])
+        return [self._finding(obs, best, sim, "hard", repeats, confirmed=True, new_between=0,
+                              weak_between=weak, repeats=repeats)]
 
     def _embed(self, entries: Sequence[_Entry]) -> None:
         """Give every entry its vector: cached ones free, the rest in one embed() call."""
