@@ -73,7 +73,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from xxhash import xxh3_64_hexdigest
+from xxhash import xxh3_64_hexdigest, xxh3_64_intdigest
 
 from liveguard.fingerprint import Fingerprinter, volatile_mask
 from liveguard.model import Severity, Violation
@@ -103,6 +103,8 @@ _INFO_CHARS = 8 << 20
 _NODES = 4096
 """Observer nodes whose recent observations are sketched (a bound on unbounded names)."""
 _NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
+_WORDS = re.compile(r"[^\W_]+")
+"""Words of a tool result, for its frame (:meth:`SemanticRepeat._silent`)."""
 """Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
 _NOTHING, _NEW, _WEAK, _REREAD = 0, 1, 2, 3
 """What an observation brought (an event's level): nothing new; something new; only weak
@@ -162,6 +164,12 @@ class SemanticRepeat:
         self._counters: OrderedDict[str, list[str]] = OrderedDict()  # skeleton -> its numbers
         self._read: dict[str, deque[Sketch]] = {}  # each observer's last observations, sketched
         self._repeats: dict[str, deque[tuple[int, int]]] = {}  # node -> (position, since) of its repeats
+        self._tool_repeats, self._tool_window = policy.tool_repeats, policy.tool_window
+        # the last tool calls: (index, tool, result digest, args digest, args sketch, chain, reworded)
+        self._calls: deque[tuple[int, str, bytes, bytes, Sketch, tuple[int, ...], bool]] = deque(
+            maxlen=policy.tool_window)
+        # tool -> (its first result's digest, its frame (hashed words), frame known)
+        self._frames: dict[str, tuple[bytes, frozenset[int], bool]] = {}
         self._last_seen = False  # the last message step's digest was seen before (or a counter ticked)
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
@@ -237,17 +245,88 @@ class SemanticRepeat:
         except ValueError:
             return False
 
-    def _tool(self, obs: Observation) -> None:
+    def _tool(self, obs: Observation) -> list[Violation] | None:
         step = obs.step
+        found: list[Violation] | None = None
         if step is None:
             level = _NOTHING if self._seen_before(obs.digest) else _NEW
         else:
             payload = (obs.tool, step.result, step.error)
-            if self._seen_before(self._results(payload)) or self._ticks(obs.node, payload):
+            outcome = self._results(payload)
+            found = self._call(obs, step.args, outcome)
+            if self._seen_before(outcome) or self._ticks(obs.node, payload):
                 level = _NOTHING
             else:
                 level = self._reread(obs.node, payload)
         self._events.append((obs.index, obs.node, level))
+        return found
+
+    def _call(self, obs: Observation, args: Any, outcome: bytes) -> list[Violation] | None:
+        """The same call in other words: a tool call whose result is the same as that of one
+        of the last ``tool_window`` calls (by digest, volatile text masked) and whose
+        arguments are the same or re-read that call's (:meth:`Sketch.rereads` on their
+        canonical JSON: resemblance at least ``NEAR``, no number or identifier that call
+        lacked) repeats its state. A chain of such repeats reaching ``tool_repeats`` calls,
+        one of them reworded (a chain of identical calls is ``tool_no_progress``'s), is hard:
+        the request and what came back are both the same."""
+        try:
+            text = self._canonical(args).decode("utf-8", "replace") if args is not None else ""
+        except Exception:
+            return None
+        sketch = Sketch(text)
+        exact = self._results(args)
+        calls = self._calls
+        reworded = False
+        if self._silent(obs.tool or "", outcome, obs.step):
+            calls.append((obs.index, obs.tool or "", outcome, exact, sketch, (obs.index,), False))
+            return None
+        steps: tuple[int, ...] = (obs.index,)
+        oldest = calls[1][0] if len(calls) == calls.maxlen and len(calls) > 1 else -1
+        for _, tool, result, args_digest, earlier, links, near in reversed(calls):
+            if tool != (obs.tool or "") or result != outcome:
+                continue
+            same = args_digest == exact
+            if same or sketch.rereads(earlier):
+                steps = (*(i for i in links if i >= oldest), obs.index)  # the chain within the window
+                reworded = near or not same
+                break
+        calls.append((obs.index, obs.tool or "", outcome, exact, sketch, steps, reworded))
+        if len(steps) != self._tool_repeats or not reworded:
+            return None
+        return [Violation(
+            code=self.code, severity="hard", step=obs.index, node=obs.node, count=len(steps),
+            detail={"kind": "tool_call", "tool": obs.tool, "digest": prefix(outcome.hex()),
+                    "steps": list(steps), "window": self._tool_window, "confirmed": True,
+                    "new_between": 0},
+        )]
+
+    def _silent(self, tool: str, outcome: bytes, step: Any) -> bool:
+        """True when the result says nothing beyond the tool's frame, the words every
+        distinct result of the tool has said ("returncode", "output"): an empty output, a
+        bare success. Such a result is no state, so a call that returns it repeats none (a
+        silent edit is not a loop by its silence). Before the tool's second distinct result
+        its frame is unknown and every word counts."""
+        parts = [p for p in (step.result, step.error) if p is not None]
+        try:
+            text = "\n".join(p if isinstance(p, str) else self._canonical(p).decode("utf-8", "replace")
+                             for p in parts)
+        except Exception:
+            return False
+        if self._mask is not None:
+            text = self._mask.text(text)
+        words = {xxh3_64_intdigest(w.encode("utf-8", "surrogatepass")) for w in _WORDS.findall(text.lower())
+                 if len(w) > 1 or not w.isdigit()}  # hashed: the frame goes into snapshots
+        frame = self._frames.get(tool)
+        if frame is None:
+            if len(self._frames) >= _NODES:
+                self._frames.pop(next(iter(self._frames)))
+            self._frames[tool] = (outcome, frozenset(words), False)
+            return not words
+        first, common, known = frame
+        if outcome != first:
+            common, known = common & words, True
+            self._frames[tool] = (first, common, known)
+        return not (words - common if known else words)
 
     def _reread(self, node: str, payload: Any) -> int:
         """The level of ``payload`` (an observation new by digest) against ``node``'s last
@@ -325,8 +404,7 @@ class SemanticRepeat:
         if self._down:
             return None
         if obs.kind == TOOL:
-            self._tool(obs)
-            return None
+            return self._tool(obs)
         text = _message_text(obs)
         if text is None:
             return None
@@ -518,6 +596,10 @@ class SemanticRepeat:
             "c": [[key, numbers] for key, numbers in self._counters.items()],
             "r": {str(pack(node)): [s.pack() for s in recent] for node, recent in self._read.items()},
             "k": {str(pack(node)): [list(r) for r in repeats] for node, repeats in self._repeats.items()},
+            "t": [[index, pack(tool), result.hex(), args.hex(), sketch.pack(), list(chain), int(near)]
+                  for index, tool, result, args, sketch, chain, near in self._calls],
+            "f": [[pack(tool), first.hex(), sorted(common), int(known)]
+                  for tool, (first, common, known) in self._frames.items()],
         }
 
     def restore(self, data: Any, unpack: Unpack) -> None:
@@ -540,6 +622,12 @@ class SemanticRepeat:
                       for node, recent in data.get("r", {}).items()}
         self._repeats = {unpack(int(node)): deque(((int(p), int(s)) for p, s in repeats), maxlen=self._window)
                          for node, repeats in data.get("k", {}).items()}
+        self._calls = deque(((int(index), unpack(tool), bytes.fromhex(result), bytes.fromhex(args),
+                              Sketch.unpack(sketch), tuple(int(i) for i in chain), bool(near))
+                             for index, tool, result, args, sketch, chain, near in data.get("t", [])),
+                            maxlen=self._tool_window)
+        self._frames = {unpack(tool): (bytes.fromhex(first), frozenset(int(w) for w in common), bool(known))
+                        for tool, first, common, known in data.get("f", [])}
 
 
 def _vec_out(vector: NDArray[np.float32] | None) -> str | None:

@@ -1,0 +1,134 @@
+"""Issue 17: the same call in other words, answered the same way, is a repeated state.
+
+A tool call whose arguments re-read an earlier call's (the same payload less a segment, the
+same script reformatted) and whose result is the same is the state coming back; from the
+``tool_repeats``-th such call in the window the semantic layer says so (hard
+``semantic_repeat``, ``detail.kind == "tool_call"``). Found on the detection benchmark's
+development half (tau-bench ``task013``: "update_reservation_flights resent ... four times";
+Who&When ``ag-52``: the same script re-run with "Code output: X"). Each rule has its healthy
+look-alikes: silent edits (an empty output says nothing, so it repeats no state), new dates
+or ids (a new number is a new request), a poll that resolves.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from liveguard import Monitor, Policy, Step, check_trajectory
+
+SEMANTIC = Policy.tool_agent(agent_nodes=("model", "tools", "user")).model_copy(update={"semantic": True})
+
+FLIGHTS = [{"date": "2024-05-13", "flight_number": "HAT030"}, {"date": "2024-05-14", "flight_number": "HAT223"},
+           {"date": "2024-05-21", "flight_number": "HAT102"}, {"date": "2024-05-21", "flight_number": "HAT124"}]
+ERROR = "Error: flight HAT030 not available on date 2024-05-13"
+
+
+def update(flights: list[dict[str, str]], result: str = ERROR) -> Step:
+    args = {"cabin": "economy", "flights": flights, "payment_id": "gift_card_4643416", "reservation_id": "XEWRD9"}
+    return Step(node="tools", tool="update_reservation_flights", args=args, result=result)
+
+
+def tool_findings(steps: list[Step], policy: Policy = SEMANTIC) -> list[tuple[str, int, Any]]:
+    return [(v.severity, v.step, v.detail["steps"]) for v in check_trajectory(steps, policy)
+            if v.code == "semantic_repeat" and v.detail.get("kind") == "tool_call"]
+
+
+def resent_payload() -> list[Step]:
+    """The same update three times, the third less a segment; the user's replies are new."""
+    return [
+        Step(node="user", summary="Please change my return flight to HAT102."),
+        update(FLIGHTS),
+        Step(node="model", summary="It seems flight HAT030 is not available. Shall I search alternatives?"),
+        Step(node="user", summary="No, just make the change I asked for."),
+        update(FLIGHTS),
+        Step(node="model", summary="There is still an issue with flight HAT030 on May 13."),
+        Step(node="user", summary="I think we are going in circles. Change only the ATL segment first."),
+        update(FLIGHTS[:3]),
+    ]
+
+
+def test_a_payload_resent_with_the_same_error_is_a_loop_at_its_third_call() -> None:
+    """main: no finding (the third call's arguments differ, so tool_no_progress counts 2)."""
+    assert tool_findings(resent_payload()) == [("hard", 7, [1, 4, 7])]
+    assert not [v for v in check_trajectory(resent_payload(), SEMANTIC.model_copy(update={"semantic": False}))
+                if v.hard]
+
+
+def test_a_script_reformatted_and_rerun_with_the_same_output_is_a_loop() -> None:
+    code = ("# filename: compute_isbn10_check_digit.py\n\n# Tropicos ID for the Order Helotiales\n"
+            "tropicos_id = '8200000'\n\n# Ensure the ID is 9 digits long by padding with leading zeros\n"
+            "tropicos_id = tropicos_id.zfill(9)\n\n# Calculate the sum of the products of each digit and its "
+            "position\ntotal_sum = sum(int(digit) * (index + 1) for index, digit in enumerate(tropicos_id))\n\n"
+            "# Compute the modulo 11 of the sum\ncheck_digit_value = total_sum % 11\n\n# Determine the check digit\n")
+    first = code + "check_digit = 'X' if check_digit_value == 10 else str(check_digit_value)\n\nprint(check_digit)"
+    again = code + ("if check_digit_value == 10:\n    check_digit = 'X'\nelse:\n    check_digit = "
+                    "str(check_digit_value)\n\nprint(check_digit)")
+    out = "exitcode: 0 (execution succeeded)\nCode output: X\n"
+    steps = [
+        Step(node="tools", tool="execute_code", args={"code": "print('hello')"}, result="exitcode: 0 (execution "
+             "succeeded)\nCode output: hello\n"),
+        Step(node="tools", tool="execute_code", args={"code": first}, result=out),
+        Step(node="model", summary="The check digit is X. Let me verify each step again."),
+        Step(node="tools", tool="execute_code", args={"code": first}, result=out),
+        Step(node="model", summary="Upon review there is a mistake: 22 mod 11 is 0, so the digit should be 0."),
+        Step(node="tools", tool="execute_code", args={"code": again}, result=out),
+    ]
+    assert tool_findings(steps) == [("hard", 5, [1, 3, 5])]
+
+
+def _bash(command: str, output: str = "") -> Step:
+    return Step(node="tools", tool="bash", args={"command": command},
+                result=f"<returncode>0</returncode>\n<output>\n{output}</output>")
+
+
+def test_silent_edits_applied_reverted_and_reapplied_are_not_a_loop() -> None:
+    """The healthy look-alike (mini-swe-agent, Gemini 3 Pro, psf__requests-1724): a fix
+    applied, reverted to see whether the tests fail without it, and applied again. Each sed
+    returns an empty output: nothing came back, so no state came back either."""
+    fix = "sed -i '310s/self.method = self.method.upper()/self.method = to_native_string(self.method.upper())/' m.py"
+    revert = "sed -i '310s/self.method = to_native_string(self.method.upper())/self.method = self.method.upper()/' m.py"
+    steps = [
+        _bash("ls", "m.py\ntest_m.py\n"),
+        _bash(fix),
+        _bash("python test_m.py", "FAILED test_post (TypeError: object must be callable)\n"),
+        _bash(revert),
+        _bash("python test_m.py", "FAILED test_post (TypeError: object must be callable)\n"),
+        _bash(fix),
+    ]
+    assert tool_findings(steps) == []
+    assert not [v for v in check_trajectory(steps, SEMANTIC) if v.hard]
+
+
+def test_the_same_empty_answer_to_new_dates_or_ids_is_not_a_loop() -> None:
+    """A search over new dates that finds nothing, lookups of new ids that are not found: a
+    new number or identifier in the request is a new request."""
+    searches = [Step(node="tools", tool="search_direct_flight",
+                     args={"origin": "JFK", "destination": "SFO", "date": f"2024-05-{day:02d}"}, result="[]")
+                for day in (6, 7, 8, 9)]
+    lookups = [Step(node="tools", tool="get_user_details", args={"user_id": user},
+                    result="Error: user not found") for user in ("mia_li_3668", "mia_li_3669", "mia_lee_3668")]
+    assert tool_findings(searches) == []
+    assert tool_findings(lookups) == []
+
+
+def test_a_resolving_poll_is_not_a_loop() -> None:
+    steps = [Step(node="tools", tool="job_status", args={"job": "j-1"}, result=status)
+             for status in ("running", "running", "done")]
+    assert tool_findings(steps) == []
+
+
+def test_the_tool_call_chain_is_thread_state() -> None:
+    """One step per invoke, through the JSON snapshot: the same finding at the same step, and
+    the snapshot holds digests and hashed words, never the result's text."""
+    found: list[Any] = []
+    snapshot: Any = None
+    for step in resent_payload():
+        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
+        monitor.new_run()
+        found += [v for v in monitor.observe(step) if v.code == "semantic_repeat" and v.detail.get("kind")]
+        snapshot = json.loads(json.dumps(monitor.snapshot()))
+    assert [(v.severity, v.step, v.detail["steps"]) for v in found] == [("hard", 7, [1, 4, 7])]
+    text = json.dumps(snapshot)
+    for word in ("HAT030", "available", "gift_card", "XEWRD9"):
+        assert word not in text
