@@ -21,6 +21,8 @@ DETECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "detection"
 DATA = DETECTION / "data"
 SOURCE_FILES = {
     "taubench": "taubench_airline.jsonl",
+    "tau2_retail": "tau2_retail.jsonl",
+    "tau2_claude": "tau2_claude.jsonl",
     "whowhen": "whowhen.jsonl",
     "whowhen_hc": "whowhen_hc.jsonl",
     "miniswe": "miniswe.jsonl",
@@ -114,7 +116,7 @@ def _bench_run_module() -> Any:
 def test_every_run_records_the_policy_of_its_agent_architecture(
     runs: dict[str, dict[str, Trajectory]],
 ) -> None:
-    """Tool agents (tau-bench, mini-swe-agent) carry ``metadata.policy = "tool_agent"``, which
+    """Tool agents (tau-bench, tau2-bench, mini-swe-agent) carry ``metadata.policy = "tool_agent"``, which
     ``liveguard score`` reads; the multi-agent Who&When runs carry none (no preset is "no
     revisit ceiling"), and run.py's table gives every source its policy."""
     from liveguard.scoring import policy_for
@@ -122,7 +124,8 @@ def test_every_run_records_the_policy_of_its_agent_architecture(
     bench = _bench_run_module()
     assert set(bench.POLICIES) == set(SOURCE_FILES) == set(bench.PRESET_OF)
     for source, by_id in runs.items():
-        expected = {"taubench": "tool_agent", "miniswe": "tool_agent"}.get(source)
+        expected = {"taubench": "tool_agent", "tau2_retail": "tool_agent", "tau2_claude": "tool_agent",
+                    "miniswe": "tool_agent"}.get(source)
         assert bench.PRESET_OF[source] == expected
         for run in by_id.values():
             assert (run.metadata or {}).get("source") == source
@@ -134,7 +137,8 @@ def test_every_run_records_the_policy_of_its_agent_architecture(
             policy = bench.policy_of(run)
             assert policy.semantic is False
             assert bench.policy_of(run, semantic=True).semantic is True
-    for source in ("taubench", "miniswe"):  # every node of a converted tool agent: no revisit count
+    # every node of a converted tool agent: no revisit count
+    for source in ("taubench", "tau2_retail", "tau2_claude", "miniswe"):
         nodes = {step.node for run in runs[source].values() for step in run.steps}
         policy = bench.POLICIES[source]()
         assert {node for node in nodes if policy.revisit_limit(node) is not None} == set(), source

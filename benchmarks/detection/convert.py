@@ -4,7 +4,7 @@ Reads the sources from git snapshots fetched into ``/work/.mirror`` (``git show`
 snapshot's HEAD; no work tree needed) and writes ``data/<source>.jsonl``, one run a line.
 Not run in CI: the committed JSONL is the benchmark; this script says how it was made.
 
-    python benchmarks/detection/convert.py [--mirror /work/.mirror]
+    python benchmarks/detection/convert.py [--mirror /work/.mirror] [--only SOURCE ...]
 
 Mapping (SOURCES.md has the repositories, commits and licences):
 
@@ -13,6 +13,15 @@ Mapping (SOURCES.md has the repositories, commits and licences):
   ``agent``, each tool call a tool step of node ``tools`` (``tool`` = function name,
   ``args`` = its parsed arguments, ``result`` = the tool message that answered it). The
   system prompt (the same airline policy in every run) is left out.
+* **tau2-bench** (``tau2_retail``, ``tau2_claude``: a results file of ``tau2 run``, read at a
+  pinned commit, see ``TAU2_SOURCES``): the same mapping as tau-bench. ``simulations[*].messages``
+  in order: ``user`` turns are message steps of node ``user``, the agent's text turns (the
+  greeting "Hi! How can I help you today?" included) message steps of node ``agent``, each tool
+  call a tool step of node ``tools`` (``tool`` = name, ``args`` = arguments, ``result`` = the
+  content of the ``tool`` message with the same ``id``; an error reply stays in ``result`` as
+  in tau-bench, e.g. "Error: ..."). The policy text, the task list, costs, token usage and
+  provider objects (``raw_data``, Claude's thinking blocks among them) are left out; the
+  reward and the termination reason are kept in ``outcome``.
 * **Who&When** (``Who&When/Algorithm-Generated/*.json``, AG2 multi-agent runs): every
   history entry is a message step whose node is the speaking agent; the
   ``Computer_terminal``'s turns are tool steps (``tool="execute_code"``, ``args`` = the code
@@ -30,7 +39,7 @@ Mapping (SOURCES.md has the repositories, commits and licences):
   FormatError``): the model's malformed reply is not in the file, so two format errors in
   a row are two consecutive ``env`` steps with nothing recorded between them.
 
-Policy: tau-bench and mini-swe-agent runs carry ``metadata.policy = "tool_agent"`` (a
+Policy: tau-bench, tau2-bench and mini-swe-agent runs carry ``metadata.policy = "tool_agent"`` (a
 tool-calling agent; the preset ``liveguard score`` reads from the run). Who&When runs
 carry none: no named preset is "no revisit ceiling" (``run.py``'s ``POLICIES`` table
 has the policy of every source).
@@ -51,6 +60,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 
 TAU_REPO = "sierra-research+tau-bench"
+TAU2_REPO = "sierra-research+tau2-bench"
 WW_REPO = "ag2ai+Agents_Failure_Attribution"
 LIVESWE_REPO = "RussellRyanH+CSCI-635-LiveSWE-Agent"
 GRUCKION_REPO = "gruckion+mini-swe-agent"
@@ -62,7 +72,8 @@ _CODE_BLOCK = re.compile(r"```(?:python|py|sh|bash|shell)?[^\n]*\n(.*?)```", re.
 
 
 class Mirror:
-    """Read files of a fetched snapshot (``/work/.mirror/<owner>+<name>/repo``) at HEAD."""
+    """Read files of a fetched snapshot (``/work/.mirror/<owner>+<name>/repo``) at HEAD, or at
+    a pinned commit of its history (``rev``)."""
 
     def __init__(self, root: Path, name: str) -> None:
         self.git_dir = root / name / "repo"
@@ -81,11 +92,11 @@ class Mirror:
         out = self._git("ls-tree", "-r", "--name-only", "HEAD", "--", prefix).decode()
         return [line for line in out.splitlines() if line]
 
-    def read(self, path: str) -> bytes:
-        return self._git("show", f"HEAD:{path}")
+    def read(self, path: str, rev: str = "HEAD") -> bytes:
+        return self._git("show", f"{rev}:{path}")
 
-    def json(self, path: str) -> Any:
-        return json.loads(self.read(path))
+    def json(self, path: str, rev: str = "HEAD") -> Any:
+        return json.loads(self.read(path, rev))
 
 
 def _args(raw: Any) -> Any:
@@ -137,6 +148,69 @@ def tau_runs(mirror: Mirror, path: str, model: str, domain: str) -> Iterator[dic
             "metadata": {"source": "taubench", "model": model, "domain": domain,
                          "task_id": record["task_id"], "trial": record.get("trial"),
                          "policy": "tool_agent"},
+            "steps": steps,
+        }
+
+
+# -- tau2-bench -------------------------------------------------------------------------
+
+TAU2_SOURCES: dict[str, tuple[str, str, str]] = {
+    # source: (commit, path, model tag of the run ids). Neither file is at the snapshot's HEAD:
+    # the snapshot keeps the history, and these commits are on refs of sierra-research/tau2-bench.
+    "tau2_retail": (  # Sierra's own run, branch feature/gym ("pushing results", Victor Barres)
+        "59d0fb96f4292815e1f6463fb2f139ffef47dc7f",
+        "src/experiments/model_training/results/gpt-4.1_retail_defautl_gpt-4.1_1trials.json",
+        "gpt-4.1"),
+    "tau2_claude": (  # leaderboard submission, pull request #80 (ValueLabs)
+        "3059a91e162dfc651237bfa6d90db604d6d8ef9f",
+        "web/leaderboard/public/submissions/claude-sonnet-4-5_aide-platform_2025-10-31/"
+        "trajectories/claude-sonnet-4-5_airline_default_gpt4.1_1trials.json",
+        "claude-sonnet-4-5"),
+}
+
+
+def _task_tag(task_id: Any) -> str:
+    text = str(task_id)
+    return f"{int(text):03d}" if text.isdigit() else re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def tau2_runs(mirror: Mirror, source: str) -> Iterator[dict[str, Any]]:
+    commit, path, model = TAU2_SOURCES[source]
+    record = mirror.json(path, commit)
+    info = record["info"]
+    domain = info["environment_info"]["domain_name"]
+    agent_llm = info["agent_info"]["llm"]
+    user_llm = info["user_info"]["llm"]
+    for sim in record["simulations"]:
+        steps: list[dict[str, Any]] = []
+        open_calls: dict[str, dict[str, Any]] = {}
+        for msg in sim["messages"]:
+            role = msg.get("role")
+            if role == "user":
+                steps.append({"node": "user", "summary": msg.get("content") or ""})
+            elif role == "assistant":
+                if msg.get("content"):
+                    steps.append({"node": "agent", "summary": msg["content"]})
+                for call in msg.get("tool_calls") or []:
+                    step = {"node": "tools", "tool": call.get("name") or "unknown",
+                            "args": _args(call.get("arguments"))}
+                    steps.append(step)
+                    open_calls[call.get("id") or f"#{len(steps)}"] = step
+            elif role == "tool":
+                match = open_calls.pop(msg.get("id") or "", None)
+                if match is None:
+                    steps.append({"node": "tools", "tool": "unknown", "result": msg.get("content")})
+                else:
+                    match["result"] = msg.get("content")
+        reward = (sim.get("reward_info") or {}).get("reward")
+        yield {
+            "run_id": f"tau2-{domain}-{model}-task{_task_tag(sim['task_id'])}-trial{sim.get('trial', 0)}",
+            "graph": f"tau2_bench_{domain}",
+            "status": "success" if reward == 1.0 else "failed",
+            "outcome": {"reward": reward, "termination_reason": sim.get("termination_reason")},
+            "metadata": {"source": source, "model": agent_llm, "user_model": user_llm, "domain": domain,
+                         "task_id": sim["task_id"], "trial": sim.get("trial"), "origin": TAU2_REPO,
+                         "commit": commit, "policy": "tool_agent"},
             "steps": steps,
         }
 
@@ -288,17 +362,35 @@ def write(name: str, runs: Iterator[dict[str, Any]]) -> None:
     print(f"{path.relative_to(HERE)}: {count} runs, {path.stat().st_size / 1e6:.1f} MB")
 
 
+SOURCES = ("taubench_airline", *TAU2_SOURCES, "whowhen", "whowhen_hc", "miniswe")
+"""The data files ``main`` writes (``--only`` picks some)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--only", nargs="+", choices=SOURCES, help="write only these data files")
     args = parser.parse_args(argv)
-    tau = Mirror(args.mirror, TAU_REPO)
-    airline = "historical_trajectories/gpt-4o-airline.json"
-    write("taubench_airline", tau_runs(tau, airline, "gpt-4o", "airline"))
-    write("whowhen", whowhen_runs(Mirror(args.mirror, WW_REPO)))
-    write("whowhen_hc", whowhen_hc_runs(Mirror(args.mirror, WW_REPO)))
-    write("miniswe", miniswe_runs(Mirror(args.mirror, LIVESWE_REPO), Mirror(args.mirror, GRUCKION_REPO)))
-    for name in (TAU_REPO, WW_REPO, LIVESWE_REPO, GRUCKION_REPO):
+    wanted = set(args.only or SOURCES)
+    used: set[str] = set()
+    if "taubench_airline" in wanted:
+        airline = "historical_trajectories/gpt-4o-airline.json"
+        write("taubench_airline", tau_runs(Mirror(args.mirror, TAU_REPO), airline, "gpt-4o", "airline"))
+        used.add(TAU_REPO)
+    for source in TAU2_SOURCES:
+        if source in wanted:
+            write(source, tau2_runs(Mirror(args.mirror, TAU2_REPO), source))
+            used.add(TAU2_REPO)
+    if "whowhen" in wanted:
+        write("whowhen", whowhen_runs(Mirror(args.mirror, WW_REPO)))
+        used.add(WW_REPO)
+    if "whowhen_hc" in wanted:
+        write("whowhen_hc", whowhen_hc_runs(Mirror(args.mirror, WW_REPO)))
+        used.add(WW_REPO)
+    if "miniswe" in wanted:
+        write("miniswe", miniswe_runs(Mirror(args.mirror, LIVESWE_REPO), Mirror(args.mirror, GRUCKION_REPO)))
+        used.update((LIVESWE_REPO, GRUCKION_REPO))
+    for name in sorted(used):
         print(f"{name}: {Mirror(args.mirror, name).head()}")
     return 0
 

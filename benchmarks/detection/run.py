@@ -30,8 +30,9 @@ configurations, through liveguard's public API only:
 The policy is the one a user of liveguard would pick for the source's agent architecture,
 never chosen by label (``POLICIES``, one entry per source):
 
-* tau-bench (a tool-calling agent with a user simulator) and mini-swe-agent (a bash-tool
-  agent): the tool-agent preset, ``Policy.tool_agent(agent_nodes=...)`` with every node of
+* tau-bench and tau2-bench (``tau2_retail``, ``tau2_claude``), tool-calling agents with a user
+  simulator, and mini-swe-agent (a bash-tool agent): the tool-agent preset,
+  ``Policy.tool_agent(agent_nodes=...)`` with every node of
   the converted agent exempt from revisit counting, as ``integrations.langgraph.
   default_policy`` exempts every node of a recognised agent graph (its core and hook
   nodes). Their runs carry ``metadata.policy = "tool_agent"``.
@@ -126,13 +127,16 @@ def _arbitrary_graph() -> Any:
 
 POLICIES: dict[str, Callable[[], Any]] = {
     "taubench": lambda: _tool_agent("user"),
+    "tau2_retail": lambda: _tool_agent("user"),  # tau2-bench: the same agent/user-simulator architecture
+    "tau2_claude": lambda: _tool_agent("user"),
     "miniswe": lambda: _tool_agent("user", "env", env_stall=3),  # env_stall: tuned on dev
     "whowhen": _arbitrary_graph,
     "whowhen_hc": _arbitrary_graph,
 }
 """The policy of every source (``source`` of ``labels.jsonl``), by agent architecture."""
 
-PRESET_OF: dict[str, str | None] = {"taubench": "tool_agent", "miniswe": "tool_agent",
+PRESET_OF: dict[str, str | None] = {"taubench": "tool_agent", "tau2_retail": "tool_agent",
+                                    "tau2_claude": "tool_agent", "miniswe": "tool_agent",
                                     "whowhen": None, "whowhen_hc": None}
 """The ``metadata.policy`` preset each source's runs carry (None: none)."""
 
