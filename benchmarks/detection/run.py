@@ -150,12 +150,15 @@ def policy_of(run: Any, *, semantic: bool = False) -> Any:
     if policy is None:
         policy = POLICIES[source]()
         if semantic:
-            policy = policy.model_copy(update={"semantic": True})
+            policy = policy.model_copy(update={"semantic": True, **EMBEDDER})
         _POLICY_CACHE[(source, semantic)] = policy
     return policy
 
 
 _POLICY_CACHE: dict[tuple[str, bool], Any] = {}
+EMBEDDER: dict[str, Any] = {}
+"""``--embedder`` / ``--semantic-threshold``: the semantic configurations' ``semantic_embedder``
+and ``semantic_threshold`` (empty: the policy's, MiniLM at 0.675)."""
 
 
 # -- the detectors: each returns the first step index of a hard finding, or None ---------
@@ -306,7 +309,7 @@ def _embedded() -> int:
     process, shared by every run and configuration: a text is embedded once)."""
     from liveguard.semantic.registry import cache_for
 
-    return int(cache_for("local").embedded)
+    return int(cache_for(EMBEDDER.get("semantic_embedder", "local")).embedded)
 
 
 def _pct(hit: int, total: int) -> str:
@@ -359,6 +362,19 @@ def table(labels: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _choose_embedder(name: str | None, threshold: float | None) -> None:
+    """Fill :data:`EMBEDDER` from ``--embedder`` and ``--semantic-threshold``."""
+    EMBEDDER.clear()
+    _POLICY_CACHE.clear()
+    if name is not None:
+        from liveguard.semantic.registry import threshold_for
+
+        EMBEDDER["semantic_embedder"] = name
+        threshold = threshold if threshold is not None else threshold_for(name)
+    if threshold is not None:
+        EMBEDDER["semantic_threshold"] = threshold
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
@@ -368,7 +384,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="score only this half (tune on dev; the test half is for the reported figures)")
     parser.add_argument("--runs", action="store_true",
                         help="also print each scored run: label, first flagged step per configuration")
+    parser.add_argument("--embedder", default=None,
+                        help="the semantic configurations' embedder (policy.semantic_embedder; "
+                             "default local, MiniLM), e.g. static; with its own tuned threshold")
+    parser.add_argument("--semantic-threshold", type=float, default=None,
+                        help="the semantic configurations' threshold (default: the embedder's own)")
     args = parser.parse_args(argv)
+    _choose_embedder(args.embedder, args.semantic_threshold)
     labels = [row for row in load_labels()
               if (args.split == "all" or row["split"] == args.split)
               and (not args.sources or row["source"] in args.sources)]
