@@ -118,7 +118,9 @@ def test_a_reworded_repeat_scores_above_its_threshold_and_an_unrelated_text_belo
 
 
 def test_selection_through_the_registry_and_settings_carries_the_static_threshold() -> None:
-    assert isinstance(cache_for("static").embedder, StaticEmbedder)
+    static = cache_for("static").embedder
+    assert isinstance(static, StaticEmbedder)
+    assert static.model is cache_for("local").embedder  # one MiniLM in the process, not two
     assert threshold_for("static") == STATIC_THRESHOLD
     assert threshold_for("local") is None
     on = Settings.from_env({"AGENT_EVAL_SEMANTIC": "1", "AGENT_EVAL_SEMANTIC_EMBEDDER": "static"})

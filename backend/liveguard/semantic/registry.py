@@ -35,7 +35,9 @@ def _local() -> Embedder:
         from liveguard.semantic.minilm import MiniLMEmbedder
     except ImportError as exc:
         raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
-    return MiniLMEmbedder()
+    static = _CACHES.get("static")  # the static embedder's MiniLM, when it loaded one first
+    model = getattr(static.embedder, "model", None) if static is not None else None
+    return model if isinstance(model, MiniLMEmbedder) else MiniLMEmbedder()
 
 
 def _static() -> Embedder:
