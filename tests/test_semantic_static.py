@@ -95,7 +95,7 @@ def test_the_lazy_token_table_gives_the_vectors_of_computing_every_token_at_once
     assert np.array_equal(eager.embed(texts), one_by_one)
     assert eager.computed == len(ids)  # nothing computed twice
     assert np.array_equal(lazy.token_vectors(ids), table)
-    # lazily: only the tokens seen (and the centre's 256), never the 30,522 of the vocabulary
+    # lazily: only the tokens seen (and the centre's 257), never the 30,522 of the vocabulary
     assert lazy.computed == len(ids) < 1000
 
 
