@@ -1,10 +1,11 @@
 """Detection on real recorded runs: liveguard against labelled public agent runs.
 
     PYTHONPATH=backend .venv/bin/python benchmarks/detection/run.py [--configs ...] [--json FILE]
-        [--sources SOURCE ...] [--split dev|test|all] [--runs]
+        [--sources SOURCE ...] [--split dev|test|all] [--runs] [--embedder NAME [--semantic-threshold T]]
 
 (``--split dev`` for tuning: the test half is for the reported figures; ``--runs`` prints
-each run's label and first flagged step per configuration.)
+each run's label and first flagged step per configuration; ``--embedder static`` scores the
+semantic configurations with that embedder at the threshold tuned for it.)
 
 Scores every run of ``labels.jsonl`` (the runs are in ``data/*.jsonl``) in five
 configurations, through liveguard's public API only:
