@@ -16,7 +16,8 @@ Variables: ``AGENT_EVAL_*`` judge settings (see :class:`~liveguard.judges.JudgeC
 ``LLM_KILL_SWITCH``, ``AGENT_EVAL_LOOP_GUARD`` (``0``: the loop-guard rule family off),
 ``AGENT_EVAL_TRAJECTORY_ANOMALY`` (``0``: the anomaly judge call off; the allow-set
 rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``), ``AGENT_EVAL_SEMANTIC``
-(``1``: the semantic layer on), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model),
+(``1``: the semantic layer on), ``AGENT_EVAL_SEMANTIC_EMBEDDER`` (its embedder, with the
+threshold tuned for it), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model),
 ``AGENT_EVAL_CHECKPOINT_URL`` (the approval checkpointer), ``LIVEGUARD_NO_CANON`` (``1``:
 the C accelerator off, read once at import). Test hook (not a setting):
 ``LIVEGUARD_PAUSE_DIR`` (:func:`pause_dir`).
@@ -46,7 +47,8 @@ ENV_NAMES: tuple[str, ...] = (
     "AGENT_EVAL_MAX_RETRIES", "AGENT_EVAL_CONCURRENCY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
     "LLM_KILL_SWITCH", "AGENT_EVAL_LOOP_GUARD", "AGENT_EVAL_TRAJECTORY_ANOMALY",
     "AGENT_EVAL_MAX_REVISITS", "AGENT_EVAL_AUTOAPPROVE",
-    "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_EMBEDDING_MODEL", "AGENT_EVAL_CHECKPOINT_URL",
+    "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_SEMANTIC_EMBEDDER", "AGENT_EVAL_EMBEDDING_MODEL",
+    "AGENT_EVAL_CHECKPOINT_URL",
     "LIVEGUARD_NO_CANON", "LANGSMITH_ENDPOINT", "LANGSMITH_API_KEY",
 )
 """Every variable liveguard reads (and only at the edge); docs/configuration.md has each one."""
@@ -112,13 +114,29 @@ class Settings:
         """``AGENT_EVAL_EMBEDDING_MODEL`` (None when unset or blank: the embedder's default)."""
         return self._flag("AGENT_EVAL_EMBEDDING_MODEL", "") or None
 
+    @property
+    def semantic_embedder(self) -> str | None:
+        """``AGENT_EVAL_SEMANTIC_EMBEDDER`` (None when unset or blank: the policy's embedder)."""
+        return self._flag("AGENT_EVAL_SEMANTIC_EMBEDDER", "") or None
+
     def policy(self, base: Policy) -> Policy:
         """``base`` with the environment's overrides (raises PolicyError naming a bad variable).
 
         ``base`` is required (``Policy()`` for the defaults): this module imports no policy
         code at run time, so that every module, ``fingerprint`` included, may import it.
+        ``AGENT_EVAL_SEMANTIC_EMBEDDER`` naming another embedder than ``base``'s sets it and
+        the ``semantic_threshold`` tuned for it (``liveguard.semantic.registry.threshold_for``;
+        the policy's default, tuned for MiniLM, when it has none).
         """
-        return type(base).from_env(base, env=self.env)
+        policy = type(base).from_env(base, env=self.env)
+        name = self.semantic_embedder
+        if name is None or name == policy.semantic_embedder:
+            return policy
+        from liveguard.semantic.registry import threshold_for  # numpy-free; imported only when set
+
+        tuned = threshold_for(name)
+        threshold = tuned if tuned is not None else type(base).model_fields["semantic_threshold"].default
+        return policy | {"semantic_embedder": name, "semantic_threshold": threshold}
 
     def judge_config(self) -> JudgeConfig:
         from liveguard.judges import JudgeConfig

@@ -1,10 +1,11 @@
 """Detection on real recorded runs: liveguard against labelled public agent runs.
 
     PYTHONPATH=backend .venv/bin/python benchmarks/detection/run.py [--configs ...] [--json FILE]
-        [--sources SOURCE ...] [--split dev|test|all] [--runs]
+        [--sources SOURCE ...] [--split dev|test|all] [--runs] [--embedder NAME [--semantic-threshold T]]
 
 (``--split dev`` for tuning: the test half is for the reported figures; ``--runs`` prints
-each run's label and first flagged step per configuration.)
+each run's label and first flagged step per configuration; ``--embedder static`` scores the
+semantic configurations with that embedder at the threshold tuned for it.)
 
 Scores every run of ``labels.jsonl`` (the runs are in ``data/*.jsonl``) in five
 configurations, through liveguard's public API only:
@@ -154,12 +155,15 @@ def policy_of(run: Any, *, semantic: bool = False) -> Any:
     if policy is None:
         policy = POLICIES[source]()
         if semantic:
-            policy = policy.model_copy(update={"semantic": True})
+            policy = policy.model_copy(update={"semantic": True, **EMBEDDER})
         _POLICY_CACHE[(source, semantic)] = policy
     return policy
 
 
 _POLICY_CACHE: dict[tuple[str, bool], Any] = {}
+EMBEDDER: dict[str, Any] = {}
+"""``--embedder`` / ``--semantic-threshold``: the semantic configurations' ``semantic_embedder``
+and ``semantic_threshold`` (empty: the policy's, MiniLM at 0.675)."""
 
 
 # -- the detectors: each returns the first step index of a hard finding, or None ---------
@@ -310,7 +314,7 @@ def _embedded() -> int:
     process, shared by every run and configuration: a text is embedded once)."""
     from liveguard.semantic.registry import cache_for
 
-    return int(cache_for("local").embedded)
+    return int(cache_for(EMBEDDER.get("semantic_embedder", "local")).embedded)
 
 
 def _pct(hit: int, total: int) -> str:
@@ -363,6 +367,19 @@ def table(labels: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _choose_embedder(name: str | None, threshold: float | None) -> None:
+    """Fill :data:`EMBEDDER` from ``--embedder`` and ``--semantic-threshold``."""
+    EMBEDDER.clear()
+    _POLICY_CACHE.clear()
+    if name is not None:
+        from liveguard.semantic.registry import threshold_for
+
+        EMBEDDER["semantic_embedder"] = name
+        threshold = threshold if threshold is not None else threshold_for(name)
+    if threshold is not None:
+        EMBEDDER["semantic_threshold"] = threshold
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
@@ -372,7 +389,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="score only this half (tune on dev; the test half is for the reported figures)")
     parser.add_argument("--runs", action="store_true",
                         help="also print each scored run: label, first flagged step per configuration")
+    parser.add_argument("--embedder", default=None,
+                        help="the semantic configurations' embedder (policy.semantic_embedder; "
+                             "default local, MiniLM), e.g. static; with its own tuned threshold")
+    parser.add_argument("--semantic-threshold", type=float, default=None,
+                        help="the semantic configurations' threshold (default: the embedder's own)")
     args = parser.parse_args(argv)
+    _choose_embedder(args.embedder, args.semantic_threshold)
     labels = [row for row in load_labels()
               if (args.split == "all" or row["split"] == args.split)
               and (not args.sources or row["source"] in args.sources)]

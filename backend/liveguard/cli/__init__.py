@@ -91,6 +91,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         args.settings = Settings.from_env()
         if getattr(args, "semantic", False):  # --semantic: every policy of this command gets the layer
             args.settings = Settings.from_env({**args.settings.env, "AGENT_EVAL_SEMANTIC": "1"})
+        if getattr(args, "embedder", None):  # --embedder NAME: the layer's embedder and its threshold
+            args.settings = Settings.from_env({**args.settings.env,
+                                               "AGENT_EVAL_SEMANTIC_EMBEDDER": args.embedder})
         status: int = args.handler(args, stream)
         stream.flush()
     except (PolicyError, AllowSetError, UsageError) as exc:

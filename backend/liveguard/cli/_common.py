@@ -220,6 +220,11 @@ def add_inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--semantic", action="store_true",
                    help="turn the semantic layer on (semantic_repeat, role_drift, spin checks; "
                         "needs liveguard[semantic]); same as AGENT_EVAL_SEMANTIC=1")
+    p.add_argument("--embedder", choices=("local", "static", "openai"), default=None,
+                   help="the semantic layer's embedder, with its own threshold: local (MiniLM, "
+                        "the default), static (static token vectors distilled from it: faster, "
+                        "less accurate; docs/semantic.md) or openai; same as "
+                        "AGENT_EVAL_SEMANTIC_EMBEDDER")
 
 
 def add_window(p: argparse.ArgumentParser) -> None:

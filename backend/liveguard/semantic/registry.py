@@ -1,8 +1,11 @@
 """Which embedder a policy asks for, loaded once per process and only when the layer is on.
 
 ``policy.semantic_embedder`` names it: ``"local"`` (all-MiniLM-L6-v2 in numpy, the
-default) or ``"openai"`` (an OpenAI-compatible endpoint, configured like the judges).
-``register_embedder(name, factory)`` adds another (e.g. a test's or a company's own).
+default), ``"static"`` (static token vectors distilled from it: faster, less accurate,
+opt-in; :mod:`~liveguard.semantic.static`) or ``"openai"`` (an OpenAI-compatible endpoint,
+configured like the judges). ``register_embedder(name, factory)`` adds another (e.g. a
+test's or a company's own). :func:`threshold_for` gives the ``semantic_threshold`` tuned
+for an embedder whose cosines are not MiniLM's (``Settings.policy`` applies it).
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ from collections.abc import Callable
 
 from liveguard.semantic.base import Embedder, EmbeddingCache, SemanticUnavailable
 
-__all__ = ["cache_for", "register_embedder"]
+__all__ = ["STATIC_THRESHOLD", "cache_for", "register_embedder", "threshold_for"]
+
+STATIC_THRESHOLD = 0.825
+"""The static embedder's ``semantic_threshold`` (MiniLM's is the policy's default, 0.675),
+chosen on the development halves only: ``benchmarks/semantic_static.py``."""
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {}
+_THRESHOLDS: dict[str, float] = {"static": STATIC_THRESHOLD}
 _CACHES: dict[str, EmbeddingCache] = {}
 _LOCK = threading.Lock()
 
@@ -27,7 +35,22 @@ def _local() -> Embedder:
         from liveguard.semantic.minilm import MiniLMEmbedder
     except ImportError as exc:
         raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
-    return MiniLMEmbedder()
+    static = _CACHES.get("static")  # the static embedder's MiniLM, when it loaded one first
+    model = getattr(static.embedder, "model", None) if static is not None else None
+    return model if isinstance(model, MiniLMEmbedder) else MiniLMEmbedder()
+
+
+def _static() -> Embedder:
+    try:
+        from liveguard.semantic.minilm import MiniLMEmbedder
+        from liveguard.semantic.static import StaticEmbedder
+    except ImportError as exc:
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
+    # Distilled from the process's "local" MiniLM when it is loaded already (one model in
+    # memory, not two); cache_for() holds _LOCK while it calls a factory.
+    local = _CACHES.get("local")
+    model = local.embedder if local is not None else None
+    return StaticEmbedder(model=model) if isinstance(model, MiniLMEmbedder) else StaticEmbedder()
 
 
 def _openai() -> Embedder:
@@ -42,14 +65,26 @@ def _openai() -> Embedder:
     return OpenAIEmbedder.from_settings(Settings.from_env())
 
 
-def register_embedder(name: str, factory: Callable[[], Embedder]) -> None:
-    """Make ``policy.semantic_embedder=name`` use ``factory()`` (replaces a cached one)."""
+def register_embedder(name: str, factory: Callable[[], Embedder], *, threshold: float | None = None) -> None:
+    """Make ``policy.semantic_embedder=name`` use ``factory()`` (replaces a cached one);
+    ``threshold``: the ``semantic_threshold`` tuned for it (:func:`threshold_for`)."""
     with _LOCK:
         _FACTORIES[name] = factory
         _CACHES.pop(name, None)
+        if threshold is not None:
+            _THRESHOLDS[name] = threshold
+        else:
+            _THRESHOLDS.pop(name, None)
 
 
-_FACTORIES.update({"local": _local, "openai": _openai})
+def threshold_for(name: str) -> float | None:
+    """The ``semantic_threshold`` tuned for embedder ``name``, or None (the policy's own,
+    tuned for MiniLM)."""
+    with _LOCK:
+        return _THRESHOLDS.get(name)
+
+
+_FACTORIES.update({"local": _local, "static": _static, "openai": _openai})
 
 
 def cache_for(name: str) -> EmbeddingCache:
