@@ -137,6 +137,25 @@ def test_selection_through_the_registry_and_settings_carries_the_static_threshol
     assert Settings.from_env({"AGENT_EVAL_SEMANTIC_EMBEDDER": " "}).policy(Policy()) == Policy()
 
 
+def test_a_policy_naming_the_static_embedder_uses_its_tuned_threshold() -> None:
+    """``Policy(semantic=True, semantic_embedder="static")`` written by hand: the threshold left
+    at MiniLM's default means the embedder's own (0.825); a threshold set otherwise is kept.
+    Before, the rule read 0.675 against static cosines (too low: more suspicions)."""
+    from liveguard.rules.semantic import SemanticRepeat, threshold_of
+
+    by_hand = Policy(semantic=True, semantic_embedder="static")
+    assert threshold_of(by_hand) == STATIC_THRESHOLD
+    assert threshold_of(by_hand | {"semantic_threshold": 0.7}) == 0.7
+    assert threshold_of(Policy(semantic=True)) == Policy().semantic_threshold
+    resent = [Step(node="drafter", summary=t) for t in RESENT]
+    found = [v for v in check_trajectory(resent, by_hand) if v.code == "semantic_repeat"]
+    assert found
+    assert all(v.detail["threshold"] == STATIC_THRESHOLD for v in found)
+    assert [(v.severity, v.step) for v in found] == [
+        (v.severity, v.step) for v in check_trajectory(resent, STATIC)]
+    assert SemanticRepeat(by_hand, cache_for("static"))._threshold == STATIC_THRESHOLD
+
+
 def test_check_trajectory_stops_the_resent_summary_and_leaves_the_growing_one_alone() -> None:
     loop = check_trajectory([Step(node="drafter", summary=t) for t in RESENT], STATIC)
     assert [(v.code, v.severity, v.step) for v in loop] == [

@@ -19,13 +19,14 @@ from liveguard import Monitor, Policy, Step, check_trajectory
 
 SEMANTIC = Policy.tool_agent(agent_nodes=("model", "tools", "user")).model_copy(update={"semantic": True})
 
-FLIGHTS = [{"date": "2024-05-13", "flight_number": "HAT030"}, {"date": "2024-05-14", "flight_number": "HAT223"},
-           {"date": "2024-05-21", "flight_number": "HAT102"}, {"date": "2024-05-21", "flight_number": "HAT124"}]
+FLIGHTS = [{"date": date, "flight_number": number} for date, number in (
+    ("2024-05-13", "HAT030"), ("2024-05-14", "HAT223"), ("2024-05-21", "HAT102"), ("2024-05-21", "HAT124"))]
 ERROR = "Error: flight HAT030 not available on date 2024-05-13"
 
 
 def update(flights: list[dict[str, str]], result: str = ERROR) -> Step:
-    args = {"cabin": "economy", "flights": flights, "payment_id": "gift_card_4643416", "reservation_id": "XEWRD9"}
+    args = {"cabin": "economy", "flights": flights, "payment_id": "gift_card_4643416",
+            "reservation_id": "XEWRD9"}
     return Step(node="tools", tool="update_reservation_flights", args=args, result=result)
 
 
@@ -58,20 +59,22 @@ def test_a_payload_resent_with_the_same_error_is_a_loop_at_its_third_call() -> N
 def test_a_script_reformatted_and_rerun_with_the_same_output_is_a_loop() -> None:
     code = ("# filename: compute_isbn10_check_digit.py\n\n# Tropicos ID for the Order Helotiales\n"
             "tropicos_id = '8200000'\n\n# Ensure the ID is 9 digits long by padding with leading zeros\n"
-            "tropicos_id = tropicos_id.zfill(9)\n\n# Calculate the sum of the products of each digit and its "
-            "position\ntotal_sum = sum(int(digit) * (index + 1) for index, digit in enumerate(tropicos_id))\n\n"
-            "# Compute the modulo 11 of the sum\ncheck_digit_value = total_sum % 11\n\n# Determine the check digit\n")
-    first = code + "check_digit = 'X' if check_digit_value == 10 else str(check_digit_value)\n\nprint(check_digit)"
+            "tropicos_id = tropicos_id.zfill(9)\n\n# Calculate the sum of the products of each digit "
+            "and its position\ntotal_sum = sum(int(digit) * (index + 1) for index, digit in "
+            "enumerate(tropicos_id))\n\n# Compute the modulo 11 of the sum\ncheck_digit_value = "
+            "total_sum % 11\n\n# Determine the check digit\n")
+    first = code + ("check_digit = 'X' if check_digit_value == 10 else str(check_digit_value)\n\n"
+                    "print(check_digit)")
     again = code + ("if check_digit_value == 10:\n    check_digit = 'X'\nelse:\n    check_digit = "
                     "str(check_digit_value)\n\nprint(check_digit)")
     out = "exitcode: 0 (execution succeeded)\nCode output: X\n"
     steps = [
-        Step(node="tools", tool="execute_code", args={"code": "print('hello')"}, result="exitcode: 0 (execution "
-             "succeeded)\nCode output: hello\n"),
+        Step(node="tools", tool="execute_code", args={"code": "print('hello')"},
+             result="exitcode: 0 (execution succeeded)\nCode output: hello\n"),
         Step(node="tools", tool="execute_code", args={"code": first}, result=out),
         Step(node="model", summary="The check digit is X. Let me verify each step again."),
         Step(node="tools", tool="execute_code", args={"code": first}, result=out),
-        Step(node="model", summary="Upon review there is a mistake: 22 mod 11 is 0, so the digit should be 0."),
+        Step(node="model", summary="Upon review there is a mistake: 22 mod 11 is 0, so the digit is 0."),
         Step(node="tools", tool="execute_code", args={"code": again}, result=out),
     ]
     assert tool_findings(steps) == [("hard", 5, [1, 3, 5])]
@@ -86,8 +89,8 @@ def test_silent_edits_applied_reverted_and_reapplied_are_not_a_loop() -> None:
     """The healthy look-alike (mini-swe-agent, Gemini 3 Pro, psf__requests-1724): a fix
     applied, reverted to see whether the tests fail without it, and applied again. Each sed
     returns an empty output: nothing came back, so no state came back either."""
-    fix = "sed -i '310s/self.method = self.method.upper()/self.method = to_native_string(self.method.upper())/' m.py"
-    revert = "sed -i '310s/self.method = to_native_string(self.method.upper())/self.method = self.method.upper()/' m.py"
+    before, after = "self.method = self.method.upper()", "self.method = to_native_string(self.method.upper())"
+    fix, revert = f"sed -i '310s/{before}/{after}/' m.py", f"sed -i '310s/{after}/{before}/' m.py"
     steps = [
         _bash("ls", "m.py\ntest_m.py\n"),
         _bash(fix),
@@ -107,7 +110,7 @@ def test_the_same_empty_answer_to_new_dates_or_ids_is_not_a_loop() -> None:
                      args={"origin": "JFK", "destination": "SFO", "date": f"2024-05-{day:02d}"}, result="[]")
                 for day in (6, 7, 8, 9)]
     lookups = [Step(node="tools", tool="get_user_details", args={"user_id": user},
-                    result="Error: user not found") for user in ("mia_li_3668", "mia_li_3669", "mia_lee_3668")]
+                    result="Error: user not found") for user in ("mia_li_3668", "mia_li_3669", "mia_lee_36")]
     assert tool_findings(searches) == []
     assert tool_findings(lookups) == []
 

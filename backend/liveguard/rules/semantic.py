@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["SemanticRepeat", "SemanticStats", "semantic_rules"]
+__all__ = ["SemanticRepeat", "SemanticStats", "semantic_rules", "threshold_of"]
 
 _EVENTS = 256
 """Observations remembered for the confirmation (index, node, new)."""
@@ -149,7 +149,7 @@ class SemanticRepeat:
 
     def __init__(self, policy: Policy, cache: EmbeddingCache) -> None:
         self._cache = cache
-        self._threshold = policy.semantic_threshold
+        self._threshold = threshold_of(policy)
         self._window = policy.semantic_window
         self._hard = policy.semantic_hard_matches
         self._mask = volatile_mask(policy.volatile)
@@ -653,6 +653,21 @@ def _message_text(obs: Observation) -> str | None:
         return None
     content: Any = obs.content
     return text_of(content) if content is not None else None
+
+
+def threshold_of(policy: Policy) -> float:
+    """The cosine threshold the layer uses: ``policy.semantic_threshold``, except that at its
+    default (0.675, tuned for MiniLM) an embedder with a threshold tuned for its own cosines
+    (:func:`~liveguard.semantic.registry.threshold_for`: ``"static"``'s is 0.825) uses that:
+    ``Policy(semantic=True, semantic_embedder="static")`` is the static embedder as tuned."""
+    from liveguard.semantic.registry import threshold_for
+
+    threshold = policy.semantic_threshold
+    if threshold == Policy.model_fields["semantic_threshold"].default:
+        tuned = threshold_for(policy.semantic_embedder)
+        if tuned is not None:
+            return tuned
+    return threshold
 
 
 def semantic_rules(policy: Policy, allow_set: Any = None) -> list[Any]:
