@@ -15,7 +15,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from liveguard import Monitor, Policy, Step, check_trajectory
+import pytest
+from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from liveguard import Monitor, NoProgressError, Policy, Step, check_trajectory
+from liveguard.integrations.langgraph import guard
 
 SEMANTIC = Policy.tool_agent(agent_nodes=("model", "tools", "user")).model_copy(update={"semantic": True})
 
@@ -135,3 +145,60 @@ def test_the_tool_call_chain_is_thread_state() -> None:
     text = json.dumps(snapshot)
     for word in ("HAT030", "available", "gift_card", "XEWRD9"):
         assert word not in text
+
+
+# ------------------------------------------------------------------ live: a create_agent under guard()
+class Resender(BaseChatModel):
+    """A scripted model: resends the flight change (the third time less a segment), or tries
+    a new date each turn; answers once the tool result changes or after five calls."""
+
+    mode: str = "resend"
+
+    @property
+    def _llm_type(self) -> str:
+        return "liveguard-resender"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        calls = sum(1 for m in messages if isinstance(m, ToolMessage))
+        if calls >= 5:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="nothing found"))])
+        if self.mode == "resend":
+            name, args = "update_flights", {"flights": FLIGHTS if calls < 2 else FLIGHTS[:3],
+                                             "reservation_id": "XEWRD9"}
+        else:
+            name, args = "search_flights", {"origin": "JFK", "date": f"2024-05-{6 + calls:02d}"}
+        reply = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{calls}",
+                                                   "type": "tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def update_flights(flights: list[dict[str, str]], reservation_id: str) -> str:
+    """Change a reservation's flights."""
+    return ERROR
+
+
+@tool
+def search_flights(origin: str, date: str) -> str:
+    """Direct flights from ``origin`` on ``date``."""
+    return "[]"
+
+
+def test_guard_stops_a_live_agent_resending_the_payload_at_its_third_call() -> None:
+    graph = create_agent(Resender(mode="resend"), [update_flights], checkpointer=InMemorySaver())
+    with pytest.raises(NoProgressError) as stopped:
+        guard(graph, policy=SEMANTIC).invoke({"messages": [HumanMessage("change my return flight")]},
+                                             {"configurable": {"thread_id": "resend"}})
+    violation = stopped.value.violation
+    assert (violation.code, violation.detail["kind"], violation.count) == ("semantic_repeat", "tool_call", 3)
+
+
+def test_guard_leaves_a_live_agent_searching_new_dates_alone() -> None:
+    graph = create_agent(Resender(mode="search"), [search_flights], checkpointer=InMemorySaver())
+    out = guard(graph, policy=SEMANTIC).invoke({"messages": [HumanMessage("find me a flight")]},
+                                               {"configurable": {"thread_id": "search"}})
+    assert out["messages"][-1].content == "nothing found"
