@@ -1879,25 +1879,98 @@ init_mask_classes(void)
     }
 }
 
-/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). */
+/* M_BY_LENGTH[len]: the patterns a match starting at a word of len bytes (its run of word bytes;
+   33 for any longer word) can be of. Each pattern's first word has a fixed length, or one of a few
+   (its \b-bounded start is followed by a non-word byte or the end): iso_datetime \d{4}[-/]: 4;
+   clock_time \d{1,2}: 1 or 2; elapsed's words (took, time, wall; elapsed, latency, runtime;
+   duration) and `in`: 2, 4, 7, 8; uuid's first group [0-9a-fA-F]{8}-: 8; hex_id's
+   [0-9a-fA-F]{32}\b: 32. relative_time (\d+ then a unit, possibly in the same word) and keyed_id
+   (below) keep any length. */
+static uint8_t M_BY_LENGTH[34];
+
+static void
+init_mask_lengths(void)
+{
+    int len;
+    for (len = 1; len < 34; len++) {
+        unsigned keep = 1u << 2 | 1u << 5;
+        if (len == 4) {
+            keep |= 1u << 0 | 1u << 3;
+        }
+        if (len <= 2) {
+            keep |= 1u << 1;
+        }
+        if (len == 2 || len == 7 || len == 8) {
+            keep |= 1u << 3;
+        }
+        if (len == 8) {
+            keep |= 1u << 4;
+        }
+        if (len == 32) {
+            keep |= 1u << 6;
+        }
+        M_BY_LENGTH[len] = (uint8_t)keep;
+    }
+}
+
+/* elapsed can start at the word d[0, len) only when its length and first letter are those of one
+   of its words: in (2); took, time, wall (4); elapsed, latency, runtime (7); duration (8) */
+static inline int
+m_elapsed_word(const uint8_t *d, Py_ssize_t len)
+{
+    uint8_t c = (uint8_t)(d[0] | 0x20);
+    switch (len) {
+    case 2: return c == 'i';
+    case 4: return c == 't' || c == 'w';
+    case 7: return c == 'e' || c == 'l' || c == 'r';
+    case 8: return c == 'd';
+    default: return 0;
+    }
+}
+
+/* keyed_id can start at the word d[0, len) only when it is `x` (of x-), a key word (request, req,
+   trace, span, correlation, session, run: 3, 4, 5, 7 or 11 bytes, then [- ]id), or ends in `id`
+   (the key word, then _id or id, in one word) */
+static inline int
+m_keyed_word(const uint8_t *d, Py_ssize_t len)
+{
+    return len == 1 || len == 3 || len == 4 || len == 5 || len == 7 || len == 11 ||
+           (len > 4 && (d[len - 2] | 0x20) == 'i' && (d[len - 1] | 0x20) == 'd');
+}
+
+/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). A match starts
+   only where a word starts; each word is read once, and a pattern's matcher runs there only when
+   the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its letters allow
+   it, and relative_time only when t holds its "ago". */
 static int
 m_any(const MText *t, unsigned kmask)
 {
     const uint8_t *d = t->d;
-    Py_ssize_t p;
-    int prev_word = 0;
-    for (p = 0; p < t->n; p++) {
+    Py_ssize_t p = 0, e;
+    if ((kmask & 1u << 2) && memmem(t->d, (size_t)t->n, "ago", 3) == NULL) {
+        kmask &= ~(1u << 2);
+    }
+    if (kmask == 0) {
+        return 0;
+    }
+    while (p < t->n) {
         uint8_t cls = M_CLASS[d[p]];
         unsigned hit;
         if (!(cls & M_WORD_BIT)) {
-            prev_word = 0;
+            p++;
             continue;
         }
-        if (prev_word) {
-            continue;
+        e = p + 1;
+        while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
+            e++;
         }
-        prev_word = 1;
-        hit = cls & kmask;
+        hit = cls & kmask & M_BY_LENGTH[e - p < 33 ? e - p : 33];
+        if ((hit & 1u << 3) && !m_elapsed_word(d + p, e - p)) {
+            hit &= ~(1u << 3);
+        }
+        if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p)) {
+            hit &= ~(1u << 5);
+        }
         while (hit) {
             int k = __builtin_ctz(hit);
             hit &= hit - 1;
@@ -1905,6 +1978,7 @@ m_any(const MText *t, unsigned kmask)
                 return 1;
             }
         }
+        p = e;
     }
     return 0;
 }
@@ -2270,6 +2344,7 @@ PyInit__canon(void)
 
     init_esc();
     init_mask_classes();
+    init_mask_lengths();
     if (nfc_func == NULL) {
         nfc_func = import_attr("unicodedata", "normalize");
         nfc_form = PyUnicode_InternFromString("NFC");
