@@ -2099,6 +2099,12 @@ typedef struct {
     Py_ssize_t nwords64;
     uint8_t cmap[128];
     uint8_t sep[128];
+    uint64_t *gates; /* the gates for fields() (see words_candidates); NULL: not given */
+    uint16_t *ptable; /* table in rows of 1 << pshift entries, each next state as its row's offset
+                         (NULL when that does not fit 16 bits, or nwords64 > 4) */
+    uint64_t *masks4; /* masks padded to 4 words a state, with ptable */
+    int pshift;
+    Py_ssize_t ngates;
 } Words;
 
 static void
@@ -2107,13 +2113,60 @@ words_dealloc(Words *self)
     PyMem_Free(self->table);
     PyMem_Free(self->masks);
     PyMem_Free(self->hasout);
+    PyMem_Free(self->gates);
+    PyMem_Free(self->ptable);
+    PyMem_Free(self->masks4);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/*
+ * The gates for fields(), as injection._native_gates writes them (uint64 words): for the plain
+ * alternatives, then for the letter-spaced ones: the number of alternatives, then for each its
+ * number of conjunctions, then for each conjunction the patterns it needs (bit k: gate pattern k,
+ * see words_pattern) and its number of word groups, then each group's word mask (nwords64 words).
+ * An alternative's gate passes when one of its conjunctions has a word of each group and every
+ * pattern it needs.
+ */
+#define WORDS_PATTERNS 4
+#define WORDS_MAX_ALTERNATIVES 16
+
+static int
+gates_valid(const uint64_t *g, Py_ssize_t len, Py_ssize_t w64)
+{
+    Py_ssize_t n, at = 0, part, alt, conj, groups;
+    if (len % (Py_ssize_t)sizeof(uint64_t) != 0) {
+        return 0;
+    }
+    n = len / (Py_ssize_t)sizeof(uint64_t);
+    for (part = 0; part < 2; part++) {
+        uint64_t nalt;
+        if (at >= n || (nalt = g[at++]) > WORDS_MAX_ALTERNATIVES) {
+            return 0;
+        }
+        for (alt = 0; alt < (Py_ssize_t)nalt; alt++) {
+            uint64_t nconj;
+            if (at >= n || (nconj = g[at++]) > 64) {
+                return 0;
+            }
+            for (conj = 0; conj < (Py_ssize_t)nconj; conj++) {
+                if (at + 2 > n || g[at] >> WORDS_PATTERNS != 0 || g[at + 1] > 64) {
+                    return 0;
+                }
+                groups = (Py_ssize_t)g[at + 1];
+                at += 2 + groups * w64;
+                if (at > n) {
+                    return 0;
+                }
+            }
+        }
+    }
+    return at == n;
 }
 
 static PyObject *
 words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    Py_buffer cmap, table, masks;
+    Py_buffer cmap, table, masks, gates = {0};
     Py_ssize_t nclasses, nwords64, nstates, i;
     Words *self = NULL;
     const uint32_t *src;
@@ -2123,7 +2176,7 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Words() takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*y*ny*n:Words", &cmap, &table, &nclasses, &masks, &nwords64)) {
+    if (!PyArg_ParseTuple(args, "y*y*ny*n|y*:Words", &cmap, &table, &nclasses, &masks, &nwords64, &gates)) {
         return NULL;
     }
     nstates = nclasses > 0 ? table.len / (Py_ssize_t)sizeof(uint32_t) / nclasses : 0;
@@ -2131,6 +2184,10 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         table.len != nstates * nclasses * (Py_ssize_t)sizeof(uint32_t) || nstates < 1 ||
         masks.len != nstates * nwords64 * (Py_ssize_t)sizeof(uint64_t)) {
         PyErr_SetString(PyExc_ValueError, "Words: inconsistent tables");
+        goto done;
+    }
+    if (gates.buf != NULL && !gates_valid((const uint64_t *)gates.buf, gates.len, nwords64)) {
+        PyErr_SetString(PyExc_ValueError, "Words: inconsistent gates");
         goto done;
     }
     for (i = 0; i < 128; i++) {
@@ -2153,13 +2210,41 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->table = PyMem_Malloc((size_t)table.len);
     self->masks = PyMem_Malloc((size_t)masks.len);
     self->hasout = PyMem_Malloc((size_t)nstates);
-    if (self->table == NULL || self->masks == NULL || self->hasout == NULL) {
+    if (gates.buf != NULL) {
+        self->gates = PyMem_Malloc((size_t)gates.len);
+        self->ngates = gates.len / (Py_ssize_t)sizeof(uint64_t);
+    }
+    if (self->table == NULL || self->masks == NULL || self->hasout == NULL ||
+        (gates.buf != NULL && self->gates == NULL)) {
         Py_CLEAR(self);
         PyErr_NoMemory();
         goto done;
     }
     memcpy(self->table, table.buf, (size_t)table.len);
     memcpy(self->masks, masks.buf, (size_t)masks.len);
+    if (gates.buf != NULL) {
+        memcpy(self->gates, gates.buf, (size_t)gates.len);
+    }
+    self->pshift = 0;
+    while (((Py_ssize_t)1 << self->pshift) < nclasses) {
+        self->pshift++;
+    }
+    if ((nstates << self->pshift) <= 65536 && nwords64 <= 4) {
+        Py_ssize_t row = (Py_ssize_t)1 << self->pshift, c;
+        self->ptable = PyMem_Calloc((size_t)(nstates << self->pshift), sizeof(uint16_t));
+        self->masks4 = PyMem_Calloc((size_t)nstates * 4, sizeof(uint64_t));
+        if (self->ptable == NULL || self->masks4 == NULL) {
+            Py_CLEAR(self);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (i = 0; i < nstates; i++) {
+            for (c = 0; c < nclasses; c++) {
+                self->ptable[i * row + c] = (uint16_t)(src[i * nclasses + c] << self->pshift);
+            }
+            memcpy(self->masks4 + i * 4, self->masks + i * nwords64, (size_t)nwords64 * sizeof(uint64_t));
+        }
+    }
     for (i = 0; i < nstates; i++) {
         Py_ssize_t k;
         self->hasout[i] = 0;
@@ -2181,6 +2266,9 @@ done:
     PyBuffer_Release(&cmap);
     PyBuffer_Release(&table);
     PyBuffer_Release(&masks);
+    if (gates.buf != NULL) {
+        PyBuffer_Release(&gates);
+    }
     return (PyObject *)self;
 }
 
@@ -2285,8 +2373,481 @@ words_present(Words *self, PyObject *text)
     return Py_BuildValue("(NNO)", a, b, spaced ? Py_True : Py_False);
 }
 
+/* ---- fields(): the gates of each text field of a step, natively ---- */
+
+/* The text injection._text_of(value) makes, lower-cased, while it is ASCII and made of plain data. */
+typedef struct {
+    uint8_t *buf;
+    Py_ssize_t len, cap;
+    Py_ssize_t size;      /* characters of the strings taken (the joining newlines not counted) */
+    Py_ssize_t max_chars; /* injection.MAX_SCAN_CHARS */
+    int max_depth;        /* injection._DEPTH */
+    int parts;            /* strings taken */
+    int done;             /* max_chars reached: _text_of stops */
+    int declined;         /* a string not ASCII, or a value _texts would read otherwise */
+} TextBuf;
+
+static int
+tb_reserve(TextBuf *tb, Py_ssize_t more)
+{
+    if (tb->len + more > tb->cap) {
+        Py_ssize_t cap = tb->cap ? tb->cap : 4096;
+        uint8_t *grown;
+        while (cap < tb->len + more) {
+            cap *= 2;
+        }
+        grown = PyMem_Realloc(tb->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        tb->buf = grown;
+        tb->cap = cap;
+    }
+    return 0;
+}
+
+/* _text_of's parts.append(text[: MAX_SCAN_CHARS - size]), joined by "\n", lower-cased */
+static int
+tb_add(TextBuf *tb, PyObject *text)
+{
+    Py_ssize_t n, k;
+    const uint8_t *src;
+    uint8_t *dst;
+    if (str_ready(text) < 0) {
+        return -1;
+    }
+    if (!PyUnicode_IS_ASCII(text)) {
+        tb->declined = 1;
+        return 0;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    if (n > tb->max_chars - tb->size) {
+        n = tb->max_chars - tb->size;
+    }
+    if (tb_reserve(tb, n + 1) < 0) {
+        return -1;
+    }
+    if (tb->parts++ > 0) {
+        tb->buf[tb->len++] = '\n';
+    }
+    src = (const uint8_t *)PyUnicode_DATA(text);
+    dst = tb->buf + tb->len;
+    for (k = 0; k < n; k++) {
+        uint8_t c = src[k];
+        dst[k] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c | 0x20) : c;
+    }
+    tb->len += n;
+    tb->size += n;
+    if (tb->size >= tb->max_chars) {
+        tb->done = 1;
+    }
+    return 0;
+}
+
+/* injection._texts(value, depth), into tb; -1 on an error (memory) */
+static int
+tb_walk(TextBuf *tb, PyObject *value, int depth)
+{
+    if (depth > tb->max_depth) {
+        return 0;
+    }
+    if (PyUnicode_Check(value)) {
+        return tb_add(tb, value);
+    }
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *item;
+        while (!tb->done && !tb->declined && PyDict_Next(value, &pos, &key, &item)) {
+            if (PyUnicode_Check(key) && tb_add(tb, key) < 0) {
+                return -1;
+            }
+            if (!tb->done && !tb->declined && tb_walk(tb, item, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        Py_ssize_t i;
+        /* a list may change size only through Python code, and none runs here */
+        for (i = 0; i < PySequence_Fast_GET_SIZE(value) && !tb->done && !tb->declined; i++) {
+            if (tb_walk(tb, PySequence_Fast_GET_ITEM(value, i), depth + 1) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+        return 0; /* no text, no .content */
+    }
+    tb->declined = 1; /* a Mapping or sequence of another type, a message with .content, ... */
+    return 0;
+}
+
+#define W_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+#define W_ALNUM(c) (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z'))
+#define W_WORD(c) (W_ALNUM(c) || (c) == '_')
+
+/* lit (lower-case) at t[i] */
+static inline int
+w_lit(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *lit)
+{
+    Py_ssize_t len = (Py_ssize_t)strlen(lit);
+    return i + len <= n && memcmp(t + i, lit, (size_t)len) == 0;
+}
+
+/* the end of the run of \s from i */
+static inline Py_ssize_t
+w_spaces(const uint8_t *t, Py_ssize_t n, Py_ssize_t i)
+{
+    while (i < n && W_SPACE(t[i])) {
+        i++;
+    }
+    return i;
+}
+
+static int
+w_one_of(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *const *lits, int nlits)
+{
+    int k;
+    for (k = 0; k < nlits; k++) {
+        if (w_lit(t, n, i, lits[k])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *const W_GRADES[] = {"score", "rating", "grade", "mark"};
+static const char *const W_HIGHS[] = {"perfect", "full", "max", "high", "top", "passing"};
+static const char *const W_ROLES[] = {"system", "instruction"};
+static const char *const W_TAILS[] = {"of", "run", "data", "input"};
+
+/*
+ * Gate pattern k on the lower-cased ASCII text t (injection._NATIVE_PATTERNS, in this order):
+ * 0: (?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)
+ * 1: score\s+(?:this|it|the\s+run)
+ * 2: ##\s*(?:system|instruction)
+ * 3: end[\s_-]*(?:of|run|data|input), where the "end" starts a line but for non-alphanumeric
+ *    characters (fake_role_marker's ^[\W_]*END...(?:DATA|INPUT), the one alternative this
+ *    pattern gates, needs that: ^ is a line start, [\W_] every character but a letter or a digit)
+ * Each is what a regex search finds (\s and \w of ASCII text; no backtracking can help: the
+ * runs \w*, \s+, \s* and [\s_-]* end where a letter the next part needs begins).
+ */
+static int
+words_pattern(const uint8_t *t, Py_ssize_t n, int k)
+{
+    const uint8_t *hit;
+    Py_ssize_t i, j;
+    switch (k) {
+    case 0:
+        for (i = 0; i < n; i++) {
+            uint8_t c = t[i];
+            if ((c != 'p' && c != 'f' && c != 'm' && c != 'h' && c != 't') || !w_one_of(t, n, i, W_HIGHS, 6)) {
+                continue;
+            }
+            j = i;
+            while (j < n && W_WORD(t[j])) {
+                j++;
+            }
+            if (j < n && W_SPACE(t[j]) && w_one_of(t, n, w_spaces(t, n, j), W_GRADES, 4)) {
+                return 1;
+            }
+        }
+        return 0;
+    case 1:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "score", 5)) != NULL; i = hit - t + 1) {
+            j = hit - t + 5;
+            if (j < n && W_SPACE(t[j])) {
+                j = w_spaces(t, n, j);
+                if (w_lit(t, n, j, "this") || w_lit(t, n, j, "it")) {
+                    return 1;
+                }
+                if (w_lit(t, n, j, "the") && j + 3 < n && W_SPACE(t[j + 3]) &&
+                    w_lit(t, n, w_spaces(t, n, j + 3), "run")) {
+                    return 1;
+                }
+            }
+        }
+        return 0;
+    case 2:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "##", 2)) != NULL; i = hit - t + 1) {
+            if (w_one_of(t, n, w_spaces(t, n, hit - t + 2), W_ROLES, 2)) {
+                return 1;
+            }
+        }
+        return 0;
+    case 3:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "end", 3)) != NULL; i = hit - t + 1) {
+            Py_ssize_t at = hit - t, b = at;
+            while (b > 0 && !W_ALNUM(t[b - 1]) && t[b - 1] != '\n') {
+                b--;
+            }
+            if (b > 0 && t[b - 1] != '\n') {
+                continue; /* a letter or a digit before it on its line */
+            }
+            j = at + 3;
+            while (j < n && (W_SPACE(t[j]) || t[j] == '_' || t[j] == '-')) {
+                j++;
+            }
+            if (w_one_of(t, n, j, W_TAILS, 4)) {
+                return 1;
+            }
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* the alternatives whose gate passes (bit i: alternative i of the part), from the gates at *at */
+static unsigned
+words_candidates(const uint64_t *g, Py_ssize_t *at, Py_ssize_t w64, const uint64_t *present,
+                 const uint8_t *t, Py_ssize_t n, int *patterns, int use_patterns)
+{
+    unsigned found = 0;
+    uint64_t nalt = g[(*at)++], alt, nconj, c;
+    for (alt = 0; alt < nalt; alt++) {
+        int passes = 0;
+        nconj = g[(*at)++];
+        for (c = 0; c < nconj; c++) {
+            uint64_t need = g[*at], ngroups = g[*at + 1], grp;
+            const uint64_t *groups = g + *at + 2;
+            int ok = !passes;
+            *at += 2 + (Py_ssize_t)ngroups * w64;
+            for (grp = 0; ok && grp < ngroups; grp++) {
+                Py_ssize_t k;
+                int any = 0;
+                for (k = 0; k < w64; k++) {
+                    any |= (groups[grp * (uint64_t)w64 + (uint64_t)k] & present[k]) != 0;
+                }
+                ok = any;
+            }
+            if (ok && use_patterns) {
+                int p;
+                for (p = 0; ok && p < WORDS_PATTERNS; p++) {
+                    if (need >> p & 1) {
+                        if (patterns[p] < 0) {
+                            patterns[p] = words_pattern(t, n, p);
+                        }
+                        ok = patterns[p];
+                    }
+                }
+            }
+            passes |= ok;
+        }
+        if (passes) {
+            found |= 1u << alt;
+        }
+    }
+    return found;
+}
+
+/*
+ * _SPACED ([a-z](?:[ .\-_*|+~/][a-z]){3}, re.IGNORECASE) on ASCII text as a table: the state is
+ * 2 * chain + after_letter of words_present's loop (chain: the letters of the current
+ * alternation, after_letter: the last character was a letter), W_SPACED_FOUND once a fourth
+ * letter is reached; the input is W_KIND of the character (0 other, 1 letter, 2 spacing mark).
+ */
+#define W_SPACED_FOUND 8
+static uint8_t W_KIND[256];
+static uint8_t W_SPACED_NEXT[9][3];
+
+static void
+init_words_tables(void)
+{
+    int c, state, kind;
+    for (c = 0; c < 256; c++) {
+        W_KIND[c] = (uint8_t)(M_ALPHA(c) && c < 128 ? 1 : (c != 0 && c < 128 && strchr(" .-_*|+~/", c) != NULL) ? 2 : 0);
+    }
+    for (state = 0; state < 9; state++) {
+        for (kind = 0; kind < 3; kind++) {
+            int chain = state / 2, after = state % 2, next;
+            if (state == W_SPACED_FOUND) {
+                next = W_SPACED_FOUND;
+            }
+            else if (kind == 1) {
+                chain = after ? 1 : chain + 1;
+                next = chain >= 4 ? W_SPACED_FOUND : 2 * chain + 1;
+            }
+            else if (kind == 2 && after) {
+                next = 2 * chain;
+            }
+            else {
+                next = 0;
+            }
+            W_SPACED_NEXT[state][kind] = (uint8_t)next;
+        }
+    }
+}
+
+/* the words in the ASCII t (plain: bit i, word i) and whether _SPACED finds a letter-spaced
+   word in it, as present() */
+static int
+words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
+{
+    const uint8_t *cmap = self->cmap;
+    Py_ssize_t i, k;
+    unsigned spaced = 0;
+    if (self->ptable != NULL && self->masks4 != NULL) {
+        /* the usual case, without a branch a character: the next state's row offset straight from
+           the table, and its words (none for most states) or-ed in whatever they are */
+        const uint16_t *ptable = self->ptable;
+        const uint64_t *masks4 = self->masks4;
+        int shift = self->pshift;
+        uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+        uint32_t off = 0;
+        for (i = 0; i < n; i++) {
+            uint8_t c = t[i];
+            const uint64_t *m;
+            spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
+            off = ptable[off + cmap[c & 0x7f]];
+            m = masks4 + ((off >> shift) << 2);
+            p0 |= m[0];
+            p1 |= m[1];
+            p2 |= m[2];
+            p3 |= m[3];
+        }
+        {
+            uint64_t got[4] = {p0, p1, p2, p3};
+            for (k = 0; k < self->nwords64; k++) {
+                plain[k] |= got[k];
+            }
+        }
+        return spaced == W_SPACED_FOUND;
+    }
+    {
+        const uint32_t *table = self->table;
+        const uint64_t *masks = self->masks;
+        Py_ssize_t nc = self->nclasses, w64 = self->nwords64;
+        uint32_t sp = 0;
+        for (i = 0; i < n; i++) {
+            uint8_t c = t[i];
+            spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
+            sp = table[(Py_ssize_t)sp * nc + cmap[c & 0x7f]];
+            if (self->hasout[sp]) {
+                const uint64_t *m = masks + (Py_ssize_t)sp * w64;
+                for (k = 0; k < w64; k++) {
+                    plain[k] |= m[k];
+                }
+            }
+        }
+    }
+    return spaced == W_SPACED_FOUND;
+}
+
+/* the words in the ASCII t once every spacing mark is removed (flat), as present() */
+static void
+words_scan_flat(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *flat)
+{
+    const uint32_t *table = self->table;
+    const uint64_t *masks = self->masks;
+    Py_ssize_t nc = self->nclasses, w64 = self->nwords64, i, k;
+    uint32_t sf = 0;
+    for (i = 0; i < n; i++) {
+        uint8_t c = t[i] & 0x7f;
+        if (self->sep[c]) {
+            continue;
+        }
+        sf = table[(Py_ssize_t)sf * nc + self->cmap[c]];
+        if (self->hasout[sf]) {
+            const uint64_t *m = masks + (Py_ssize_t)sf * w64;
+            for (k = 0; k < w64; k++) {
+                flat[k] |= m[k];
+            }
+        }
+    }
+}
+
+PyDoc_STRVAR(words_fields_doc,
+"fields(values, max_chars, max_depth, /) -> tuple[int | None, ...]\n"
+"\n"
+"For each value of the tuple values (a step's text fields), the alternatives whose gate passes on\n"
+"injection._text_of(value) (bit i: plain alternative i; bit 16 + j: letter-spaced alternative j,\n"
+"only when the text holds a letter-spaced word), or None when the value is None, holds a string\n"
+"that is not ASCII, or holds data other than str, exact dict, list and tuple, int, float, bool and\n"
+"None (then Python decides). Needs the gates given to Words().");
+
+static PyObject *
+words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *values, *out;
+    Py_ssize_t nvalues, v, max_chars, max_depth;
+    TextBuf tb = {0};
+
+    if (nargs != 3 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "fields() takes a tuple and two ints");
+        return NULL;
+    }
+    if (self->gates == NULL) {
+        PyErr_SetString(PyExc_ValueError, "fields(): this Words has no gates");
+        return NULL;
+    }
+    max_chars = PyLong_AsSsize_t(args[1]);
+    max_depth = PyLong_AsSsize_t(args[2]);
+    if ((max_chars == -1 || max_depth == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (max_chars < 0 || max_depth < 0 || max_depth > 1000) {
+        PyErr_SetString(PyExc_ValueError, "fields(): bad limits");
+        return NULL;
+    }
+    values = args[0];
+    nvalues = PyTuple_GET_SIZE(values);
+    out = PyTuple_New(nvalues);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (v = 0; v < nvalues; v++) {
+        PyObject *value = PyTuple_GET_ITEM(values, v), *item;
+        uint64_t plain[WORDS_MAX64], flat[WORDS_MAX64];
+        int patterns[WORDS_PATTERNS], p, spaced;
+        Py_ssize_t at = 0;
+        unsigned found;
+        if (value == Py_None) {
+            PyTuple_SET_ITEM(out, v, Py_NewRef(Py_None));
+            continue;
+        }
+        tb.len = tb.size = 0;
+        tb.parts = tb.done = tb.declined = 0;
+        tb.max_chars = max_chars;
+        tb.max_depth = (int)max_depth;
+        if (tb_walk(&tb, value, 0) < 0) {
+            Py_DECREF(out);
+            PyMem_Free(tb.buf);
+            return NULL;
+        }
+        if (tb.declined) {
+            PyTuple_SET_ITEM(out, v, Py_NewRef(Py_None));
+            continue;
+        }
+        memset(plain, 0, sizeof(plain));
+        memset(flat, 0, sizeof(flat));
+        for (p = 0; p < WORDS_PATTERNS; p++) {
+            patterns[p] = -1;
+        }
+        spaced = words_scan_ascii(self, tb.buf, tb.len, plain);
+        found = words_candidates(self->gates, &at, self->nwords64, plain, tb.buf, tb.len, patterns, 1);
+        if (spaced) {
+            words_scan_flat(self, tb.buf, tb.len, flat);
+            found |= words_candidates(self->gates, &at, self->nwords64, flat, tb.buf, tb.len, patterns, 0) << 16;
+        }
+        item = PyLong_FromUnsignedLong(found);
+        if (item == NULL) {
+            Py_DECREF(out);
+            PyMem_Free(tb.buf);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, v, item);
+    }
+    PyMem_Free(tb.buf);
+    return out;
+}
+
 static PyMethodDef words_methods[] = {
     {"present", (PyCFunction)words_present, METH_O, words_present_doc},
+    {"fields", (PyCFunction)(void (*)(void))words_fields, METH_FASTCALL, words_fields_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2345,6 +2906,7 @@ PyInit__canon(void)
     init_esc();
     init_mask_classes();
     init_mask_lengths();
+    init_words_tables();
     if (nfc_func == NULL) {
         nfc_func = import_attr("unicodedata", "normalize");
         nfc_form = PyUnicode_InternFromString("NFC");

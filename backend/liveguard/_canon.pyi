@@ -28,7 +28,13 @@ def mask(data: bytes, kinds: bytes, /) -> bytes:
 class Words:
     """Which of a set of ASCII words a text holds (built by liveguard.rules.injection._words_tables)."""
 
-    def __new__(cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, /) -> Words: ...
+    def __new__(
+        cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, gates: bytes = ..., /
+    ) -> Words: ...
     def present(self, text: str, /) -> tuple[int, int, bool]:
         """The presence masks of the words in injection._lowered(text), plain and with every
         spacing mark removed, and whether injection._SPACED finds a letter-spaced word."""
+    def fields(self, values: tuple[object, ...], max_chars: int, max_depth: int, /) -> tuple[int | None, ...]:
+        """For each value, the alternatives whose gate passes on injection._text_of(value) (bit i:
+        plain alternative i, bit 16 + j: letter-spaced alternative j), or None (the value is None,
+        not ASCII, or not plain data: Python decides). Needs the gates (injection._native_gates)."""

@@ -763,12 +763,66 @@ _SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc co
 is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
 
 
-_WORDS: Words | None = (  # not Final: read at each call, even when mypyc compiles this module
-    _native.Words(*_words_tables(_GATE_WORDS)) if getattr(_native, "Words", None) is not None else None
+_NATIVE_PATTERNS: Final = (
+    r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)",
+    r"score\s+(?:this|it|the\s+run)",
+    r"##\s*(?:system|instruction)",
+    r"end[\s_-]*(?:of|run|data|input)",
 )
+"""The gate patterns of :data:`_GATES` that ``_canon.Words.fields`` finds by hand on ASCII text
+(pattern ``k``: bit ``k`` of a conjunction's needs). Natively the last one also needs its ``end``
+to start a line but for characters other than letters and digits: the one alternative it gates
+(``fake_role_marker``'s ``^[\\W_]*END...(?:DATA|INPUT)``) cannot match otherwise."""
+
+
+def _native_gates() -> bytes | None:
+    """The gates of :data:`_ALTERNATIVES_MASKED`, then of :data:`_SQUASHED_MASKED` (words only),
+    for ``_canon.Words.fields``, as uint64 words: each part's number of alternatives; each
+    alternative's number of conjunctions; each conjunction's needed patterns (bits of
+    :data:`_NATIVE_PATTERNS`) and number of word groups, then each group's word mask. None when
+    a gate holds a pattern that the native code does not implement."""
+    words = array("Q")
+    nwords64 = max(1, (len(_GATE_WORDS) + 63) // 64)
+    for alternatives, squashed in ((_ALTERNATIVES_MASKED, False), (_SQUASHED_MASKED, True)):
+        words.append(len(alternatives))
+        for _code, _first, gate, _rx in alternatives:
+            words.append(len(gate))
+            for conjunction in gate:
+                groups = [group for group in conjunction if isinstance(group, int)]
+                need = 0
+                for group in conjunction:
+                    if isinstance(group, int):
+                        continue
+                    if group.pattern not in _NATIVE_PATTERNS:
+                        return None
+                    if not squashed:
+                        need |= 1 << _NATIVE_PATTERNS.index(group.pattern)
+                words.extend((need, len(groups)))
+                for group in groups:
+                    words.extend((group >> (64 * k)) & 0xFFFF_FFFF_FFFF_FFFF for k in range(nwords64))
+    return words.tobytes()
+
+
+_NATIVE_GATES: Final = _native_gates()
+_FIELD_BIT_SQUASHED: Final = 16
+"""``_canon.Words.fields``: bit ``i`` is plain alternative ``i``, bit ``16 + j`` letter-spaced
+alternative ``j``."""
+
+
+def _new_words() -> Words | None:
+    if getattr(_native, "Words", None) is None:
+        return None
+    if _NATIVE_GATES is None:
+        return _native.Words(*_words_tables(_GATE_WORDS))  # type: ignore[no-any-return]
+    return _native.Words(*_words_tables(_GATE_WORDS), _NATIVE_GATES)  # type: ignore[no-any-return]
+
+
+_WORDS: Words | None = _new_words()  # not Final: read at each call, even when mypyc compiles this module
 """``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
-reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; None
-without the C accelerator."""
+reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; with
+:data:`_NATIVE_GATES`, also the gates of a step's fields at once (``fields``, see
+:meth:`EvaluatorInjection.check`). None without the C accelerator."""
+_FIELDS_NATIVE: bool = _WORDS is not None and _NATIVE_GATES is not None  # not Final, as _WORDS
 
 
 def _json_scan_core(raw: bytes) -> bool:
@@ -833,6 +887,24 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
         squashed = _SQUASH.sub("", text)
         for code, rx in candidates:
             if code not in found and rx.search(squashed) is not None:
+                found.append(code)
+    return found
+
+
+def _codes_passing(text: str, passing: int) -> list[str]:
+    """:func:`_codes_masked` of ASCII ``text`` (its own :func:`normalise`'d form) given the
+    alternatives whose gate passes on it, as ``_canon.Words.fields`` tells them (bit ``i``:
+    :data:`_ALTERNATIVES_MASKED` ``[i]``; bit ``16 + j``: :data:`_SQUASHED_MASKED` ``[j]``, set
+    only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order."""
+    found: list[str] = []
+    for n, (code, _first, _gate, rx) in enumerate(_ALTERNATIVES_MASKED):
+        if passing >> n & 1 and code not in found and rx.search(text) is not None:
+            found.append(code)
+    if passing >> _FIELD_BIT_SQUASHED:
+        squashed = _SQUASH.sub("", text)
+        for n, (code, _first, _gate, rx) in enumerate(_SQUASHED_MASKED):
+            if (passing >> (_FIELD_BIT_SQUASHED + n) & 1 and code not in found
+                    and rx.search(squashed) is not None):
                 found.append(code)
     return found
 
@@ -926,13 +998,24 @@ class EvaluatorInjection:
     def check(self, index: int, step: Step) -> Violation | None:
         if not _step_may_match(step):
             return None
+        values = _fields(step)
+        # natively, the gates of every field at once: a field whose gates all fail is not read
+        # again, one that passes is searched for those alternatives only; None: Python decides
+        words = _WORDS if _FIELDS_NATIVE else None
+        passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
         hits: list[str] = []
         fields: list[str] = []
-        for name in _FIELDS:
-            value = getattr(step, name)
+        for n, name in enumerate(_FIELDS):
+            value = values[n]
             if value is None:
                 continue
-            found = _field_codes(normalise(_text_of(value)))
+            gates = passing[n] if passing is not None else None
+            if gates is None:
+                found = _field_codes(normalise(_text_of(value)))
+            elif gates:
+                found = _codes_passing(_text_of(value), gates)
+            else:
+                continue
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
