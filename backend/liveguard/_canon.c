@@ -1913,35 +1913,106 @@ init_mask_lengths(void)
     }
 }
 
-/* elapsed can start at the word d[0, len) only when its length and first letter are those of one
-   of its words: in (2); took, time, wall (4); elapsed, latency, runtime (7); duration (8) */
+/* d[0, len) is lit (lower-case ASCII), ASCII case-insensitively */
+static inline int
+m_word_is(const uint8_t *d, Py_ssize_t len, const char *lit)
+{
+    Py_ssize_t k;
+    for (k = 0; k < len; k++) {
+        uint8_t c = d[k];
+        if (c >= 'A' && c <= 'Z') {
+            c |= 0x20;
+        }
+        if (c != (uint8_t)lit[k] || lit[k] == 0) {
+            return 0;
+        }
+    }
+    return lit[len] == 0;
+}
+
+/* elapsed can start at the word d[0, len) only when it is one of its words: in (then a space:
+   the caller checks), took, time (of time taken), wall (of wall time), elapsed, latency, runtime,
+   duration */
 static inline int
 m_elapsed_word(const uint8_t *d, Py_ssize_t len)
 {
-    uint8_t c = (uint8_t)(d[0] | 0x20);
     switch (len) {
-    case 2: return c == 'i';
-    case 4: return c == 't' || c == 'w';
-    case 7: return c == 'e' || c == 'l' || c == 'r';
-    case 8: return c == 'd';
+    case 2: return m_word_is(d, len, "in");
+    case 4: return m_word_is(d, len, "took") || m_word_is(d, len, "time") || m_word_is(d, len, "wall");
+    case 7: return m_word_is(d, len, "elapsed") || m_word_is(d, len, "latency") || m_word_is(d, len, "runtime");
+    case 8: return m_word_is(d, len, "duration");
     default: return 0;
     }
 }
 
-/* keyed_id can start at the word d[0, len) only when it is `x` (of x-), a key word (request, req,
-   trace, span, correlation, session, run: 3, 4, 5, 7 or 11 bytes, then [- ]id), or ends in `id`
-   (the key word, then _id or id, in one word) */
+/* keyed_id can start at the word d[0, len) (then the byte next, -1 at the end) only when it is the
+   key word and its id in one word (request_id, reqid: it ends in `id`), or the key word alone
+   followed by `-` or a space (request, req, run: 7 or 3 bytes from r; session 7 from s; span 4;
+   trace 5; correlation 11), or the `x` of `x-` */
 static inline int
-m_keyed_word(const uint8_t *d, Py_ssize_t len)
+m_keyed_word(const uint8_t *d, Py_ssize_t len, int next)
 {
-    return len == 1 || len == 3 || len == 4 || len == 5 || len == 7 || len == 11 ||
-           (len > 4 && (d[len - 2] | 0x20) == 'i' && (d[len - 1] | 0x20) == 'd');
+    uint8_t c = (uint8_t)(d[0] | 0x20);
+    if (len > 4 && (d[len - 2] | 0x20) == 'i' && (d[len - 1] | 0x20) == 'd') {
+        return 1;
+    }
+    if (next != '-' && next != ' ') {
+        return 0;
+    }
+    switch (len) {
+    case 1: return c == 'x' && next == '-';
+    case 3: return c == 'r';
+    case 4: return c == 's';
+    case 5: return c == 't';
+    case 7: return c == 'r' || c == 's';
+    case 11: return c == 'c';
+    default: return 0;
+    }
 }
 
+/* 1 when a pattern of kmask matches at the word t[p, e) (its run of word bytes): a matcher runs
+   only when the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its
+   letters and the byte after it allow it */
+static inline int
+m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+{
+    const uint8_t *d = t->d;
+    int next = e < t->n ? d[e] : -1;
+    unsigned hit = M_CLASS[d[p]] & kmask & M_BY_LENGTH[e - p < 33 ? e - p : 33];
+    if ((hit & 1u << 3) && !(m_elapsed_word(d + p, e - p) && (e - p != 2 || (next >= 0 && M_SPACE(next))))) {
+        hit &= ~(1u << 3);
+    }
+    if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p, next)) {
+        hit &= ~(1u << 5);
+    }
+    while (hit) {
+        int k = __builtin_ctz(hit);
+        hit &= hit - 1;
+        if (MASKERS[k](t, p) >= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* bit i: d[i] is a word byte (M_WORD: an ASCII letter, digit or _), for 16 bytes */
+static inline unsigned
+m_word_bits16(const uint8_t *d)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)d);
+    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+    __m128i alpha = _mm_cmplt_epi8(_mm_add_epi8(low, _mm_set1_epi8((char)(128 - 'a'))), _mm_set1_epi8((char)(-128 + 26)));
+    __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(128 - '0'))), _mm_set1_epi8((char)(-128 + 10)));
+    __m128i under = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), under));
+}
+#endif
+
 /* 1 when a pattern of kmask matches somewhere in t (then the passes below run). A match starts
-   only where a word starts; each word is read once, and a pattern's matcher runs there only when
-   the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its letters allow
-   it, and relative_time only when t holds its "ago". */
+   only where a word starts (every pattern starts with \b before a word byte); each word is looked
+   at once (m_at_word), and relative_time only when t holds its "ago". */
 static int
 m_any(const MText *t, unsigned kmask)
 {
@@ -1953,10 +2024,40 @@ m_any(const MText *t, unsigned kmask)
     if (kmask == 0) {
         return 0;
     }
+#if defined(__SSE2__)
+    {
+        unsigned prev = 0; /* the byte before the block is a word byte */
+        for (; p + 16 <= t->n; p += 16) {
+            unsigned w = m_word_bits16(d + p);
+            unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
+            prev = w >> 15 & 1;
+            while (starts) {
+                int b = __builtin_ctz(starts);
+                unsigned rest = ~w & (0xFFFFu << b) & 0xFFFFu;
+                starts &= starts - 1;
+                if (rest) {
+                    e = p + __builtin_ctz(rest);
+                }
+                else {
+                    e = p + 16;
+                    while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
+                        e++;
+                    }
+                }
+                if (m_at_word(t, p + b, e, kmask)) {
+                    return 1;
+                }
+            }
+        }
+        if (prev) { /* the rest of a word already looked at */
+            while (p < t->n && (M_CLASS[d[p]] & M_WORD_BIT)) {
+                p++;
+            }
+        }
+    }
+#endif
     while (p < t->n) {
-        uint8_t cls = M_CLASS[d[p]];
-        unsigned hit;
-        if (!(cls & M_WORD_BIT)) {
+        if (!(M_CLASS[d[p]] & M_WORD_BIT)) {
             p++;
             continue;
         }
@@ -1964,19 +2065,8 @@ m_any(const MText *t, unsigned kmask)
         while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
             e++;
         }
-        hit = cls & kmask & M_BY_LENGTH[e - p < 33 ? e - p : 33];
-        if ((hit & 1u << 3) && !m_elapsed_word(d + p, e - p)) {
-            hit &= ~(1u << 3);
-        }
-        if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p)) {
-            hit &= ~(1u << 5);
-        }
-        while (hit) {
-            int k = __builtin_ctz(hit);
-            hit &= hit - 1;
-            if (MASKERS[k](t, p) >= 0) {
-                return 1;
-            }
+        if (m_at_word(t, p, e, kmask)) {
+            return 1;
         }
         p = e;
     }
