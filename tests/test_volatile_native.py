@@ -13,7 +13,11 @@ from __future__ import annotations
 import collections
 import functools
 import importlib
+import json
+import os
 import re
+import subprocess
+import sys
 from array import array
 from pathlib import Path
 from typing import Any
@@ -635,3 +639,35 @@ def test_native_field_gates_on_recorded_runs() -> None:
     assert checked > 25_000
     assert decided > 0.9 * checked
     assert found > 20  # fields whose gates pass: searched
+
+
+_FINDINGS = """
+import json, sys
+from pathlib import Path
+import orjson
+from liveguard import Policy
+from liveguard.model import Trajectory
+from liveguard.monitor import check_trajectory
+out = []
+for path in sorted(Path(sys.argv[1]).glob("*.jsonl")):
+    with path.open("rb") as f:
+        for line in f:
+            run = Trajectory.model_validate(orjson.loads(line))
+            found = check_trajectory(run.steps, Policy(scan_text=True))
+            out.append([path.name, [[v.code, v.step, v.severity, v.count, v.detail] for v in found]])
+print(json.dumps(out, sort_keys=True, default=str))
+"""
+
+
+def test_native_and_pure_findings_equal_on_recorded_runs() -> None:
+    """The Monitor over every committed recorded run (the step-text rule's prefetch, native gates and
+    pre-filter, and the volatile masking in the digests), with the C accelerator and without it
+    (``LIVEGUARD_NO_CANON=1``, in a child process): the same findings, run by run."""
+    env = {**os.environ, "LIVEGUARD_NO_CANON": "1"}
+    command = [sys.executable, "-c", _FINDINGS, str(DATA)]
+    native = subprocess.run(command, capture_output=True, check=True)
+    pure = subprocess.run(command, capture_output=True, check=True, env=env)
+    got, expected = json.loads(native.stdout), json.loads(pure.stdout)
+    assert len(got) > 500
+    assert got == expected
+    assert sum(1 for _, found in got for v in found if v[0] == injection.CODE) > 0

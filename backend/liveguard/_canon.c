@@ -1247,22 +1247,94 @@ PyDoc_STRVAR(may_match_doc,
  * end. So the lanes together find a match exactly when one lane over the whole text does.
  * Every byte is looked at for a fold letter by the lane of its segment.
  */
+static PyObject *scanner_scan(Scanner *self, const uint8_t *buf, Py_ssize_t n);
+
 static PyObject *
 scanner_may_match(Scanner *self, PyObject *raw)
 {
-    const uint8_t *buf, *end, *p;
-    const uint16_t *table = self->table;
-    const uint8_t *cmap = self->cmap;
-    unsigned lanes[SCAN_LANES];
-    Py_ssize_t n, seg, i;
-    int k, r;
-
     if (!PyBytes_Check(raw)) {
         PyErr_Format(PyExc_TypeError, "may_match() needs bytes, not %.100s", Py_TYPE(raw)->tp_name);
         return NULL;
     }
-    buf = (const uint8_t *)PyBytes_AS_STRING(raw);
-    n = PyBytes_GET_SIZE(raw);
+    return scanner_scan(self, (const uint8_t *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+}
+
+/* UTF-8 lead bytes: of a Latin-1 character (U+0080-U+00FF) */
+#define LEAD_LATIN1(b) ((b) == 0xC2 || (b) == 0xC3)
+/* of a character beyond Latin-1 that injection.normalise may turn into ASCII (the bytes
+   injection._OTHER_BYTES_WIDE leaves) */
+#define LEAD_WIDE(b) (((b) >= 0xC4 && (b) <= 0xD4) || ((b) >= 0xE1 && (b) <= 0xE3) || (b) == 0xEA || \
+                      ((b) >= 0xEF && (b) <= 0xF4))
+
+PyDoc_STRVAR(may_match_normalised_doc,
+"may_match_normalised(raw, latin1_table, /) -> bool | None\n"
+"\n"
+"injection._may_normalise(raw) and injection._json_may_match_core(injection._normalise_json(raw))\n"
+"in one pass, for raw whose non-ASCII characters are Latin-1 ones (mapped by latin1_table,\n"
+"injection._LATIN1_TABLE: what is not ASCII then is dropped) or ones normalising cannot turn\n"
+"into ASCII (dropped); None when raw holds another (Python then decides).");
+
+static PyObject *
+scanner_may_match_normalised(Scanner *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    const uint8_t *src, *map;
+    uint8_t *out;
+    Py_ssize_t n, i, o = 0;
+    int normalisable = 0;
+    PyObject *res;
+
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1]) || PyBytes_GET_SIZE(args[1]) != 256) {
+        PyErr_SetString(PyExc_TypeError, "may_match_normalised() takes bytes and a 256-byte table");
+        return NULL;
+    }
+    src = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    n = PyBytes_GET_SIZE(args[0]);
+    map = (const uint8_t *)PyBytes_AS_STRING(args[1]);
+    for (i = 0; i < n; i++) {
+        if (src[i] & 0x80) {
+            if (LEAD_WIDE(src[i])) {
+                Py_RETURN_NONE;
+            }
+            normalisable |= LEAD_LATIN1(src[i]);
+        }
+    }
+    if (!normalisable) { /* _may_normalise(raw) is False */
+        Py_RETURN_FALSE;
+    }
+    out = PyMem_Malloc((size_t)n);
+    if (out == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        uint8_t b = src[i];
+        if (!(b & 0x80)) {
+            out[o++] = b;
+        }
+        else if (LEAD_LATIN1(b) && i + 1 < n && (src[i + 1] & 0xC0) == 0x80) {
+            uint8_t m = map[(b & 0x1F) << 6 | (src[i + 1] & 0x3F)];
+            if (!(m & 0x80)) {
+                out[o++] = m;
+            }
+            i++;
+        }
+        /* any other byte: a character normalising cannot make ASCII (or a broken sequence,
+           which decoding replaces by U+FFFD): dropped, as encode("latin-1", "ignore") drops it */
+    }
+    res = scanner_scan(self, out, o);
+    PyMem_Free(out);
+    return res;
+}
+
+static PyObject *
+scanner_scan(Scanner *self, const uint8_t *buf, Py_ssize_t n)
+{
+    const uint8_t *end, *p;
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned lanes[SCAN_LANES];
+    Py_ssize_t seg, i;
+    int k, r;
+
     end = buf + n;
     for (k = 0; k < SCAN_LANES; k++) {
         lanes[k] = self->start;
@@ -1323,6 +1395,8 @@ done:
 
 static PyMethodDef scanner_methods[] = {
     {"may_match", (PyCFunction)scanner_may_match, METH_O, may_match_doc},
+    {"may_match_normalised", (PyCFunction)(void (*)(void))scanner_may_match_normalised, METH_FASTCALL,
+     may_match_normalised_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,6 +21,9 @@ class Scanner:
     def __new__(cls, cmap: bytes, table: bytes, nclasses: int, start: int, /) -> Scanner: ...
     def may_match(self, raw: bytes, /) -> bool | None:
         """injection._json_may_match(raw), or None (declined: a fold letter is in raw)."""
+    def may_match_normalised(self, raw: bytes, latin1_table: bytes, /) -> bool | None:
+        """injection._may_normalise(raw) and the core on injection._normalise_json(raw), or None
+        (declined: raw holds a character beyond Latin-1 that normalising may make ASCII)."""
 
 def mask(data: bytes, kinds: bytes, /) -> bytes:
     """fingerprint.VolatileMask.python_bytes of data for the built-in patterns numbered kinds."""

@@ -573,8 +573,13 @@ def _fields(step: Step) -> tuple[Any, ...]:
 
 def _step_may_match(step: Step) -> bool:
     """False only when no text field of ``step`` can pass :func:`_may_match`."""
+    return _values_may_match(_fields(step))
+
+
+def _values_may_match(values: tuple[Any, ...]) -> bool:
+    """:func:`_step_may_match` of the step whose :func:`_fields` are ``values``."""
     try:
-        raw = orjson.dumps(_fields(step))
+        raw = orjson.dumps(values)
     except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
         return True
     return _json_scan(raw)
@@ -842,6 +847,10 @@ def _json_scan(raw: bytes) -> bool:
     accented text as the patterns do)."""
     if _json_scan_core(raw):
         return True
+    if _SCANNER is not None and not raw.isascii():
+        found = _SCANNER.may_match_normalised(raw, _LATIN1_TABLE)  # Latin-1 text, natively
+        if found is not None:
+            return found
     return _may_normalise(raw) and _json_scan_core(_normalise_json(raw))
 
 
@@ -956,6 +965,15 @@ def _text_of(value: Any) -> str:
     return "\n".join(parts)
 
 
+def _declined(passing: tuple[int | None, ...], values: tuple[Any, ...]) -> bool:
+    """A field that ``_canon.Words.fields`` left to Python (not ASCII, not plain data)."""
+    return any(got is None and value is not None for got, value in zip(passing, values, strict=True))
+
+
+_PREFETCH_HEAD: Final = 8
+""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first steps, then the rest."""
+
+
 class EvaluatorInjection:
     """A step-text rule: one soft finding per step that addresses the evaluator.
 
@@ -975,12 +993,19 @@ class EvaluatorInjection:
         steps = [obs.step for obs in observations]
         if not steps or any(step is None for step in steps):
             return
-        try:
-            raw = orjson.dumps([_fields(step) for step in steps if step is not None])
-        except TypeError:
-            return
-        if not _json_scan(raw):
-            self._cleared = (observations[0].index, observations[-1].index + 1)
+        # the first steps, then the rest: a run with a trigger word near its start (most real
+        # runs with long tool outputs) is not serialised whole for nothing
+        cut = min(_PREFETCH_HEAD, len(steps))
+        for start, stop in ((0, cut), (cut, len(steps))):
+            if start == stop:
+                return
+            try:
+                raw = orjson.dumps([_fields(step) for step in steps[start:stop] if step is not None])
+            except TypeError:
+                return
+            if _json_scan(raw):
+                return
+            self._cleared = (observations[0].index, observations[stop - 1].index + 1)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         step = obs.step
@@ -996,13 +1021,14 @@ class EvaluatorInjection:
         return None
 
     def check(self, index: int, step: Step) -> Violation | None:
-        if not _step_may_match(step):
-            return None
         values = _fields(step)
         # natively, the gates of every field at once: a field whose gates all fail is not read
-        # again, one that passes is searched for those alternatives only; None: Python decides
+        # again, one that passes is searched for those alternatives only; None: Python decides,
+        # after the step's pre-filter (the gates decide more than the pre-filter can: they go first)
         words = _WORDS if _FIELDS_NATIVE else None
         passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
+        if (passing is None or _declined(passing, values)) and not _values_may_match(values):
+            return None
         hits: list[str] = []
         fields: list[str] = []
         for n, name in enumerate(_FIELDS):
