@@ -466,7 +466,7 @@ def _check_field(value: Any) -> bool:
     assert injection._WORDS is not None
     got = injection._WORDS.fields((value,), injection.MAX_SCAN_CHARS, injection._DEPTH)[0]
     if got is None:
-        assert value is None or not _all_ascii(value)
+        assert not _all_ascii(value)
         return False
     text = injection._text_of(value)
     assert text.isascii()
@@ -516,7 +516,7 @@ def test_native_field_text_is_text_of(value: Any) -> None:
     """The text ``Words.fields`` reads is ``_text_of``'s: the same gate words, plain and flat."""
     got = _native_text_words(value)
     if got is None:
-        assert value is None or not _all_ascii(value)
+        assert not _all_ascii(value)
         return
     plain, flat = got
     text = injection._text_of(value)
@@ -591,8 +591,9 @@ def test_native_fields_limits_and_declines() -> None:
     class Message:
         content = hit
 
-    declined = (None, "é " + hit, {"é": hit}, Message(), collections.OrderedDict(k=hit), [1, Message()])
+    declined = ("é " + hit, {"é": hit}, Message(), collections.OrderedDict(k=hit), [1, Message()])
     assert fields(*declined) == (None,) * len(declined)
+    assert fields(None, hit, None)[::2] == (0, 0)  # no text: no alternative
     assert fields(Sub(hit))[0]  # a str subclass is read as the str
     assert fields(1, 2.5, True, [None, 3])[0] == 0
 

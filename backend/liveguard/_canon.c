@@ -2268,6 +2268,7 @@ typedef struct {
                          (NULL when that does not fit 16 bits, or nwords64 > 4) */
     uint64_t *masks4; /* masks padded to 4 words a state, with ptable */
     int pshift;
+    Py_ssize_t longest; /* the longest word (the deepest state: its shortest path from the root) */
     Py_ssize_t ngates;
 } Words;
 
@@ -2388,6 +2389,38 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     memcpy(self->masks, masks.buf, (size_t)masks.len);
     if (gates.buf != NULL) {
         memcpy(self->gates, gates.buf, (size_t)gates.len);
+    }
+    { /* breadth first from the root: a state's distance is the length of the word part it stands for */
+        Py_ssize_t *dist = PyMem_Malloc((size_t)nstates * sizeof(Py_ssize_t)), *queue, head = 0, tail = 0, c;
+        queue = PyMem_Malloc((size_t)nstates * sizeof(Py_ssize_t));
+        if (dist == NULL || queue == NULL) {
+            PyMem_Free(dist);
+            PyMem_Free(queue);
+            Py_CLEAR(self);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (i = 0; i < nstates; i++) {
+            dist[i] = -1;
+        }
+        dist[0] = 0;
+        queue[tail++] = 0;
+        self->longest = 0;
+        while (head < tail) {
+            Py_ssize_t st = queue[head++];
+            if (dist[st] > self->longest) {
+                self->longest = dist[st];
+            }
+            for (c = 0; c < nclasses; c++) {
+                Py_ssize_t nx = (Py_ssize_t)src[st * nclasses + c];
+                if (dist[nx] < 0) {
+                    dist[nx] = dist[st] + 1;
+                    queue[tail++] = nx;
+                }
+            }
+        }
+        PyMem_Free(dist);
+        PyMem_Free(queue);
     }
     self->pshift = 0;
     while (((Py_ssize_t)1 << self->pshift) < nclasses) {
@@ -2597,7 +2630,15 @@ tb_add(TextBuf *tb, PyObject *text)
     }
     src = (const uint8_t *)PyUnicode_DATA(text);
     dst = tb->buf + tb->len;
-    for (k = 0; k < n; k++) {
+    for (k = 0; k + 8 <= n; k += 8) { /* 8 ASCII bytes at a time: A-Z get 0x20 */
+        uint64_t x, low7, upper;
+        memcpy(&x, src + k, 8);
+        low7 = x & 0x7F7F7F7F7F7F7F7FULL;
+        upper = (low7 + 0x3F3F3F3F3F3F3F3FULL) & ~(low7 + 0x2525252525252525ULL) & ~x & 0x8080808080808080ULL;
+        x |= upper >> 2;
+        memcpy(dst + k, &x, 8);
+    }
+    for (; k < n; k++) {
         uint8_t c = src[k];
         dst[k] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c | 0x20) : c;
     }
@@ -2704,19 +2745,29 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
 {
     const uint8_t *hit;
     Py_ssize_t i, j;
+    int h, hw;
     switch (k) {
-    case 0:
-        for (i = 0; i < n; i++) {
-            uint8_t c = t[i];
-            if ((c != 'p' && c != 'f' && c != 'm' && c != 'h' && c != 't') || !w_one_of(t, n, i, W_HIGHS, 6)) {
-                continue;
-            }
-            j = i;
-            while (j < n && W_WORD(t[j])) {
-                j++;
-            }
-            if (j < n && W_SPACE(t[j]) && w_one_of(t, n, w_spaces(t, n, j), W_GRADES, 4)) {
-                return 1;
+    case 0: /* from each grade word back: \s+, then the run of \w before it holds a high word */
+        for (h = 0; h < 4; h++) {
+            Py_ssize_t len = (Py_ssize_t)strlen(W_GRADES[h]);
+            for (i = 0; (hit = memmem(t + i, (size_t)(n - i), W_GRADES[h], (size_t)len)) != NULL;
+                 i = hit - t + 1) {
+                Py_ssize_t g = hit - t, ws;
+                if (g == 0 || !W_SPACE(t[g - 1])) {
+                    continue;
+                }
+                j = g - 1;
+                while (j > 0 && W_SPACE(t[j - 1])) {
+                    j--;
+                }
+                for (ws = j; ws > 0 && W_WORD(t[ws - 1]); ws--) {
+                }
+                for (hw = 0; hw < 6; hw++) {
+                    Py_ssize_t hl = (Py_ssize_t)strlen(W_HIGHS[hw]);
+                    if (j - ws >= hl && memmem(t + ws, (size_t)(j - ws), W_HIGHS[hw], (size_t)hl) != NULL) {
+                        return 1;
+                    }
+                }
             }
         }
         return 0;
@@ -2848,36 +2899,139 @@ init_words_tables(void)
 
 /* the words in the ASCII t (plain: bit i, word i) and whether _SPACED finds a letter-spaced
    word in it, as present() */
+#define WORDS_LANES 4
+#define WORDS_LANED_MIN 1024 /* shorter texts: one lane */
+
+/* One lane of words_scan_ascii over t[from, to), from the start states; or-s its words into p and
+   returns its _SPACED state */
+static inline unsigned
+words_lane(const Words *self, const uint8_t *t, Py_ssize_t from, Py_ssize_t to, uint64_t *p)
+{
+    const uint16_t *ptable = self->ptable;
+    const uint64_t *masks4 = self->masks4;
+    const uint8_t *cmap = self->cmap;
+    int shift = self->pshift;
+    uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+    uint32_t off = 0;
+    unsigned spaced = 0;
+    Py_ssize_t i;
+    for (i = from; i < to; i++) {
+        uint8_t c = t[i];
+        const uint64_t *m;
+        spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
+        off = ptable[off + cmap[c & 0x7f]];
+        m = masks4 + ((off >> shift) << 2);
+        p0 |= m[0];
+        p1 |= m[1];
+        p2 |= m[2];
+        p3 |= m[3];
+    }
+    p[0] |= p0;
+    p[1] |= p1;
+    p[2] |= p2;
+    p[3] |= p3;
+    return spaced;
+}
+
+/*
+ * The words in the ASCII t (plain: bit i, word i) and whether _SPACED finds a letter-spaced word
+ * in it, as present(). Long texts in WORDS_LANES interleaved lanes (each lane's look-ups chain;
+ * lanes overlap): lane k reads its segment after the `reach` bytes before it, from the start
+ * states, so it finds every word and letter-spaced run that ends in its segment (none is longer
+ * than reach + 1 bytes: the longest word, and 7 for _SPACED's four letters and three marks).
+ */
 static int
 words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
 {
     const uint8_t *cmap = self->cmap;
     Py_ssize_t i, k;
     unsigned spaced = 0;
-    if (self->ptable != NULL && self->masks4 != NULL) {
-        /* the usual case, without a branch a character: the next state's row offset straight from
-           the table, and its words (none for most states) or-ed in whatever they are */
-        const uint16_t *ptable = self->ptable;
-        const uint64_t *masks4 = self->masks4;
-        int shift = self->pshift;
-        uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-        uint32_t off = 0;
-        for (i = 0; i < n; i++) {
-            uint8_t c = t[i];
-            const uint64_t *m;
-            spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
-            off = ptable[off + cmap[c & 0x7f]];
-            m = masks4 + ((off >> shift) << 2);
-            p0 |= m[0];
-            p1 |= m[1];
-            p2 |= m[2];
-            p3 |= m[3];
+    if (self->ptable != NULL) {
+        uint64_t got[4] = {0, 0, 0, 0};
+        Py_ssize_t reach = self->longest > 6 ? self->longest - 1 : 6, seg = n / WORDS_LANES;
+        if (n < WORDS_LANED_MIN || seg <= reach) {
+            spaced = words_lane(self, t, 0, n, got);
         }
-        {
-            uint64_t got[4] = {p0, p1, p2, p3};
-            for (k = 0; k < self->nwords64; k++) {
-                plain[k] |= got[k];
+        else {
+            const uint16_t *ptable = self->ptable;
+            const uint64_t *masks4 = self->masks4;
+            int shift = self->pshift, lane;
+            uint32_t off[WORDS_LANES] = {0};
+            unsigned sp[WORDS_LANES] = {0};
+            uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+            /* lanes 1..: the bytes before their segments, to be in the state the text leaves there
+               for every word that ends in the segment */
+            for (lane = 1; lane < WORDS_LANES; lane++) {
+                for (i = lane * seg - reach; i < lane * seg; i++) {
+                    uint8_t c = t[i];
+                    sp[lane] = W_SPACED_NEXT[sp[lane]][W_KIND[c]];
+                    off[lane] = ptable[off[lane] + cmap[c & 0x7f]];
+                    /* no words or-ed in here: a word that ends here ends in the lane before */
+                }
             }
+            {
+                const uint8_t *t0 = t, *t1 = t + seg, *t2 = t + 2 * seg, *t3 = t + 3 * seg;
+                uint32_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3];
+                unsigned s0 = sp[0], s1 = sp[1], s2 = sp[2], s3 = sp[3];
+#define WORDS_STEP(o, s, c)                                      \
+    do {                                                         \
+        const uint64_t *m;                                       \
+        (s) = W_SPACED_NEXT[(s)][W_KIND[(c)]];                   \
+        (o) = ptable[(o) + cmap[(c) & 0x7f]];                    \
+        m = masks4 + (((o) >> shift) << 2);                      \
+        p0 |= m[0];                                              \
+        p1 |= m[1];                                              \
+        p2 |= m[2];                                              \
+        p3 |= m[3];                                              \
+    } while (0)
+                for (i = 0; i < seg; i++) {
+                    uint8_t c0 = t0[i], c1 = t1[i], c2 = t2[i], c3 = t3[i];
+                    WORDS_STEP(o0, s0, c0);
+                    WORDS_STEP(o1, s1, c1);
+                    WORDS_STEP(o2, s2, c2);
+                    WORDS_STEP(o3, s3, c3);
+                }
+#undef WORDS_STEP
+                off[0] = o0;
+                off[1] = o1;
+                off[2] = o2;
+                off[3] = o3;
+                sp[0] = s0;
+                sp[1] = s1;
+                sp[2] = s2;
+                sp[3] = s3;
+            }
+            got[0] = p0;
+            got[1] = p1;
+            got[2] = p2;
+            got[3] = p3;
+            for (lane = 0; lane < WORDS_LANES; lane++) {
+                spaced |= sp[lane] == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
+            }
+            if (WORDS_LANES * seg < n) { /* the rest, as the last lane's go on */
+                Py_ssize_t from = WORDS_LANES * seg;
+                uint64_t tail[4] = {0, 0, 0, 0};
+                unsigned s_tail = sp[WORDS_LANES - 1];
+                uint32_t o = off[WORDS_LANES - 1];
+                for (i = from; i < n; i++) {
+                    uint8_t c = t[i];
+                    const uint64_t *m;
+                    s_tail = W_SPACED_NEXT[s_tail][W_KIND[c]];
+                    o = ptable[o + cmap[c & 0x7f]];
+                    m = masks4 + ((o >> shift) << 2);
+                    tail[0] |= m[0];
+                    tail[1] |= m[1];
+                    tail[2] |= m[2];
+                    tail[3] |= m[3];
+                }
+                for (k = 0; k < 4; k++) {
+                    got[k] |= tail[k];
+                }
+                spaced |= s_tail == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
+            }
+        }
+        for (k = 0; k < self->nwords64; k++) {
+            plain[k] |= got[k];
         }
         return spaced == W_SPACED_FOUND;
     }
@@ -2885,13 +3039,13 @@ words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
         const uint32_t *table = self->table;
         const uint64_t *masks = self->masks;
         Py_ssize_t nc = self->nclasses, w64 = self->nwords64;
-        uint32_t sp = 0;
+        uint32_t st = 0;
         for (i = 0; i < n; i++) {
             uint8_t c = t[i];
             spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
-            sp = table[(Py_ssize_t)sp * nc + cmap[c & 0x7f]];
-            if (self->hasout[sp]) {
-                const uint64_t *m = masks + (Py_ssize_t)sp * w64;
+            st = table[(Py_ssize_t)st * nc + cmap[c & 0x7f]];
+            if (self->hasout[st]) {
+                const uint64_t *m = masks + (Py_ssize_t)st * w64;
                 for (k = 0; k < w64; k++) {
                     plain[k] |= m[k];
                 }
@@ -2929,9 +3083,9 @@ PyDoc_STRVAR(words_fields_doc,
 "\n"
 "For each value of the tuple values (a step's text fields), the alternatives whose gate passes on\n"
 "injection._text_of(value) (bit i: plain alternative i; bit 16 + j: letter-spaced alternative j,\n"
-"only when the text holds a letter-spaced word), or None when the value is None, holds a string\n"
-"that is not ASCII, or holds data other than str, exact dict, list and tuple, int, float, bool and\n"
-"None (then Python decides). Needs the gates given to Words().");
+"only when the text holds a letter-spaced word; 0 for None), or None when the value holds a string\n"
+"that is not ASCII, or data other than str, exact dict, list and tuple, int, float, bool and None\n"
+"(then Python decides). Needs the gates given to Words().");
 
 static PyObject *
 words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
@@ -2969,8 +3123,14 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
         int patterns[WORDS_PATTERNS], p, spaced;
         Py_ssize_t at = 0;
         unsigned found;
-        if (value == Py_None) {
-            PyTuple_SET_ITEM(out, v, Py_NewRef(Py_None));
+        if (value == Py_None) { /* no text: no alternative */
+            item = PyLong_FromLong(0);
+            if (item == NULL) {
+                Py_DECREF(out);
+                PyMem_Free(tb.buf);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, v, item);
             continue;
         }
         tb.len = tb.size = 0;

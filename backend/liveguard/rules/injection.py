@@ -965,11 +965,6 @@ def _text_of(value: Any) -> str:
     return "\n".join(parts)
 
 
-def _declined(passing: tuple[int | None, ...], values: tuple[Any, ...]) -> bool:
-    """A field that ``_canon.Words.fields`` left to Python (not ASCII, not plain data)."""
-    return any(got is None and value is not None for got, value in zip(passing, values, strict=True))
-
-
 _PREFETCH_HEAD: Final = 8
 """:meth:`EvaluatorInjection.prefetch` serialises and scans a run's first steps, then the rest."""
 
@@ -1027,8 +1022,8 @@ class EvaluatorInjection:
         # after the step's pre-filter (the gates decide more than the pre-filter can: they go first)
         words = _WORDS if _FIELDS_NATIVE else None
         passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
-        if (passing is None or _declined(passing, values)) and not _values_may_match(values):
-            return None
+        if (passing is None or None in passing) and not _values_may_match(values):
+            return None  # a field left to Python: the step's pre-filter first
         hits: list[str] = []
         fields: list[str] = []
         for n, name in enumerate(_FIELDS):
