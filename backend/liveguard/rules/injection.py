@@ -900,14 +900,65 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
     return found
 
 
+_STARTS: Final[Mapping[str, tuple[tuple[str, ...] | None, ...]]] = {
+    "ignore_instructions": (
+        ("ignore", "disregard", "forget", "override"),
+        ("ignorier", "vergiss", "vergess", "missacht", "uberschreib", "ubergeh"),
+        ("ignor", "oubli", "neglig", "ne"),
+        ("ignor", "olvid", "omite", "omita", "descart", "desestim", "no"),
+    ),
+    "address_evaluator": (
+        ("dear", "attention", "note", "hey", "hello", "you", "as"),
+        ("liebe", "sehr", "hallo", "achtung", "hinweis", "du", "als"),
+        ("cher", "attention", "bonjour", "note", "tu", "vous", "en"),
+        ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como"),
+    ),
+    "demand_score": (
+        ("return", "output", "give", "assign", "award", "respond", "reply", "score", '"score"'),
+        ("gib", "gebt", "geben", "vergib", "vergebt", "vergeben", "bewerte"),
+        ("donne", "attribue", "accorde", "mets", "mettez", "renvoie", "retourne"),
+        ("da", "asigna", "otorga", "devuelve", "pon", "responde"),
+    ),
+    "fake_role_marker": (None, None),
+}
+"""For each alternative of :data:`_PATTERN_TEXTS` (same order), the words every match of it
+starts with (read off the pattern: the first words of its branches), as lower-cased ASCII text
+holds them; None: not listed. ``tests/test_injection_gates.py`` checks them against matches
+that hypothesis draws from each alternative."""
+_ALTERNATIVE_STARTS: Final[tuple[tuple[str, ...] | None, ...]] = tuple(
+    starts for code in _PATTERN_TEXTS for starts in _STARTS[code])
+
+
+def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str, low: str) -> bool:
+    """``rx.search(text) is not None`` for ASCII ``text`` (``low``: it lower-cased), tried only
+    where one of ``starts`` (the words every match of ``rx`` starts with) is: the leftmost match,
+    if any, starts at one of them, and ``match`` at a position sees the text before it (``\b``,
+    ``^``) as ``search`` does. A search costs about 40 ns a character, a try at a position less
+    than a microsecond."""
+    if starts is None:
+        return rx.search(text) is not None
+    for word in starts:
+        at = low.find(word)
+        while at >= 0:
+            if rx.match(text, at) is not None:
+                return True
+            at = low.find(word, at + 1)
+    return False
+
+
 def _codes_passing(text: str, passing: int) -> list[str]:
     """:func:`_codes_masked` of ASCII ``text`` (its own :func:`normalise`'d form) given the
     alternatives whose gate passes on it, as ``_canon.Words.fields`` tells them (bit ``i``:
     :data:`_ALTERNATIVES_MASKED` ``[i]``; bit ``16 + j``: :data:`_SQUASHED_MASKED` ``[j]``, set
-    only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order."""
+    only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order
+    (each tried where its alternative's start words are, :func:`_search_ascii`)."""
     found: list[str] = []
+    ascii_ = text.isascii()
+    low = text.lower() if ascii_ else text
     for n, (code, _first, _gate, rx) in enumerate(_ALTERNATIVES_MASKED):
-        if passing >> n & 1 and code not in found and rx.search(text) is not None:
+        if not passing >> n & 1 or code in found:
+            continue
+        if _search_ascii(rx, _ALTERNATIVE_STARTS[n], text, low) if ascii_ else rx.search(text) is not None:
             found.append(code)
     if passing >> _FIELD_BIT_SQUASHED:
         squashed = _SQUASH.sub("", text)
