@@ -365,6 +365,13 @@ _VOLATILE_SAMPLES = [
     "trace id abc123def",
     "Correlation-Id 'abcdefgh'",
     "0123456789abcdef0123456789abcdef",
+    "Latency=5ms",
+    "duration: 2 s",
+    "runtime 3 h",
+    "session-id: abcdefgh",
+    "SPAN_ID=abcdef12",
+    "abcdef12-abcd-abcd-abcd-abcdefabcdef",
+    "Deadbeefdeadbeefdeadbeefdeadbee1",
 ]
 
 

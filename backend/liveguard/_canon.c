@@ -2047,7 +2047,13 @@ m_keyed_word(const uint8_t *d, Py_ssize_t len, int next)
 /* 1 when a pattern of kmask matches at the word t[p, e) (its run of word bytes): a matcher runs
    only when the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its
    letters and the byte after it allow it */
-static inline int
+#if defined(__GNUC__)
+#define M_INLINE static inline __attribute__((always_inline))
+#else
+#define M_INLINE static inline
+#endif
+
+M_INLINE int
 m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
 {
     const uint8_t *d = t->d;
@@ -2082,6 +2088,22 @@ m_word_bits16(const uint8_t *d)
     __m128i under = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), under));
 }
+
+/* bit i: a match of some pattern can start with d[i] (M_CLASS has a pattern bit): a digit, or an
+   ASCII letter a-f, i, l, r-t, w or x in either case */
+static inline unsigned
+m_first_bits16(const uint8_t *d)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)d);
+    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+#define M_RANGE(x, lo, len) \
+    _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(128 - (lo)))), _mm_set1_epi8((char)(-128 + (len))))
+    __m128i any = _mm_or_si128(M_RANGE(v, '0', 10), M_RANGE(low, 'a', 6));
+    any = _mm_or_si128(any, _mm_or_si128(M_RANGE(low, 'r', 3), M_RANGE(low, 'w', 2)));
+    any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(low, _mm_set1_epi8('i')), _mm_cmpeq_epi8(low, _mm_set1_epi8('l'))));
+#undef M_RANGE
+    return (unsigned)_mm_movemask_epi8(any);
+}
 #endif
 
 /* 1 when a pattern of kmask matches somewhere in t (then the passes below run). A match starts
@@ -2105,6 +2127,9 @@ m_any(const MText *t, unsigned kmask)
             unsigned w = m_word_bits16(d + p);
             unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
             prev = w >> 15 & 1;
+            if (starts) {
+                starts &= m_first_bits16(d + p); /* no pattern starts with the others */
+            }
             while (starts) {
                 int b = __builtin_ctz(starts);
                 unsigned rest = ~w & (0xFFFFu << b) & 0xFFFFu;
