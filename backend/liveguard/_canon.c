@@ -3110,7 +3110,7 @@ PyDoc_STRVAR(words_fields_doc,
 "injection._text_of(value) (bit i: plain alternative i; bit 16 + j: letter-spaced alternative j,\n"
 "only when the text holds a letter-spaced word; 0 for None), or None when the value holds a string\n"
 "that is not ASCII, or data other than str, exact dict, list and tuple, int, float, bool and None\n"
-"(then Python decides). Needs the gates given to Words().");
+"(then Python decides); the empty tuple when every item would be 0. Needs the gates given to Words().");
 
 static PyObject *
 words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
@@ -3118,6 +3118,7 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *values, *out;
     Py_ssize_t nvalues, v, max_chars, max_depth;
     TextBuf tb = {0};
+    int nothing;
 
     if (nargs != 3 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) || !PyLong_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "fields() takes a tuple and two ints");
@@ -3138,6 +3139,7 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
     }
     values = args[0];
     nvalues = PyTuple_GET_SIZE(values);
+    nothing = 1;
     out = PyTuple_New(nvalues);
     if (out == NULL) {
         return NULL;
@@ -3169,6 +3171,7 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
         }
         if (tb.declined) {
             PyTuple_SET_ITEM(out, v, Py_NewRef(Py_None));
+            nothing = 0;
             continue;
         }
         memset(plain, 0, sizeof(plain));
@@ -3182,6 +3185,7 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
             words_scan_flat(self, tb.buf, tb.len, flat);
             found |= words_candidates(self->gates, &at, self->nwords64, flat, tb.buf, tb.len, patterns, 0) << 16;
         }
+        nothing &= found == 0;
         item = PyLong_FromUnsignedLong(found);
         if (item == NULL) {
             Py_DECREF(out);
@@ -3191,6 +3195,10 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
         PyTuple_SET_ITEM(out, v, item);
     }
     PyMem_Free(tb.buf);
+    if (nothing) { /* no field to search, none left to Python: the caller is done */
+        Py_DECREF(out);
+        return PyTuple_New(0);
+    }
     return out;
 }
 

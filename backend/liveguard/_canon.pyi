@@ -40,5 +40,5 @@ class Words:
     def fields(self, values: tuple[object, ...], max_chars: int, max_depth: int, /) -> tuple[int | None, ...]:
         """For each value, the alternatives whose gate passes on injection._text_of(value) (bit i:
         plain alternative i, bit 16 + j: letter-spaced alternative j; 0 for None), or None (the
-        value is not ASCII, or not plain data: Python decides). Needs the gates
-        (injection._native_gates)."""
+        value is not ASCII, or not plain data: Python decides); () when every item would be 0.
+        Needs the gates (injection._native_gates)."""

@@ -1073,6 +1073,8 @@ class EvaluatorInjection:
         # after the step's pre-filter (the gates decide more than the pre-filter can: they go first)
         words = _WORDS if _FIELDS_NATIVE else None
         passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
+        if passing is not None and not passing:
+            return None  # every field decided natively: no gate passes
         if (passing is None or None in passing) and not _values_may_match(values):
             return None  # a field left to Python: the step's pre-filter first
         hits: list[str] = []
