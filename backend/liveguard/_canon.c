@@ -18,9 +18,10 @@
  * keys, lone surrogates, keys that collide after NFC, nesting at or beyond
  * max_depth (also catches cycles).
  *
- * Also Scanner: the step-text rule's pre-filter (rules/injection.py), and mask: the
- * built-in volatile-text patterns (fingerprint.VolatileMask), and Words: the step-text
- * rule's per-alternative gates, below.
+ * Also Scanner: the step-text rule's pre-filter (rules/injection.py; may_match_normalised:
+ * on Latin-1 text normalised), and mask: the built-in volatile-text patterns
+ * (fingerprint.VolatileMask), and Words: the step-text rule's per-alternative gates (fields:
+ * of a step's text fields at once, from their Python objects), below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -52,7 +52,16 @@ before, so the verdicts are the same). The serialised text holds every string of
 unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
 trigger word contains), so the pre-filter never skips a step the per-field path would flag;
 a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
-path directly. A recorded run is pre-filtered whole, once (:meth:`EvaluatorInjection.prefetch`).
+path directly. A recorded run is pre-filtered once, its first steps and then the rest
+(:meth:`EvaluatorInjection.prefetch`).
+
+With the C accelerator, a step's fields are first read natively (``_canon.Words.fields``): for
+each field made of plain data (str, dict, list, tuple, numbers) with ASCII strings, one pass
+builds :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate patterns
+(:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with none
+is not read again, and the others are searched for those alternatives only
+(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A field it
+leaves to Python (not ASCII, other data) takes the pre-filter and the per-field path above.
 
 :func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
 (and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
@@ -61,7 +70,8 @@ the same words, ``end ... of`` tokens and letter spacing), with the same answer;
 text holding one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python
 decides. Text that is not ASCII is scanned as it is and :func:`normalise`'d (the scanner
 sees the same letters the patterns see, so a fullwidth or zero-width-split word is never
-skipped); ASCII text, most of it, is scanned once. On
+skipped; Latin-1 text is normalised natively too, ``Scanner.may_match_normalised``); ASCII
+text, most of it, is scanned once. On
 the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
 natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
 (``benchmarks/scan_prefilter.py``).
