@@ -2054,8 +2054,8 @@ m_keyed_word(const uint8_t *d, Py_ssize_t len, int next)
 #define M_INLINE static inline
 #endif
 
-M_INLINE int
-m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+M_INLINE unsigned
+m_word_patterns(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
 {
     const uint8_t *d = t->d;
     int next = e < t->n ? d[e] : -1;
@@ -2066,6 +2066,13 @@ m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
     if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p, next)) {
         hit &= ~(1u << 5);
     }
+    return hit;
+}
+
+M_INLINE int
+m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+{
+    unsigned hit = m_word_patterns(t, p, e, kmask);
     while (hit) {
         int k = __builtin_ctz(hit);
         hit &= hit - 1;
@@ -2184,9 +2191,15 @@ m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
     unsigned bit = 1u << k;
     int any = 0;
     while (p < n) {
-        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT)) ||
-            (e = match(&t, p)) < 0) {
-            p++;
+        Py_ssize_t w;
+        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT))) {
+            p++; /* a match starts only at the start of a word with one of its first bytes */
+            continue;
+        }
+        for (w = p + 1; w < n && (M_CLASS[src[w]] & M_WORD_BIT); w++) {
+        }
+        if (!m_word_patterns(&t, p, w, bit) || (e = match(&t, p)) < 0) {
+            p = w; /* no match starts inside the word either (no word start there) */
             continue;
         }
         memcpy(out + o, src + done, (size_t)(p - done));
