@@ -274,6 +274,20 @@ nfc(PyObject *s)
     return res;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* bit i: ASCII byte p[i] needs an escape (ESC: a control character, '"' or '\\'), for 16 bytes */
+static inline unsigned
+esc_bits16(const unsigned char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i hit = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                            _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
 /* Write exact str s (already NFC) as a JSON string literal, UTF-8. */
 static int
 write_str(Enc *e, PyObject *s)
@@ -291,19 +305,35 @@ write_str(Enc *e, PyObject *s)
             return -1;
         }
         b->p[b->len++] = '"';
-        for (i = 0; i < n; i++) {
-            unsigned char c = p[i];
-            if (ESC[c]) {
-                Py_ssize_t run = i - start;
-                /* run bytes + 6 for the escape + rest of string + closing quote */
-                if (buf_reserve(b, run + 6 + (n - i) + 1) < 0) {
-                    return -1;
+        i = 0;
+        while (i < n) {
+            unsigned char c;
+            Py_ssize_t run;
+#if defined(__SSE2__)
+            if (i + 16 <= n) { /* 16 bytes at a time to the next byte to escape */
+                unsigned bits = esc_bits16(p + i);
+                if (bits == 0) {
+                    i += 16;
+                    continue;
                 }
-                memcpy(b->p + b->len, p + start, (size_t)run);
-                b->len += run;
-                b->len += put_escape(b->p + b->len, c);
-                start = i + 1;
+                i += __builtin_ctz(bits);
             }
+            else
+#endif
+            if (!ESC[p[i]]) {
+                i++;
+                continue;
+            }
+            c = p[i];
+            run = i - start;
+            /* run bytes + 6 for the escape + rest of string + closing quote */
+            if (buf_reserve(b, run + 6 + (n - i) + 1) < 0) {
+                return -1;
+            }
+            memcpy(b->p + b->len, p + start, (size_t)run);
+            b->len += run;
+            b->len += put_escape(b->p + b->len, c);
+            start = ++i;
         }
         if (buf_reserve(b, (n - start) + 1) < 0) {
             return -1;
