@@ -942,7 +942,7 @@ _ALTERNATIVE_STARTS: Final[tuple[tuple[str, ...] | None, ...]] = tuple(
 def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str, low: str) -> bool:
     """``rx.search(text) is not None`` for ASCII ``text`` (``low``: it lower-cased), tried only
     where one of ``starts`` (the words every match of ``rx`` starts with) is: the leftmost match,
-    if any, starts at one of them, and ``match`` at a position sees the text before it (``\b``,
+    if any, starts at one of them, and ``match`` at a position sees the text before it (``\\b``,
     ``^``) as ``search`` does. A search costs about 40 ns a character, a try at a position less
     than a microsecond."""
     if starts is None:
@@ -1034,9 +1034,9 @@ class EvaluatorInjection:
     """A step-text rule: one soft finding per step that addresses the evaluator.
 
     Its only state is what :meth:`prefetch` cleared: given a whole recorded run at once
-    (``Monitor.observe_all``), it serialises the run's steps in one call and, when no
-    trigger word is anywhere in them, clears every step of the run at once; otherwise (and
-    in live guards, which feed one step at a time) each step is pre-filtered on its own.
+    (``Monitor.observe_all``), it serialises the run's first steps in one call and the rest in
+    another and, when no trigger word is in a part, clears its steps at once; otherwise (and
+    in live guards, which feed one step at a time) each step is checked on its own.
     """
 
     __slots__ = ("_cleared",)
