@@ -347,3 +347,16 @@ def test_custom_ignore_keys_are_honoured() -> None:
     assert out == Fingerprinter(custom).reference_bytes(value)
     assert out == '{"café":2,"request_id":"r","rows":[{"v":1}]}'.encode()
     assert Fingerprinter(custom)(value) == Fingerprinter(custom)({**value, "fetched_at": 9})
+
+
+def test_escapes_at_every_offset_of_a_block() -> None:
+    """ASCII strings are read 16 bytes at a time to the next byte to escape: each escape is written
+    whatever its offset, next to others, at either end, and in strings shorter than a block."""
+    for escaped in ("\n", '"', "\\", "\x00", "\x01", "\x1f", "\t", "\x7f", " "):
+        for size in (0, 1, 15, 16, 17, 31, 33, 48):
+            for at in range(size + 1):
+                text = "a" * at + escaped + "b" * (size - at)
+                for value in (text, [text, text * 2], {text: text[::-1]}):
+                    assert native(value) == DEFAULT.reference_bytes(value), repr(text)
+    text = "".join(chr(c) for c in range(128)) * 3
+    assert native(text) == DEFAULT.reference_bytes(text)

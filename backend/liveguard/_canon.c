@@ -18,9 +18,10 @@
  * keys, lone surrogates, keys that collide after NFC, nesting at or beyond
  * max_depth (also catches cycles).
  *
- * Also Scanner: the step-text rule's pre-filter (rules/injection.py), and mask: the
- * built-in volatile-text patterns (fingerprint.VolatileMask), and Words: the step-text
- * rule's per-alternative gates, below.
+ * Also Scanner: the step-text rule's pre-filter (rules/injection.py; may_match_normalised:
+ * on Latin-1 text normalised), and mask: the built-in volatile-text patterns
+ * (fingerprint.VolatileMask), and Words: the step-text rule's per-alternative gates (fields:
+ * of a step's text fields at once, from their Python objects), below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -273,6 +274,20 @@ nfc(PyObject *s)
     return res;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* bit i: ASCII byte p[i] needs an escape (ESC: a control character, '"' or '\\'), for 16 bytes */
+static inline unsigned
+esc_bits16(const unsigned char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i hit = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                            _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
 /* Write exact str s (already NFC) as a JSON string literal, UTF-8. */
 static int
 write_str(Enc *e, PyObject *s)
@@ -290,19 +305,35 @@ write_str(Enc *e, PyObject *s)
             return -1;
         }
         b->p[b->len++] = '"';
-        for (i = 0; i < n; i++) {
-            unsigned char c = p[i];
-            if (ESC[c]) {
-                Py_ssize_t run = i - start;
-                /* run bytes + 6 for the escape + rest of string + closing quote */
-                if (buf_reserve(b, run + 6 + (n - i) + 1) < 0) {
-                    return -1;
+        i = 0;
+        while (i < n) {
+            unsigned char c;
+            Py_ssize_t run;
+#if defined(__SSE2__)
+            if (i + 16 <= n) { /* 16 bytes at a time to the next byte to escape */
+                unsigned bits = esc_bits16(p + i);
+                if (bits == 0) {
+                    i += 16;
+                    continue;
                 }
-                memcpy(b->p + b->len, p + start, (size_t)run);
-                b->len += run;
-                b->len += put_escape(b->p + b->len, c);
-                start = i + 1;
+                i += __builtin_ctz(bits);
             }
+            else
+#endif
+            if (!ESC[p[i]]) {
+                i++;
+                continue;
+            }
+            c = p[i];
+            run = i - start;
+            /* run bytes + 6 for the escape + rest of string + closing quote */
+            if (buf_reserve(b, run + 6 + (n - i) + 1) < 0) {
+                return -1;
+            }
+            memcpy(b->p + b->len, p + start, (size_t)run);
+            b->len += run;
+            b->len += put_escape(b->p + b->len, c);
+            start = ++i;
         }
         if (buf_reserve(b, (n - start) + 1) < 0) {
             return -1;
@@ -1247,22 +1278,94 @@ PyDoc_STRVAR(may_match_doc,
  * end. So the lanes together find a match exactly when one lane over the whole text does.
  * Every byte is looked at for a fold letter by the lane of its segment.
  */
+static PyObject *scanner_scan(Scanner *self, const uint8_t *buf, Py_ssize_t n);
+
 static PyObject *
 scanner_may_match(Scanner *self, PyObject *raw)
 {
-    const uint8_t *buf, *end, *p;
-    const uint16_t *table = self->table;
-    const uint8_t *cmap = self->cmap;
-    unsigned lanes[SCAN_LANES];
-    Py_ssize_t n, seg, i;
-    int k, r;
-
     if (!PyBytes_Check(raw)) {
         PyErr_Format(PyExc_TypeError, "may_match() needs bytes, not %.100s", Py_TYPE(raw)->tp_name);
         return NULL;
     }
-    buf = (const uint8_t *)PyBytes_AS_STRING(raw);
-    n = PyBytes_GET_SIZE(raw);
+    return scanner_scan(self, (const uint8_t *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+}
+
+/* UTF-8 lead bytes: of a Latin-1 character (U+0080-U+00FF) */
+#define LEAD_LATIN1(b) ((b) == 0xC2 || (b) == 0xC3)
+/* of a character beyond Latin-1 that injection.normalise may turn into ASCII (the bytes
+   injection._OTHER_BYTES_WIDE leaves) */
+#define LEAD_WIDE(b) (((b) >= 0xC4 && (b) <= 0xD4) || ((b) >= 0xE1 && (b) <= 0xE3) || (b) == 0xEA || \
+                      ((b) >= 0xEF && (b) <= 0xF4))
+
+PyDoc_STRVAR(may_match_normalised_doc,
+"may_match_normalised(raw, latin1_table, /) -> bool | None\n"
+"\n"
+"injection._may_normalise(raw) and injection._json_may_match_core(injection._normalise_json(raw))\n"
+"in one pass, for raw whose non-ASCII characters are Latin-1 ones (mapped by latin1_table,\n"
+"injection._LATIN1_TABLE: what is not ASCII then is dropped) or ones normalising cannot turn\n"
+"into ASCII (dropped); None when raw holds another (Python then decides).");
+
+static PyObject *
+scanner_may_match_normalised(Scanner *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    const uint8_t *src, *map;
+    uint8_t *out;
+    Py_ssize_t n, i, o = 0;
+    int normalisable = 0;
+    PyObject *res;
+
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1]) || PyBytes_GET_SIZE(args[1]) != 256) {
+        PyErr_SetString(PyExc_TypeError, "may_match_normalised() takes bytes and a 256-byte table");
+        return NULL;
+    }
+    src = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    n = PyBytes_GET_SIZE(args[0]);
+    map = (const uint8_t *)PyBytes_AS_STRING(args[1]);
+    for (i = 0; i < n; i++) {
+        if (src[i] & 0x80) {
+            if (LEAD_WIDE(src[i])) {
+                Py_RETURN_NONE;
+            }
+            normalisable |= LEAD_LATIN1(src[i]);
+        }
+    }
+    if (!normalisable) { /* _may_normalise(raw) is False */
+        Py_RETURN_FALSE;
+    }
+    out = PyMem_Malloc((size_t)n);
+    if (out == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (i = 0; i < n; i++) {
+        uint8_t b = src[i];
+        if (!(b & 0x80)) {
+            out[o++] = b;
+        }
+        else if (LEAD_LATIN1(b) && i + 1 < n && (src[i + 1] & 0xC0) == 0x80) {
+            uint8_t m = map[(b & 0x1F) << 6 | (src[i + 1] & 0x3F)];
+            if (!(m & 0x80)) {
+                out[o++] = m;
+            }
+            i++;
+        }
+        /* any other byte: a character normalising cannot make ASCII (or a broken sequence,
+           which decoding replaces by U+FFFD): dropped, as encode("latin-1", "ignore") drops it */
+    }
+    res = scanner_scan(self, out, o);
+    PyMem_Free(out);
+    return res;
+}
+
+static PyObject *
+scanner_scan(Scanner *self, const uint8_t *buf, Py_ssize_t n)
+{
+    const uint8_t *end, *p;
+    const uint16_t *table = self->table;
+    const uint8_t *cmap = self->cmap;
+    unsigned lanes[SCAN_LANES];
+    Py_ssize_t seg, i;
+    int k, r;
+
     end = buf + n;
     for (k = 0; k < SCAN_LANES; k++) {
         lanes[k] = self->start;
@@ -1323,6 +1426,8 @@ done:
 
 static PyMethodDef scanner_methods[] = {
     {"may_match", (PyCFunction)scanner_may_match, METH_O, may_match_doc},
+    {"may_match_normalised", (PyCFunction)(void (*)(void))scanner_may_match_normalised, METH_FASTCALL,
+     may_match_normalised_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1879,32 +1984,228 @@ init_mask_classes(void)
     }
 }
 
-/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). */
+/* M_BY_LENGTH[len]: the patterns a match starting at a word of len bytes (its run of word bytes;
+   33 for any longer word) can be of. Each pattern's first word has a fixed length, or one of a few
+   (its \b-bounded start is followed by a non-word byte or the end): iso_datetime \d{4}[-/]: 4;
+   clock_time \d{1,2}: 1 or 2; elapsed's words (took, time, wall; elapsed, latency, runtime;
+   duration) and `in`: 2, 4, 7, 8; uuid's first group [0-9a-fA-F]{8}-: 8; hex_id's
+   [0-9a-fA-F]{32}\b: 32. relative_time (\d+ then a unit, possibly in the same word) and keyed_id
+   (below) keep any length. */
+static uint8_t M_BY_LENGTH[34];
+
+static void
+init_mask_lengths(void)
+{
+    int len;
+    for (len = 1; len < 34; len++) {
+        unsigned keep = 1u << 2 | 1u << 5;
+        if (len == 4) {
+            keep |= 1u << 0 | 1u << 3;
+        }
+        if (len <= 2) {
+            keep |= 1u << 1;
+        }
+        if (len == 2 || len == 7 || len == 8) {
+            keep |= 1u << 3;
+        }
+        if (len == 8) {
+            keep |= 1u << 4;
+        }
+        if (len == 32) {
+            keep |= 1u << 6;
+        }
+        M_BY_LENGTH[len] = (uint8_t)keep;
+    }
+}
+
+/* d[0, len) is lit (lower-case ASCII), ASCII case-insensitively */
+static inline int
+m_word_is(const uint8_t *d, Py_ssize_t len, const char *lit)
+{
+    Py_ssize_t k;
+    for (k = 0; k < len; k++) {
+        uint8_t c = d[k];
+        if (c >= 'A' && c <= 'Z') {
+            c |= 0x20;
+        }
+        if (c != (uint8_t)lit[k] || lit[k] == 0) {
+            return 0;
+        }
+    }
+    return lit[len] == 0;
+}
+
+/* elapsed can start at the word d[0, len) only when it is one of its words: in (then a space:
+   the caller checks), took, time (of time taken), wall (of wall time), elapsed, latency, runtime,
+   duration */
+static inline int
+m_elapsed_word(const uint8_t *d, Py_ssize_t len)
+{
+    switch (len) {
+    case 2: return m_word_is(d, len, "in");
+    case 4: return m_word_is(d, len, "took") || m_word_is(d, len, "time") || m_word_is(d, len, "wall");
+    case 7: return m_word_is(d, len, "elapsed") || m_word_is(d, len, "latency") || m_word_is(d, len, "runtime");
+    case 8: return m_word_is(d, len, "duration");
+    default: return 0;
+    }
+}
+
+/* keyed_id can start at the word d[0, len) (then the byte next, -1 at the end) only when it is the
+   key word and its id in one word (request_id, reqid: it ends in `id`), or the key word alone
+   followed by `-` or a space (request, req, run: 7 or 3 bytes from r; session 7 from s; span 4;
+   trace 5; correlation 11), or the `x` of `x-` */
+static inline int
+m_keyed_word(const uint8_t *d, Py_ssize_t len, int next)
+{
+    uint8_t c = (uint8_t)(d[0] | 0x20);
+    if (len > 4 && (d[len - 2] | 0x20) == 'i' && (d[len - 1] | 0x20) == 'd') {
+        return 1;
+    }
+    if (next != '-' && next != ' ') {
+        return 0;
+    }
+    switch (len) {
+    case 1: return c == 'x' && next == '-';
+    case 3: return c == 'r';
+    case 4: return c == 's';
+    case 5: return c == 't';
+    case 7: return c == 'r' || c == 's';
+    case 11: return c == 'c';
+    default: return 0;
+    }
+}
+
+/* 1 when a pattern of kmask matches at the word t[p, e) (its run of word bytes): a matcher runs
+   only when the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its
+   letters and the byte after it allow it */
+#if defined(__GNUC__)
+#define M_INLINE static inline __attribute__((always_inline))
+#else
+#define M_INLINE static inline
+#endif
+
+M_INLINE unsigned
+m_word_patterns(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+{
+    const uint8_t *d = t->d;
+    int next = e < t->n ? d[e] : -1;
+    unsigned hit = M_CLASS[d[p]] & kmask & M_BY_LENGTH[e - p < 33 ? e - p : 33];
+    if ((hit & 1u << 3) && !(m_elapsed_word(d + p, e - p) && (e - p != 2 || (next >= 0 && M_SPACE(next))))) {
+        hit &= ~(1u << 3);
+    }
+    if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p, next)) {
+        hit &= ~(1u << 5);
+    }
+    return hit;
+}
+
+M_INLINE int
+m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+{
+    unsigned hit = m_word_patterns(t, p, e, kmask);
+    while (hit) {
+        int k = __builtin_ctz(hit);
+        hit &= hit - 1;
+        if (MASKERS[k](t, p) >= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* bit i: d[i] is a word byte (M_WORD: an ASCII letter, digit or _), for 16 bytes */
+static inline unsigned
+m_word_bits16(const uint8_t *d)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)d);
+    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+    __m128i alpha = _mm_cmplt_epi8(_mm_add_epi8(low, _mm_set1_epi8((char)(128 - 'a'))), _mm_set1_epi8((char)(-128 + 26)));
+    __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(128 - '0'))), _mm_set1_epi8((char)(-128 + 10)));
+    __m128i under = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), under));
+}
+
+/* bit i: a match of some pattern can start with d[i] (M_CLASS has a pattern bit): a digit, or an
+   ASCII letter a-f, i, l, r-t, w or x in either case */
+static inline unsigned
+m_first_bits16(const uint8_t *d)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)d);
+    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+#define M_RANGE(x, lo, len) \
+    _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(128 - (lo)))), _mm_set1_epi8((char)(-128 + (len))))
+    __m128i any = _mm_or_si128(M_RANGE(v, '0', 10), M_RANGE(low, 'a', 6));
+    any = _mm_or_si128(any, _mm_or_si128(M_RANGE(low, 'r', 3), M_RANGE(low, 'w', 2)));
+    any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(low, _mm_set1_epi8('i')), _mm_cmpeq_epi8(low, _mm_set1_epi8('l'))));
+#undef M_RANGE
+    return (unsigned)_mm_movemask_epi8(any);
+}
+#endif
+
+/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). A match starts
+   only where a word starts (every pattern starts with \b before a word byte); each word is looked
+   at once (m_at_word), and relative_time only when t holds its "ago". */
 static int
 m_any(const MText *t, unsigned kmask)
 {
     const uint8_t *d = t->d;
-    Py_ssize_t p;
-    int prev_word = 0;
-    for (p = 0; p < t->n; p++) {
-        uint8_t cls = M_CLASS[d[p]];
-        unsigned hit;
-        if (!(cls & M_WORD_BIT)) {
-            prev_word = 0;
-            continue;
-        }
-        if (prev_word) {
-            continue;
-        }
-        prev_word = 1;
-        hit = cls & kmask;
-        while (hit) {
-            int k = __builtin_ctz(hit);
-            hit &= hit - 1;
-            if (MASKERS[k](t, p) >= 0) {
-                return 1;
+    Py_ssize_t p = 0, e;
+    if ((kmask & 1u << 2) && memmem(t->d, (size_t)t->n, "ago", 3) == NULL) {
+        kmask &= ~(1u << 2);
+    }
+    if (kmask == 0) {
+        return 0;
+    }
+#if defined(__SSE2__)
+    {
+        unsigned prev = 0; /* the byte before the block is a word byte */
+        for (; p + 16 <= t->n; p += 16) {
+            unsigned w = m_word_bits16(d + p);
+            unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
+            prev = w >> 15 & 1;
+            if (starts) {
+                starts &= m_first_bits16(d + p); /* no pattern starts with the others */
+            }
+            while (starts) {
+                int b = __builtin_ctz(starts);
+                unsigned rest = ~w & (0xFFFFu << b) & 0xFFFFu;
+                starts &= starts - 1;
+                if (rest) {
+                    e = p + __builtin_ctz(rest);
+                }
+                else {
+                    e = p + 16;
+                    while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
+                        e++;
+                    }
+                }
+                if (m_at_word(t, p + b, e, kmask)) {
+                    return 1;
+                }
             }
         }
+        if (prev) { /* the rest of a word already looked at */
+            while (p < t->n && (M_CLASS[d[p]] & M_WORD_BIT)) {
+                p++;
+            }
+        }
+    }
+#endif
+    while (p < t->n) {
+        if (!(M_CLASS[d[p]] & M_WORD_BIT)) {
+            p++;
+            continue;
+        }
+        e = p + 1;
+        while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
+            e++;
+        }
+        if (m_at_word(t, p, e, kmask)) {
+            return 1;
+        }
+        p = e;
     }
     return 0;
 }
@@ -1920,9 +2221,15 @@ m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
     unsigned bit = 1u << k;
     int any = 0;
     while (p < n) {
-        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT)) ||
-            (e = match(&t, p)) < 0) {
-            p++;
+        Py_ssize_t w;
+        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT))) {
+            p++; /* a match starts only at the start of a word with one of its first bytes */
+            continue;
+        }
+        for (w = p + 1; w < n && (M_CLASS[src[w]] & M_WORD_BIT); w++) {
+        }
+        if (!m_word_patterns(&t, p, w, bit) || (e = match(&t, p)) < 0) {
+            p = w; /* no match starts inside the word either (no word start there) */
             continue;
         }
         memcpy(out + o, src + done, (size_t)(p - done));
@@ -2025,6 +2332,13 @@ typedef struct {
     Py_ssize_t nwords64;
     uint8_t cmap[128];
     uint8_t sep[128];
+    uint64_t *gates; /* the gates for fields() (see words_candidates); NULL: not given */
+    uint16_t *ptable; /* table in rows of 1 << pshift entries, each next state as its row's offset
+                         (NULL when that does not fit 16 bits, or nwords64 > 4) */
+    uint64_t *masks4; /* masks padded to 4 words a state, with ptable */
+    int pshift;
+    Py_ssize_t longest; /* the longest word (the deepest state: its shortest path from the root) */
+    Py_ssize_t ngates;
 } Words;
 
 static void
@@ -2033,13 +2347,60 @@ words_dealloc(Words *self)
     PyMem_Free(self->table);
     PyMem_Free(self->masks);
     PyMem_Free(self->hasout);
+    PyMem_Free(self->gates);
+    PyMem_Free(self->ptable);
+    PyMem_Free(self->masks4);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/*
+ * The gates for fields(), as injection._native_gates writes them (uint64 words): for the plain
+ * alternatives, then for the letter-spaced ones: the number of alternatives, then for each its
+ * number of conjunctions, then for each conjunction the patterns it needs (bit k: gate pattern k,
+ * see words_pattern) and its number of word groups, then each group's word mask (nwords64 words).
+ * An alternative's gate passes when one of its conjunctions has a word of each group and every
+ * pattern it needs.
+ */
+#define WORDS_PATTERNS 4
+#define WORDS_MAX_ALTERNATIVES 16
+
+static int
+gates_valid(const uint64_t *g, Py_ssize_t len, Py_ssize_t w64)
+{
+    Py_ssize_t n, at = 0, part, alt, conj, groups;
+    if (len % (Py_ssize_t)sizeof(uint64_t) != 0) {
+        return 0;
+    }
+    n = len / (Py_ssize_t)sizeof(uint64_t);
+    for (part = 0; part < 2; part++) {
+        uint64_t nalt;
+        if (at >= n || (nalt = g[at++]) > WORDS_MAX_ALTERNATIVES) {
+            return 0;
+        }
+        for (alt = 0; alt < (Py_ssize_t)nalt; alt++) {
+            uint64_t nconj;
+            if (at >= n || (nconj = g[at++]) > 64) {
+                return 0;
+            }
+            for (conj = 0; conj < (Py_ssize_t)nconj; conj++) {
+                if (at + 2 > n || g[at] >> WORDS_PATTERNS != 0 || g[at + 1] > 64) {
+                    return 0;
+                }
+                groups = (Py_ssize_t)g[at + 1];
+                at += 2 + groups * w64;
+                if (at > n) {
+                    return 0;
+                }
+            }
+        }
+    }
+    return at == n;
 }
 
 static PyObject *
 words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    Py_buffer cmap, table, masks;
+    Py_buffer cmap, table, masks, gates = {0};
     Py_ssize_t nclasses, nwords64, nstates, i;
     Words *self = NULL;
     const uint32_t *src;
@@ -2049,7 +2410,7 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "Words() takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*y*ny*n:Words", &cmap, &table, &nclasses, &masks, &nwords64)) {
+    if (!PyArg_ParseTuple(args, "y*y*ny*n|y*:Words", &cmap, &table, &nclasses, &masks, &nwords64, &gates)) {
         return NULL;
     }
     nstates = nclasses > 0 ? table.len / (Py_ssize_t)sizeof(uint32_t) / nclasses : 0;
@@ -2057,6 +2418,10 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         table.len != nstates * nclasses * (Py_ssize_t)sizeof(uint32_t) || nstates < 1 ||
         masks.len != nstates * nwords64 * (Py_ssize_t)sizeof(uint64_t)) {
         PyErr_SetString(PyExc_ValueError, "Words: inconsistent tables");
+        goto done;
+    }
+    if (gates.buf != NULL && !gates_valid((const uint64_t *)gates.buf, gates.len, nwords64)) {
+        PyErr_SetString(PyExc_ValueError, "Words: inconsistent gates");
         goto done;
     }
     for (i = 0; i < 128; i++) {
@@ -2079,13 +2444,73 @@ words_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->table = PyMem_Malloc((size_t)table.len);
     self->masks = PyMem_Malloc((size_t)masks.len);
     self->hasout = PyMem_Malloc((size_t)nstates);
-    if (self->table == NULL || self->masks == NULL || self->hasout == NULL) {
+    if (gates.buf != NULL) {
+        self->gates = PyMem_Malloc((size_t)gates.len);
+        self->ngates = gates.len / (Py_ssize_t)sizeof(uint64_t);
+    }
+    if (self->table == NULL || self->masks == NULL || self->hasout == NULL ||
+        (gates.buf != NULL && self->gates == NULL)) {
         Py_CLEAR(self);
         PyErr_NoMemory();
         goto done;
     }
     memcpy(self->table, table.buf, (size_t)table.len);
     memcpy(self->masks, masks.buf, (size_t)masks.len);
+    if (gates.buf != NULL) {
+        memcpy(self->gates, gates.buf, (size_t)gates.len);
+    }
+    { /* breadth first from the root: a state's distance is the length of the word part it stands for */
+        Py_ssize_t *dist = PyMem_Malloc((size_t)nstates * sizeof(Py_ssize_t)), *queue, head = 0, tail = 0, c;
+        queue = PyMem_Malloc((size_t)nstates * sizeof(Py_ssize_t));
+        if (dist == NULL || queue == NULL) {
+            PyMem_Free(dist);
+            PyMem_Free(queue);
+            Py_CLEAR(self);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (i = 0; i < nstates; i++) {
+            dist[i] = -1;
+        }
+        dist[0] = 0;
+        queue[tail++] = 0;
+        self->longest = 0;
+        while (head < tail) {
+            Py_ssize_t st = queue[head++];
+            if (dist[st] > self->longest) {
+                self->longest = dist[st];
+            }
+            for (c = 0; c < nclasses; c++) {
+                Py_ssize_t nx = (Py_ssize_t)src[st * nclasses + c];
+                if (dist[nx] < 0) {
+                    dist[nx] = dist[st] + 1;
+                    queue[tail++] = nx;
+                }
+            }
+        }
+        PyMem_Free(dist);
+        PyMem_Free(queue);
+    }
+    self->pshift = 0;
+    while (((Py_ssize_t)1 << self->pshift) < nclasses) {
+        self->pshift++;
+    }
+    if ((nstates << self->pshift) <= 65536 && nwords64 <= 4) {
+        Py_ssize_t row = (Py_ssize_t)1 << self->pshift, c;
+        self->ptable = PyMem_Calloc((size_t)(nstates << self->pshift), sizeof(uint16_t));
+        self->masks4 = PyMem_Calloc((size_t)nstates * 4, sizeof(uint64_t));
+        if (self->ptable == NULL || self->masks4 == NULL) {
+            Py_CLEAR(self);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (i = 0; i < nstates; i++) {
+            for (c = 0; c < nclasses; c++) {
+                self->ptable[i * row + c] = (uint16_t)(src[i * nclasses + c] << self->pshift);
+            }
+            memcpy(self->masks4 + i * 4, self->masks + i * nwords64, (size_t)nwords64 * sizeof(uint64_t));
+        }
+    }
     for (i = 0; i < nstates; i++) {
         Py_ssize_t k;
         self->hasout[i] = 0;
@@ -2107,6 +2532,9 @@ done:
     PyBuffer_Release(&cmap);
     PyBuffer_Release(&table);
     PyBuffer_Release(&masks);
+    if (gates.buf != NULL) {
+        PyBuffer_Release(&gates);
+    }
     return (PyObject *)self;
 }
 
@@ -2211,8 +2639,616 @@ words_present(Words *self, PyObject *text)
     return Py_BuildValue("(NNO)", a, b, spaced ? Py_True : Py_False);
 }
 
+/* ---- fields(): the gates of each text field of a step, natively ---- */
+
+/* The text injection._text_of(value) makes, lower-cased, while it is ASCII and made of plain data. */
+typedef struct {
+    uint8_t *buf;
+    Py_ssize_t len, cap;
+    Py_ssize_t size;      /* characters of the strings taken (the joining newlines not counted) */
+    Py_ssize_t max_chars; /* injection.MAX_SCAN_CHARS */
+    int max_depth;        /* injection._DEPTH */
+    int parts;            /* strings taken */
+    int done;             /* max_chars reached: _text_of stops */
+    int declined;         /* a string not ASCII, or a value _texts would read otherwise */
+} TextBuf;
+
+static int
+tb_reserve(TextBuf *tb, Py_ssize_t more)
+{
+    if (tb->len + more > tb->cap) {
+        Py_ssize_t cap = tb->cap ? tb->cap : 4096;
+        uint8_t *grown;
+        while (cap < tb->len + more) {
+            cap *= 2;
+        }
+        grown = PyMem_Realloc(tb->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        tb->buf = grown;
+        tb->cap = cap;
+    }
+    return 0;
+}
+
+/* _text_of's parts.append(text[: MAX_SCAN_CHARS - size]), joined by "\n", lower-cased */
+static int
+tb_add(TextBuf *tb, PyObject *text)
+{
+    Py_ssize_t n, k;
+    const uint8_t *src;
+    uint8_t *dst;
+    if (str_ready(text) < 0) {
+        return -1;
+    }
+    if (!PyUnicode_IS_ASCII(text)) {
+        tb->declined = 1;
+        return 0;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    if (n > tb->max_chars - tb->size) {
+        n = tb->max_chars - tb->size;
+    }
+    if (tb_reserve(tb, n + 1) < 0) {
+        return -1;
+    }
+    if (tb->parts++ > 0) {
+        tb->buf[tb->len++] = '\n';
+    }
+    src = (const uint8_t *)PyUnicode_DATA(text);
+    dst = tb->buf + tb->len;
+    for (k = 0; k + 8 <= n; k += 8) { /* 8 ASCII bytes at a time: A-Z get 0x20 */
+        uint64_t x, low7, upper;
+        memcpy(&x, src + k, 8);
+        low7 = x & 0x7F7F7F7F7F7F7F7FULL;
+        upper = (low7 + 0x3F3F3F3F3F3F3F3FULL) & ~(low7 + 0x2525252525252525ULL) & ~x & 0x8080808080808080ULL;
+        x |= upper >> 2;
+        memcpy(dst + k, &x, 8);
+    }
+    for (; k < n; k++) {
+        uint8_t c = src[k];
+        dst[k] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c | 0x20) : c;
+    }
+    tb->len += n;
+    tb->size += n;
+    if (tb->size >= tb->max_chars) {
+        tb->done = 1;
+    }
+    return 0;
+}
+
+/* injection._texts(value, depth), into tb; -1 on an error (memory) */
+static int
+tb_walk(TextBuf *tb, PyObject *value, int depth)
+{
+    if (depth > tb->max_depth) {
+        return 0;
+    }
+    if (PyUnicode_Check(value)) {
+        return tb_add(tb, value);
+    }
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *item;
+        while (!tb->done && !tb->declined && PyDict_Next(value, &pos, &key, &item)) {
+            if (PyUnicode_Check(key) && tb_add(tb, key) < 0) {
+                return -1;
+            }
+            if (!tb->done && !tb->declined && tb_walk(tb, item, depth + 1) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        Py_ssize_t i;
+        /* a list may change size only through Python code, and none runs here */
+        for (i = 0; i < PySequence_Fast_GET_SIZE(value) && !tb->done && !tb->declined; i++) {
+            if (tb_walk(tb, PySequence_Fast_GET_ITEM(value, i), depth + 1) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    if (value == Py_None || PyBool_Check(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+        return 0; /* no text, no .content */
+    }
+    tb->declined = 1; /* a Mapping or sequence of another type, a message with .content, ... */
+    return 0;
+}
+
+#define W_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+#define W_ALNUM(c) (((c) >= '0' && (c) <= '9') || ((c) >= 'a' && (c) <= 'z'))
+#define W_WORD(c) (W_ALNUM(c) || (c) == '_')
+
+/* lit (lower-case) at t[i] */
+static inline int
+w_lit(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *lit)
+{
+    Py_ssize_t len = (Py_ssize_t)strlen(lit);
+    return i + len <= n && memcmp(t + i, lit, (size_t)len) == 0;
+}
+
+/* the end of the run of \s from i */
+static inline Py_ssize_t
+w_spaces(const uint8_t *t, Py_ssize_t n, Py_ssize_t i)
+{
+    while (i < n && W_SPACE(t[i])) {
+        i++;
+    }
+    return i;
+}
+
+static int
+w_one_of(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *const *lits, int nlits)
+{
+    int k;
+    for (k = 0; k < nlits; k++) {
+        if (w_lit(t, n, i, lits[k])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *const W_GRADES[] = {"score", "rating", "grade", "mark"};
+static const char *const W_HIGHS[] = {"perfect", "full", "max", "high", "top", "passing"};
+static const char *const W_ROLES[] = {"system", "instruction"};
+static const char *const W_TAILS[] = {"of", "run", "data", "input"};
+
+/*
+ * Gate pattern k on the lower-cased ASCII text t (injection._NATIVE_PATTERNS, in this order):
+ * 0: (?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)
+ * 1: score\s+(?:this|it|the\s+run)
+ * 2: ##\s*(?:system|instruction)
+ * 3: end[\s_-]*(?:of|run|data|input), where the "end" starts a line but for non-alphanumeric
+ *    characters (fake_role_marker's ^[\W_]*END...(?:DATA|INPUT), the one alternative this
+ *    pattern gates, needs that: ^ is a line start, [\W_] every character but a letter or a digit)
+ * Each is what a regex search finds (\s and \w of ASCII text; no backtracking can help: the
+ * runs \w*, \s+, \s* and [\s_-]* end where a letter the next part needs begins).
+ */
+static int
+words_pattern(const uint8_t *t, Py_ssize_t n, int k)
+{
+    const uint8_t *hit;
+    Py_ssize_t i, j;
+    int h, hw;
+    switch (k) {
+    case 0: /* from each grade word back: \s+, then the run of \w before it holds a high word */
+        for (h = 0; h < 4; h++) {
+            Py_ssize_t len = (Py_ssize_t)strlen(W_GRADES[h]);
+            for (i = 0; (hit = memmem(t + i, (size_t)(n - i), W_GRADES[h], (size_t)len)) != NULL;
+                 i = hit - t + 1) {
+                Py_ssize_t g = hit - t, ws;
+                if (g == 0 || !W_SPACE(t[g - 1])) {
+                    continue;
+                }
+                j = g - 1;
+                while (j > 0 && W_SPACE(t[j - 1])) {
+                    j--;
+                }
+                for (ws = j; ws > 0 && W_WORD(t[ws - 1]); ws--) {
+                }
+                for (hw = 0; hw < 6; hw++) {
+                    Py_ssize_t hl = (Py_ssize_t)strlen(W_HIGHS[hw]);
+                    if (j - ws >= hl && memmem(t + ws, (size_t)(j - ws), W_HIGHS[hw], (size_t)hl) != NULL) {
+                        return 1;
+                    }
+                }
+            }
+        }
+        return 0;
+    case 1:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "score", 5)) != NULL; i = hit - t + 1) {
+            j = hit - t + 5;
+            if (j < n && W_SPACE(t[j])) {
+                j = w_spaces(t, n, j);
+                if (w_lit(t, n, j, "this") || w_lit(t, n, j, "it")) {
+                    return 1;
+                }
+                if (w_lit(t, n, j, "the") && j + 3 < n && W_SPACE(t[j + 3]) &&
+                    w_lit(t, n, w_spaces(t, n, j + 3), "run")) {
+                    return 1;
+                }
+            }
+        }
+        return 0;
+    case 2:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "##", 2)) != NULL; i = hit - t + 1) {
+            if (w_one_of(t, n, w_spaces(t, n, hit - t + 2), W_ROLES, 2)) {
+                return 1;
+            }
+        }
+        return 0;
+    case 3:
+        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "end", 3)) != NULL; i = hit - t + 1) {
+            Py_ssize_t at = hit - t, b = at;
+            while (b > 0 && !W_ALNUM(t[b - 1]) && t[b - 1] != '\n') {
+                b--;
+            }
+            if (b > 0 && t[b - 1] != '\n') {
+                continue; /* a letter or a digit before it on its line */
+            }
+            j = at + 3;
+            while (j < n && (W_SPACE(t[j]) || t[j] == '_' || t[j] == '-')) {
+                j++;
+            }
+            if (w_one_of(t, n, j, W_TAILS, 4)) {
+                return 1;
+            }
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* the alternatives whose gate passes (bit i: alternative i of the part), from the gates at *at */
+static unsigned
+words_candidates(const uint64_t *g, Py_ssize_t *at, Py_ssize_t w64, const uint64_t *present,
+                 const uint8_t *t, Py_ssize_t n, int *patterns, int use_patterns)
+{
+    unsigned found = 0;
+    uint64_t nalt = g[(*at)++], alt, nconj, c;
+    for (alt = 0; alt < nalt; alt++) {
+        int passes = 0;
+        nconj = g[(*at)++];
+        for (c = 0; c < nconj; c++) {
+            uint64_t need = g[*at], ngroups = g[*at + 1], grp;
+            const uint64_t *groups = g + *at + 2;
+            int ok = !passes;
+            *at += 2 + (Py_ssize_t)ngroups * w64;
+            for (grp = 0; ok && grp < ngroups; grp++) {
+                Py_ssize_t k;
+                int any = 0;
+                for (k = 0; k < w64; k++) {
+                    any |= (groups[grp * (uint64_t)w64 + (uint64_t)k] & present[k]) != 0;
+                }
+                ok = any;
+            }
+            if (ok && use_patterns) {
+                int p;
+                for (p = 0; ok && p < WORDS_PATTERNS; p++) {
+                    if (need >> p & 1) {
+                        if (patterns[p] < 0) {
+                            patterns[p] = words_pattern(t, n, p);
+                        }
+                        ok = patterns[p];
+                    }
+                }
+            }
+            passes |= ok;
+        }
+        if (passes) {
+            found |= 1u << alt;
+        }
+    }
+    return found;
+}
+
+/*
+ * _SPACED ([a-z](?:[ .\-_*|+~/][a-z]){3}, re.IGNORECASE) on ASCII text as a table: the state is
+ * 2 * chain + after_letter of words_present's loop (chain: the letters of the current
+ * alternation, after_letter: the last character was a letter), W_SPACED_FOUND once a fourth
+ * letter is reached; the input is W_KIND of the character (0 other, 1 letter, 2 spacing mark).
+ */
+#define W_SPACED_FOUND 8
+static uint8_t W_KIND[256];
+static uint8_t W_SPACED_NEXT[9][3];
+
+static void
+init_words_tables(void)
+{
+    int c, state, kind;
+    for (c = 0; c < 256; c++) {
+        W_KIND[c] = (uint8_t)(M_ALPHA(c) && c < 128 ? 1 : (c != 0 && c < 128 && strchr(" .-_*|+~/", c) != NULL) ? 2 : 0);
+    }
+    for (state = 0; state < 9; state++) {
+        for (kind = 0; kind < 3; kind++) {
+            int chain = state / 2, after = state % 2, next;
+            if (state == W_SPACED_FOUND) {
+                next = W_SPACED_FOUND;
+            }
+            else if (kind == 1) {
+                chain = after ? 1 : chain + 1;
+                next = chain >= 4 ? W_SPACED_FOUND : 2 * chain + 1;
+            }
+            else if (kind == 2 && after) {
+                next = 2 * chain;
+            }
+            else {
+                next = 0;
+            }
+            W_SPACED_NEXT[state][kind] = (uint8_t)next;
+        }
+    }
+}
+
+/* the words in the ASCII t (plain: bit i, word i) and whether _SPACED finds a letter-spaced
+   word in it, as present() */
+#define WORDS_LANES 4
+#define WORDS_LANED_MIN 1024 /* shorter texts: one lane */
+
+/* One lane of words_scan_ascii over t[from, to), from the start states; or-s its words into p and
+   returns its _SPACED state */
+static inline unsigned
+words_lane(const Words *self, const uint8_t *t, Py_ssize_t from, Py_ssize_t to, uint64_t *p)
+{
+    const uint16_t *ptable = self->ptable;
+    const uint64_t *masks4 = self->masks4;
+    const uint8_t *cmap = self->cmap;
+    int shift = self->pshift;
+    uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+    uint32_t off = 0;
+    unsigned spaced = 0;
+    Py_ssize_t i;
+    for (i = from; i < to; i++) {
+        uint8_t c = t[i];
+        const uint64_t *m;
+        spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
+        off = ptable[off + cmap[c & 0x7f]];
+        m = masks4 + ((off >> shift) << 2);
+        p0 |= m[0];
+        p1 |= m[1];
+        p2 |= m[2];
+        p3 |= m[3];
+    }
+    p[0] |= p0;
+    p[1] |= p1;
+    p[2] |= p2;
+    p[3] |= p3;
+    return spaced;
+}
+
+/*
+ * The words in the ASCII t (plain: bit i, word i) and whether _SPACED finds a letter-spaced word
+ * in it, as present(). Long texts in WORDS_LANES interleaved lanes (each lane's look-ups chain;
+ * lanes overlap): lane k reads its segment after the `reach` bytes before it, from the start
+ * states, so it finds every word and letter-spaced run that ends in its segment (none is longer
+ * than reach + 1 bytes: the longest word, and 7 for _SPACED's four letters and three marks).
+ */
+static int
+words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
+{
+    const uint8_t *cmap = self->cmap;
+    Py_ssize_t i, k;
+    unsigned spaced = 0;
+    if (self->ptable != NULL) {
+        uint64_t got[4] = {0, 0, 0, 0};
+        Py_ssize_t reach = self->longest > 6 ? self->longest - 1 : 6, seg = n / WORDS_LANES;
+        if (n < WORDS_LANED_MIN || seg <= reach) {
+            spaced = words_lane(self, t, 0, n, got);
+        }
+        else {
+            const uint16_t *ptable = self->ptable;
+            const uint64_t *masks4 = self->masks4;
+            int shift = self->pshift, lane;
+            uint32_t off[WORDS_LANES] = {0};
+            unsigned sp[WORDS_LANES] = {0};
+            uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+            /* lanes 1..: the bytes before their segments, to be in the state the text leaves there
+               for every word that ends in the segment */
+            for (lane = 1; lane < WORDS_LANES; lane++) {
+                for (i = lane * seg - reach; i < lane * seg; i++) {
+                    uint8_t c = t[i];
+                    sp[lane] = W_SPACED_NEXT[sp[lane]][W_KIND[c]];
+                    off[lane] = ptable[off[lane] + cmap[c & 0x7f]];
+                    /* no words or-ed in here: a word that ends here ends in the lane before */
+                }
+            }
+            {
+                const uint8_t *t0 = t, *t1 = t + seg, *t2 = t + 2 * seg, *t3 = t + 3 * seg;
+                uint32_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3];
+                unsigned s0 = sp[0], s1 = sp[1], s2 = sp[2], s3 = sp[3];
+#define WORDS_STEP(o, s, c)                                      \
+    do {                                                         \
+        const uint64_t *m;                                       \
+        (s) = W_SPACED_NEXT[(s)][W_KIND[(c)]];                   \
+        (o) = ptable[(o) + cmap[(c) & 0x7f]];                    \
+        m = masks4 + (((o) >> shift) << 2);                      \
+        p0 |= m[0];                                              \
+        p1 |= m[1];                                              \
+        p2 |= m[2];                                              \
+        p3 |= m[3];                                              \
+    } while (0)
+                for (i = 0; i < seg; i++) {
+                    uint8_t c0 = t0[i], c1 = t1[i], c2 = t2[i], c3 = t3[i];
+                    WORDS_STEP(o0, s0, c0);
+                    WORDS_STEP(o1, s1, c1);
+                    WORDS_STEP(o2, s2, c2);
+                    WORDS_STEP(o3, s3, c3);
+                }
+#undef WORDS_STEP
+                off[0] = o0;
+                off[1] = o1;
+                off[2] = o2;
+                off[3] = o3;
+                sp[0] = s0;
+                sp[1] = s1;
+                sp[2] = s2;
+                sp[3] = s3;
+            }
+            got[0] = p0;
+            got[1] = p1;
+            got[2] = p2;
+            got[3] = p3;
+            for (lane = 0; lane < WORDS_LANES; lane++) {
+                spaced |= sp[lane] == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
+            }
+            if (WORDS_LANES * seg < n) { /* the rest, as the last lane's go on */
+                Py_ssize_t from = WORDS_LANES * seg;
+                uint64_t tail[4] = {0, 0, 0, 0};
+                unsigned s_tail = sp[WORDS_LANES - 1];
+                uint32_t o = off[WORDS_LANES - 1];
+                for (i = from; i < n; i++) {
+                    uint8_t c = t[i];
+                    const uint64_t *m;
+                    s_tail = W_SPACED_NEXT[s_tail][W_KIND[c]];
+                    o = ptable[o + cmap[c & 0x7f]];
+                    m = masks4 + ((o >> shift) << 2);
+                    tail[0] |= m[0];
+                    tail[1] |= m[1];
+                    tail[2] |= m[2];
+                    tail[3] |= m[3];
+                }
+                for (k = 0; k < 4; k++) {
+                    got[k] |= tail[k];
+                }
+                spaced |= s_tail == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
+            }
+        }
+        for (k = 0; k < self->nwords64; k++) {
+            plain[k] |= got[k];
+        }
+        return spaced == W_SPACED_FOUND;
+    }
+    {
+        const uint32_t *table = self->table;
+        const uint64_t *masks = self->masks;
+        Py_ssize_t nc = self->nclasses, w64 = self->nwords64;
+        uint32_t st = 0;
+        for (i = 0; i < n; i++) {
+            uint8_t c = t[i];
+            spaced = W_SPACED_NEXT[spaced][W_KIND[c]];
+            st = table[(Py_ssize_t)st * nc + cmap[c & 0x7f]];
+            if (self->hasout[st]) {
+                const uint64_t *m = masks + (Py_ssize_t)st * w64;
+                for (k = 0; k < w64; k++) {
+                    plain[k] |= m[k];
+                }
+            }
+        }
+    }
+    return spaced == W_SPACED_FOUND;
+}
+
+/* the words in the ASCII t once every spacing mark is removed (flat), as present() */
+static void
+words_scan_flat(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *flat)
+{
+    const uint32_t *table = self->table;
+    const uint64_t *masks = self->masks;
+    Py_ssize_t nc = self->nclasses, w64 = self->nwords64, i, k;
+    uint32_t sf = 0;
+    for (i = 0; i < n; i++) {
+        uint8_t c = t[i] & 0x7f;
+        if (self->sep[c]) {
+            continue;
+        }
+        sf = table[(Py_ssize_t)sf * nc + self->cmap[c]];
+        if (self->hasout[sf]) {
+            const uint64_t *m = masks + (Py_ssize_t)sf * w64;
+            for (k = 0; k < w64; k++) {
+                flat[k] |= m[k];
+            }
+        }
+    }
+}
+
+PyDoc_STRVAR(words_fields_doc,
+"fields(values, max_chars, max_depth, /) -> tuple[int | None, ...]\n"
+"\n"
+"For each value of the tuple values (a step's text fields), the alternatives whose gate passes on\n"
+"injection._text_of(value) (bit i: plain alternative i; bit 16 + j: letter-spaced alternative j,\n"
+"only when the text holds a letter-spaced word; 0 for None), or None when the value holds a string\n"
+"that is not ASCII, or data other than str, exact dict, list and tuple, int, float, bool and None\n"
+"(then Python decides); the empty tuple when every item would be 0. Needs the gates given to Words().");
+
+static PyObject *
+words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *values, *out;
+    Py_ssize_t nvalues, v, max_chars, max_depth;
+    TextBuf tb = {0};
+    int nothing;
+
+    if (nargs != 3 || !PyTuple_Check(args[0]) || !PyLong_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "fields() takes a tuple and two ints");
+        return NULL;
+    }
+    if (self->gates == NULL) {
+        PyErr_SetString(PyExc_ValueError, "fields(): this Words has no gates");
+        return NULL;
+    }
+    max_chars = PyLong_AsSsize_t(args[1]);
+    max_depth = PyLong_AsSsize_t(args[2]);
+    if ((max_chars == -1 || max_depth == -1) && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (max_chars < 0 || max_depth < 0 || max_depth > 1000) {
+        PyErr_SetString(PyExc_ValueError, "fields(): bad limits");
+        return NULL;
+    }
+    values = args[0];
+    nvalues = PyTuple_GET_SIZE(values);
+    nothing = 1;
+    out = PyTuple_New(nvalues);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (v = 0; v < nvalues; v++) {
+        PyObject *value = PyTuple_GET_ITEM(values, v), *item;
+        uint64_t plain[WORDS_MAX64], flat[WORDS_MAX64];
+        int patterns[WORDS_PATTERNS], p, spaced;
+        Py_ssize_t at = 0;
+        unsigned found;
+        if (value == Py_None) { /* no text: no alternative */
+            item = PyLong_FromLong(0);
+            if (item == NULL) {
+                Py_DECREF(out);
+                PyMem_Free(tb.buf);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, v, item);
+            continue;
+        }
+        tb.len = tb.size = 0;
+        tb.parts = tb.done = tb.declined = 0;
+        tb.max_chars = max_chars;
+        tb.max_depth = (int)max_depth;
+        if (tb_walk(&tb, value, 0) < 0) {
+            Py_DECREF(out);
+            PyMem_Free(tb.buf);
+            return NULL;
+        }
+        if (tb.declined) {
+            PyTuple_SET_ITEM(out, v, Py_NewRef(Py_None));
+            nothing = 0;
+            continue;
+        }
+        memset(plain, 0, sizeof(plain));
+        memset(flat, 0, sizeof(flat));
+        for (p = 0; p < WORDS_PATTERNS; p++) {
+            patterns[p] = -1;
+        }
+        spaced = words_scan_ascii(self, tb.buf, tb.len, plain);
+        found = words_candidates(self->gates, &at, self->nwords64, plain, tb.buf, tb.len, patterns, 1);
+        if (spaced) {
+            words_scan_flat(self, tb.buf, tb.len, flat);
+            found |= words_candidates(self->gates, &at, self->nwords64, flat, tb.buf, tb.len, patterns, 0) << 16;
+        }
+        nothing &= found == 0;
+        item = PyLong_FromUnsignedLong(found);
+        if (item == NULL) {
+            Py_DECREF(out);
+            PyMem_Free(tb.buf);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, v, item);
+    }
+    PyMem_Free(tb.buf);
+    if (nothing) { /* no field to search, none left to Python: the caller is done */
+        Py_DECREF(out);
+        return PyTuple_New(0);
+    }
+    return out;
+}
+
 static PyMethodDef words_methods[] = {
     {"present", (PyCFunction)words_present, METH_O, words_present_doc},
+    {"fields", (PyCFunction)(void (*)(void))words_fields, METH_FASTCALL, words_fields_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2270,6 +3306,8 @@ PyInit__canon(void)
 
     init_esc();
     init_mask_classes();
+    init_mask_lengths();
+    init_words_tables();
     if (nfc_func == NULL) {
         nfc_func = import_attr("unicodedata", "normalize");
         nfc_form = PyUnicode_InternFromString("NFC");

@@ -21,6 +21,9 @@ class Scanner:
     def __new__(cls, cmap: bytes, table: bytes, nclasses: int, start: int, /) -> Scanner: ...
     def may_match(self, raw: bytes, /) -> bool | None:
         """injection._json_may_match(raw), or None (declined: a fold letter is in raw)."""
+    def may_match_normalised(self, raw: bytes, latin1_table: bytes, /) -> bool | None:
+        """injection._may_normalise(raw) and the core on injection._normalise_json(raw), or None
+        (declined: raw holds a character beyond Latin-1 that normalising may make ASCII)."""
 
 def mask(data: bytes, kinds: bytes, /) -> bytes:
     """fingerprint.VolatileMask.python_bytes of data for the built-in patterns numbered kinds."""
@@ -28,7 +31,14 @@ def mask(data: bytes, kinds: bytes, /) -> bytes:
 class Words:
     """Which of a set of ASCII words a text holds (built by liveguard.rules.injection._words_tables)."""
 
-    def __new__(cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, /) -> Words: ...
+    def __new__(
+        cls, cmap: bytes, table: bytes, nclasses: int, masks: bytes, nwords64: int, gates: bytes = ..., /
+    ) -> Words: ...
     def present(self, text: str, /) -> tuple[int, int, bool]:
         """The presence masks of the words in injection._lowered(text), plain and with every
         spacing mark removed, and whether injection._SPACED finds a letter-spaced word."""
+    def fields(self, values: tuple[object, ...], max_chars: int, max_depth: int, /) -> tuple[int | None, ...]:
+        """For each value, the alternatives whose gate passes on injection._text_of(value) (bit i:
+        plain alternative i, bit 16 + j: letter-spaced alternative j; 0 for None), or None (the
+        value is not ASCII, or not plain data: Python decides); () when every item would be 0.
+        Needs the gates (injection._native_gates)."""

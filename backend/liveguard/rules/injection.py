@@ -52,7 +52,16 @@ before, so the verdicts are the same). The serialised text holds every string of
 unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
 trigger word contains), so the pre-filter never skips a step the per-field path would flag;
 a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
-path directly. A recorded run is pre-filtered whole, once (:meth:`EvaluatorInjection.prefetch`).
+path directly. A recorded run is pre-filtered once, its first steps and then the rest
+(:meth:`EvaluatorInjection.prefetch`).
+
+With the C accelerator, a step's fields are first read natively (``_canon.Words.fields``): for
+each field made of plain data (str, dict, list, tuple, numbers) with ASCII strings, one pass
+builds :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate patterns
+(:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with none
+is not read again, and the others are searched for those alternatives only
+(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A field it
+leaves to Python (not ASCII, other data) takes the pre-filter and the per-field path above.
 
 :func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
 (and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
@@ -61,7 +70,8 @@ the same words, ``end ... of`` tokens and letter spacing), with the same answer;
 text holding one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python
 decides. Text that is not ASCII is scanned as it is and :func:`normalise`'d (the scanner
 sees the same letters the patterns see, so a fullwidth or zero-width-split word is never
-skipped); ASCII text, most of it, is scanned once. On
+skipped; Latin-1 text is normalised natively too, ``Scanner.may_match_normalised``); ASCII
+text, most of it, is scanned once. On
 the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
 natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
 (``benchmarks/scan_prefilter.py``).
@@ -573,8 +583,13 @@ def _fields(step: Step) -> tuple[Any, ...]:
 
 def _step_may_match(step: Step) -> bool:
     """False only when no text field of ``step`` can pass :func:`_may_match`."""
+    return _values_may_match(_fields(step))
+
+
+def _values_may_match(values: tuple[Any, ...]) -> bool:
+    """:func:`_step_may_match` of the step whose :func:`_fields` are ``values``."""
     try:
-        raw = orjson.dumps(_fields(step))
+        raw = orjson.dumps(values)
     except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
         return True
     return _json_scan(raw)
@@ -763,12 +778,66 @@ _SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc co
 is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
 
 
-_WORDS: Words | None = (  # not Final: read at each call, even when mypyc compiles this module
-    _native.Words(*_words_tables(_GATE_WORDS)) if getattr(_native, "Words", None) is not None else None
+_NATIVE_PATTERNS: Final = (
+    r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)",
+    r"score\s+(?:this|it|the\s+run)",
+    r"##\s*(?:system|instruction)",
+    r"end[\s_-]*(?:of|run|data|input)",
 )
+"""The gate patterns of :data:`_GATES` that ``_canon.Words.fields`` finds by hand on ASCII text
+(pattern ``k``: bit ``k`` of a conjunction's needs). Natively the last one also needs its ``end``
+to start a line but for characters other than letters and digits: the one alternative it gates
+(``fake_role_marker``'s ``^[\\W_]*END...(?:DATA|INPUT)``) cannot match otherwise."""
+
+
+def _native_gates() -> bytes | None:
+    """The gates of :data:`_ALTERNATIVES_MASKED`, then of :data:`_SQUASHED_MASKED` (words only),
+    for ``_canon.Words.fields``, as uint64 words: each part's number of alternatives; each
+    alternative's number of conjunctions; each conjunction's needed patterns (bits of
+    :data:`_NATIVE_PATTERNS`) and number of word groups, then each group's word mask. None when
+    a gate holds a pattern that the native code does not implement."""
+    words = array("Q")
+    nwords64 = max(1, (len(_GATE_WORDS) + 63) // 64)
+    for alternatives, squashed in ((_ALTERNATIVES_MASKED, False), (_SQUASHED_MASKED, True)):
+        words.append(len(alternatives))
+        for _code, _first, gate, _rx in alternatives:
+            words.append(len(gate))
+            for conjunction in gate:
+                groups = [group for group in conjunction if isinstance(group, int)]
+                need = 0
+                for group in conjunction:
+                    if isinstance(group, int):
+                        continue
+                    if group.pattern not in _NATIVE_PATTERNS:
+                        return None
+                    if not squashed:
+                        need |= 1 << _NATIVE_PATTERNS.index(group.pattern)
+                words.extend((need, len(groups)))
+                for group in groups:
+                    words.extend((group >> (64 * k)) & 0xFFFF_FFFF_FFFF_FFFF for k in range(nwords64))
+    return words.tobytes()
+
+
+_NATIVE_GATES: Final = _native_gates()
+_FIELD_BIT_SQUASHED: Final = 16
+"""``_canon.Words.fields``: bit ``i`` is plain alternative ``i``, bit ``16 + j`` letter-spaced
+alternative ``j``."""
+
+
+def _new_words() -> Words | None:
+    if getattr(_native, "Words", None) is None:
+        return None
+    if _NATIVE_GATES is None:
+        return _native.Words(*_words_tables(_GATE_WORDS))  # type: ignore[no-any-return]
+    return _native.Words(*_words_tables(_GATE_WORDS), _NATIVE_GATES)  # type: ignore[no-any-return]
+
+
+_WORDS: Words | None = _new_words()  # not Final: read at each call, even when mypyc compiles this module
 """``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
-reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; None
-without the C accelerator."""
+reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; with
+:data:`_NATIVE_GATES`, also the gates of a step's fields at once (``fields``, see
+:meth:`EvaluatorInjection.check`). None without the C accelerator."""
+_FIELDS_NATIVE: bool = _WORDS is not None and _NATIVE_GATES is not None  # not Final, as _WORDS
 
 
 def _json_scan_core(raw: bytes) -> bool:
@@ -788,6 +857,10 @@ def _json_scan(raw: bytes) -> bool:
     accented text as the patterns do)."""
     if _json_scan_core(raw):
         return True
+    if _SCANNER is not None and not raw.isascii():
+        found = _SCANNER.may_match_normalised(raw, _LATIN1_TABLE)  # Latin-1 text, natively
+        if found is not None:
+            return found
     return _may_normalise(raw) and _json_scan_core(_normalise_json(raw))
 
 
@@ -833,6 +906,75 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
         squashed = _SQUASH.sub("", text)
         for code, rx in candidates:
             if code not in found and rx.search(squashed) is not None:
+                found.append(code)
+    return found
+
+
+_STARTS: Final[Mapping[str, tuple[tuple[str, ...] | None, ...]]] = {
+    "ignore_instructions": (
+        ("ignore", "disregard", "forget", "override"),
+        ("ignorier", "vergiss", "vergess", "missacht", "uberschreib", "ubergeh"),
+        ("ignor", "oubli", "neglig", "ne"),
+        ("ignor", "olvid", "omite", "omita", "descart", "desestim", "no"),
+    ),
+    "address_evaluator": (
+        ("dear", "attention", "note", "hey", "hello", "you", "as"),
+        ("liebe", "sehr", "hallo", "achtung", "hinweis", "du", "als"),
+        ("cher", "attention", "bonjour", "note", "tu", "vous", "en"),
+        ("estimad", "querid", "atencion", "nota", "hola", "eres", "usted", "como"),
+    ),
+    "demand_score": (
+        ("return", "output", "give", "assign", "award", "respond", "reply", "score", '"score"'),
+        ("gib", "gebt", "geben", "vergib", "vergebt", "vergeben", "bewerte"),
+        ("donne", "attribue", "accorde", "mets", "mettez", "renvoie", "retourne"),
+        ("da", "asigna", "otorga", "devuelve", "pon", "responde"),
+    ),
+    "fake_role_marker": (None, None),
+}
+"""For each alternative of :data:`_PATTERN_TEXTS` (same order), the words every match of it
+starts with (read off the pattern: the first words of its branches), as lower-cased ASCII text
+holds them; None: not listed. ``tests/test_injection_gates.py`` checks them against matches
+that hypothesis draws from each alternative."""
+_ALTERNATIVE_STARTS: Final[tuple[tuple[str, ...] | None, ...]] = tuple(
+    starts for code in _PATTERN_TEXTS for starts in _STARTS[code])
+
+
+def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str, low: str) -> bool:
+    """``rx.search(text) is not None`` for ASCII ``text`` (``low``: it lower-cased), tried only
+    where one of ``starts`` (the words every match of ``rx`` starts with) is: the leftmost match,
+    if any, starts at one of them, and ``match`` at a position sees the text before it (``\\b``,
+    ``^``) as ``search`` does. A search costs about 40 ns a character, a try at a position less
+    than a microsecond."""
+    if starts is None:
+        return rx.search(text) is not None
+    for word in starts:
+        at = low.find(word)
+        while at >= 0:
+            if rx.match(text, at) is not None:
+                return True
+            at = low.find(word, at + 1)
+    return False
+
+
+def _codes_passing(text: str, passing: int) -> list[str]:
+    """:func:`_codes_masked` of ASCII ``text`` (its own :func:`normalise`'d form) given the
+    alternatives whose gate passes on it, as ``_canon.Words.fields`` tells them (bit ``i``:
+    :data:`_ALTERNATIVES_MASKED` ``[i]``; bit ``16 + j``: :data:`_SQUASHED_MASKED` ``[j]``, set
+    only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order
+    (each tried where its alternative's start words are, :func:`_search_ascii`)."""
+    found: list[str] = []
+    ascii_ = text.isascii()
+    low = text.lower() if ascii_ else text
+    for n, (code, _first, _gate, rx) in enumerate(_ALTERNATIVES_MASKED):
+        if not passing >> n & 1 or code in found:
+            continue
+        if _search_ascii(rx, _ALTERNATIVE_STARTS[n], text, low) if ascii_ else rx.search(text) is not None:
+            found.append(code)
+    if passing >> _FIELD_BIT_SQUASHED:
+        squashed = _SQUASH.sub("", text)
+        for n, (code, _first, _gate, rx) in enumerate(_SQUASHED_MASKED):
+            if (passing >> (_FIELD_BIT_SQUASHED + n) & 1 and code not in found
+                    and rx.search(squashed) is not None):
                 found.append(code)
     return found
 
@@ -884,13 +1026,17 @@ def _text_of(value: Any) -> str:
     return "\n".join(parts)
 
 
+_PREFETCH_HEAD: Final = 8
+""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first steps, then the rest."""
+
+
 class EvaluatorInjection:
     """A step-text rule: one soft finding per step that addresses the evaluator.
 
     Its only state is what :meth:`prefetch` cleared: given a whole recorded run at once
-    (``Monitor.observe_all``), it serialises the run's steps in one call and, when no
-    trigger word is anywhere in them, clears every step of the run at once; otherwise (and
-    in live guards, which feed one step at a time) each step is pre-filtered on its own.
+    (``Monitor.observe_all``), it serialises the run's first steps in one call and the rest in
+    another and, when no trigger word is in a part, clears its steps at once; otherwise (and
+    in live guards, which feed one step at a time) each step is checked on its own.
     """
 
     __slots__ = ("_cleared",)
@@ -903,12 +1049,19 @@ class EvaluatorInjection:
         steps = [obs.step for obs in observations]
         if not steps or any(step is None for step in steps):
             return
-        try:
-            raw = orjson.dumps([_fields(step) for step in steps if step is not None])
-        except TypeError:
-            return
-        if not _json_scan(raw):
-            self._cleared = (observations[0].index, observations[-1].index + 1)
+        # the first steps, then the rest: a run with a trigger word near its start (most real
+        # runs with long tool outputs) is not serialised whole for nothing
+        cut = min(_PREFETCH_HEAD, len(steps))
+        for start, stop in ((0, cut), (cut, len(steps))):
+            if start == stop:
+                return
+            try:
+                raw = orjson.dumps([_fields(step) for step in steps[start:stop] if step is not None])
+            except TypeError:
+                return
+            if _json_scan(raw):
+                return
+            self._cleared = (observations[0].index, observations[stop - 1].index + 1)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         step = obs.step
@@ -924,15 +1077,29 @@ class EvaluatorInjection:
         return None
 
     def check(self, index: int, step: Step) -> Violation | None:
-        if not _step_may_match(step):
-            return None
+        values = _fields(step)
+        # natively, the gates of every field at once: a field whose gates all fail is not read
+        # again, one that passes is searched for those alternatives only; None: Python decides,
+        # after the step's pre-filter (the gates decide more than the pre-filter can: they go first)
+        words = _WORDS if _FIELDS_NATIVE else None
+        passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
+        if passing is not None and not passing:
+            return None  # every field decided natively: no gate passes
+        if (passing is None or None in passing) and not _values_may_match(values):
+            return None  # a field left to Python: the step's pre-filter first
         hits: list[str] = []
         fields: list[str] = []
-        for name in _FIELDS:
-            value = getattr(step, name)
+        for n, name in enumerate(_FIELDS):
+            value = values[n]
             if value is None:
                 continue
-            found = _field_codes(normalise(_text_of(value)))
+            gates = passing[n] if passing is not None else None
+            if gates is None:
+                found = _field_codes(normalise(_text_of(value)))
+            elif gates:
+                found = _codes_passing(_text_of(value), gates)
+            else:
+                continue
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
