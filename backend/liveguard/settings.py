@@ -125,17 +125,17 @@ class Settings:
         ``base`` is required (``Policy()`` for the defaults): this module imports no policy
         code at run time, so that every module, ``fingerprint`` included, may import it.
         ``AGENT_EVAL_SEMANTIC_EMBEDDER`` naming another embedder than ``base``'s sets it and
-        the ``semantic_threshold`` tuned for it (``liveguard.semantic.registry.threshold_for``;
-        the policy's default, tuned for MiniLM, when it has none).
+        puts ``semantic_threshold`` back to its default, which the semantic rule reads as the
+        threshold tuned for that embedder (``liveguard.rules.semantic.threshold_of``; MiniLM's
+        0.675 when it has none of its own).
         """
         policy = type(base).from_env(base, env=self.env)
         name = self.semantic_embedder
         if name is None or name == policy.semantic_embedder:
             return policy
-        from liveguard.semantic.registry import threshold_for  # numpy-free; imported only when set
-
-        tuned = threshold_for(name)
-        threshold = tuned if tuned is not None else type(base).model_fields["semantic_threshold"].default
+        # The threshold goes back to its default, which the semantic rule reads as "the one
+        # tuned for the embedder" (liveguard.rules.semantic.threshold_of).
+        threshold = type(base).model_fields["semantic_threshold"].default
         return policy | {"semantic_embedder": name, "semantic_threshold": threshold}
 
     def judge_config(self) -> JudgeConfig:

@@ -25,7 +25,8 @@ token alone, and a text's vector is a weighted mean of its tokens' vectors.
 * **The view.** The same first 128 tokens the model reads (:meth:`MiniLMEmbedder.token_ids`),
   without ``[CLS]`` and ``[SEP]``.
 
-Its cosines are not MiniLM's: select it with its own threshold, :data:`STATIC_THRESHOLD`
+Its cosines are not MiniLM's: select it with its own threshold,
+:data:`liveguard.semantic.registry.STATIC_THRESHOLD`
 (tuned on the development halves of the benchmarks; ``docs/semantic.md``, "The static
 embedder"); ``Settings.policy`` and ``liveguard score --embedder static`` set both.
 """
@@ -40,7 +41,6 @@ import numpy as np
 
 from liveguard.semantic.base import EmbeddingError, SemanticUnavailable
 from liveguard.semantic.minilm import MODEL_NAME, MiniLMEmbedder, check_vectors
-from liveguard.semantic.registry import STATIC_THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from liveguard.semantic.minilm import Runtime
 
-__all__ = ["BATCH", "CENTRE_STEP", "CENTRE_TOKENS", "FIRST_WORDPIECE", "STATIC_THRESHOLD", "StaticEmbedder"]
+__all__ = ["BATCH", "CENTRE_STEP", "CENTRE_TOKENS", "FIRST_WORDPIECE", "StaticEmbedder"]
 
 BATCH: Final = 64
 """Tokens per forward pass when filling the table (64 passes of 3 positions)."""
