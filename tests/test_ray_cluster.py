@@ -4,7 +4,9 @@
 --address`` a second worker node with its own resources (1 CPU, resource ``worker``), both
 under a temp dir of their own and on ports picked here. A Parquet bulk export is scored
 across both: the rows equal the local engine's, and both nodes scored rows (the engine
-records the node id of each scoring batch). The fixture's teardown ends only the processes
+records the node id of each scoring batch; the driver first starts one worker on each node, as a
+warm cluster has, and scores again, at most three passes, if Ray happened to keep a pass on one
+node: every pass's rows are checked). The fixture's teardown ends only the processes
 these two commands started: those of their sessions and those that name the temp dir.
 Also: an address nothing listens on is a clear error, exit 2, well within 60 s.
 """
@@ -73,11 +75,31 @@ from liveguard.allowset import load_allowsets
 from liveguard.engine.scorer import ScoreOptions
 from liveguard.integrations.ray import iter_rows_ray
 import ray
-export, address, paths = sys.argv[1:4]
-nodes = {}
+export, address, paths, one = sys.argv[1:5]
 options = ScoreOptions(allow_sets=load_allowsets(Path(paths)), judges=False)
-rows = [r.as_json() for r in iter_rows_ray([export], options, address=address, nodes=nodes)]
-print(json.dumps({"rows": rows, "nodes": nodes, "initialized": ray.is_initialized()}))
+# A job's first Python worker on a node takes seconds to start (and import liveguard): on an
+# export this small, the head could score every row before the worker node's is up. So the
+# job first starts one worker on each node (pinned by the nodes' own resources), as a warm
+# cluster has; then the rows go wherever Ray's SPREAD scheduling puts them.
+ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+@ray.remote(num_cpus=1)
+def warm():
+    import liveguard.engine.scorer, pyarrow  # noqa
+    return ray.get_runtime_context().get_node_id()
+warmed = ray.get([warm.options(resources={name: 0.01}).remote() for name in ("head", "worker")])
+# Where tasks run is Ray's choice: a pass that happens to keep every task on one node is scored
+# again (at most three passes); every pass's rows are returned and checked.
+passes, nodes = [], {}
+while len(passes) < 3 and len(nodes) < 2:
+    nodes = {}
+    passes.append([r.as_json() for r in iter_rows_ray([export], options, nodes=nodes)])
+rows = passes[0]
+kept = ray.is_initialized()  # a cluster the caller joined is used as it is, and kept
+ray.shutdown()
+# joined by the call itself: left again when the rows are read
+again = [r.as_json() for r in iter_rows_ray([one], options, address=address)]
+print(json.dumps({"rows": rows, "passes": passes, "nodes": nodes, "warmed": len(set(warmed)), "kept": kept,
+                  "again": len(again), "initialized": ray.is_initialized()}))
 """
 
 
@@ -89,16 +111,21 @@ def test_a_parquet_export_is_scored_across_two_nodes_with_the_local_rows(two_nod
     local = [r.as_json() for r in score_paths([str(export)], engine="local", jobs=1, judges=False,
                                              allow_sets=allow_sets)]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    driver = [sys.executable, "-c", _DRIVER, str(export), two_nodes, str(ROOT / "expected_paths")]
+    one = sorted(export.rglob("*.parquet"))[0]
+    driver = [sys.executable, "-c", _DRIVER, str(export), two_nodes, str(ROOT / "expected_paths"), str(one)]
     proc = subprocess.run(driver, capture_output=True, text=True, env=env, check=False, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     remote, nodes = out["rows"], out["nodes"]
+    assert out["warmed"] == 2
+    assert out["kept"] is True  # the caller's own ray.init() is kept
+    assert out["again"] > 0
     assert out["initialized"] is False  # joined for the call, left again
     assert len(local) == 16 * 24
     assert len({r["run_id"] for r in local}) == len(local)
     assert all(r["passed"] is not None for r in local)  # read and scored, no error row
     assert remote == local
+    assert all(rows == local for rows in out["passes"])
     assert len(list(export.rglob("*.parquet"))) >= 4
     assert len(nodes) == 2, nodes  # both nodes scored rows
     assert sum(nodes.values()) == len(local)
