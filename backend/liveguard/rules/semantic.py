@@ -73,7 +73,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from xxhash import xxh3_64_hexdigest, xxh3_64_intdigest
+from xxhash import xxh3_64_hexdigest, xxh3_64_intdigest, xxh3_128_digest
 
 from liveguard.fingerprint import Fingerprinter, volatile_mask
 from liveguard.model import Severity, Violation
@@ -270,17 +270,17 @@ class SemanticRepeat:
         one of them reworded (a chain of identical calls is ``tool_no_progress``'s), is hard:
         the request and what came back are both the same."""
         try:
-            text = self._canonical(args).decode("utf-8", "replace") if args is not None else ""
+            data = self._canonical(args)  # masked canonical bytes: what raw_digest hashes
         except Exception:
             return None
-        sketch = Sketch(text)
-        exact = self._results(args)
+        sketch = Sketch(data.decode("utf-8", "replace") if args is not None else "")
+        exact = xxh3_128_digest(data)  # = self._results(args), without canonicalising twice
         calls = self._calls
-        reworded = False
         if self._silent(obs.tool or "", outcome, obs.step):
             calls.append((obs.index, obs.tool or "", outcome, exact, sketch, (obs.index,), False))
             return None
         steps: tuple[int, ...] = (obs.index,)
+        reworded = False
         oldest = calls[1][0] if len(calls) == calls.maxlen and len(calls) > 1 else -1
         for _, tool, result, args_digest, earlier, links, near in reversed(calls):
             if tool != (obs.tool or "") or result != outcome:
