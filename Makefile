@@ -88,10 +88,14 @@ browser:
 	  echo "liveguard: to install it run:  sudo apt-get update && sudo apt-get install -y chromium"; \
 	fi
 
+# The suite runs on every core, at most 4 (pytest-xdist; tests that start Ray share one worker,
+# tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+
 test: install
 	$(BIN)/ruff check backend tests graphs benchmarks scripts examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The pure-Python path: the C accelerator off and no mypyc-compiled module (a copy of the
 # sources without extensions goes first on the path). CI runs this too.

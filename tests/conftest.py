@@ -32,3 +32,18 @@ _ISOLATED_ENV = (
     "LANGCHAIN_TRACING_V2",
     "LANGSMITH_API_KEY",
 )
+
+
+# Under pytest-xdist (`make test` runs two workers), tests that start Ray share one worker:
+# `ray.init()` joins a cluster started on this machine by `ray start`, so the local-engine
+# tests and the two-node cluster test must never run side by side.
+_ONE_WORKER = {"test_ray.py": "ray", "test_ray_cluster.py": "ray", "test_install.py": "ray"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = _ONE_WORKER.get(item.path.name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
