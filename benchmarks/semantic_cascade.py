@@ -136,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--pairs", help="also write every pair's row (digest prefixes, cosines) to this file")
     args = parser.parse_args(argv)
+    if args.split == "test" and (args.low is None or args.high is None):
+        parser.error("--split test checks given bands: --low and --high (from --split dev)")
     threshold = Policy(semantic=True).semantic_threshold
     found = pairs(args.split)
     if args.pairs:
@@ -153,10 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         low = round(dev_bounds["least_static_of_a_match"] - MARGIN, 3)
         high = round(dev_bounds["greatest_static_of_a_non_match"] + MARGIN, 3)
         report["chosen"] = {"low": low, "high": high}
-    elif args.low is None or args.high is None:
-        parser.error("--split test checks given bands: --low and --high (from --split dev)")
-    low = args.low if args.low is not None else low
-    high = args.high if args.high is not None else high
+        low = args.low if args.low is not None else low
+        high = args.high if args.high is not None else high
+    else:
+        low, high = args.low, args.high
     report["bands"] = {"low": low, "high": high}
     report["settled"] = {name: settle(rows, threshold, low, high) for name, rows in found.items()}
     # The trade-off, one band at a time: what it would save, and what it would change.
