@@ -206,21 +206,23 @@ class Info:
 
     def __init__(self, text: str) -> None:
         found, names = _facts(text)
-        page = Sketch(text)
+        lower = text.lower()
+        tokens = _TOKEN.findall(lower)
         # Kept only for a long message: a page (same_page), the only use (and snapshot size).
-        self.page: Sketch | None = page if len(page.hashes) >= LONG else None
+        page = Sketch.page(tokens, lower) if len(tokens) >= LONG + SHINGLE - 1 else None
+        self.page: Sketch | None = page if page is not None and len(page.hashes) >= LONG else None
         self.facts = frozenset(map(_h, found | names))
         # A capitalised word is a name only if it is not a plain word of the message it is
         # compared with: "a Single Family house" after "a single-family house" names nothing
         # new. Kept as (fact hash, stem hash) pairs, the stem as ``vocab`` holds it.
         self.names = {_h(name): _h(_stem(name)) for name in names}
         self.items = frozenset(map(_h, list_items(text)))
-        self.tokens = frozenset(map(_h, _TOKEN.findall(text.lower())))
+        self.tokens = frozenset(map(_h, tokens))
         self.sentences: list[Sentence] = []
         shingles: set[int] = set()
         vocab: set[str] = set()
         words = 0
-        for part in _SENTENCE.split(text.lower()):
+        for part in _SENTENCE.split(lower):
             stems = [_stem(w) for w in _WORD.findall(part) if w not in _STOP]
             if not stems:
                 continue
@@ -425,18 +427,25 @@ class Sketch:
     __slots__ = ("caps", "facts", "hashes", "lines", "words")
 
     def __init__(self, text: str) -> None:
-        words = _TOKEN.findall(text.lower())
-        if len(words) <= SHINGLE:
-            shingles = {" ".join(words)}
-        else:
-            shingles = {" ".join(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
-        self.hashes: tuple[int, ...] = tuple(sorted({_h32(shingle) for shingle in shingles})[:SKETCH])
+        lower = text.lower()
+        words = _TOKEN.findall(lower)
+        self.hashes: tuple[int, ...] = _bottom(words)
         found = hard_facts(text)
         self.facts = frozenset(_h32(fact) for fact in found if not _caps(fact))
         self.caps = frozenset(_h32(fact) for fact in found if _caps(fact))
         self.words = frozenset(map(_h32, words))
-        self.lines = frozenset(_h32(" ".join(line)) for line in map(_line_words, text.lower().splitlines())
-                               if line)
+        self.lines = _lines(lower)
+
+    @classmethod
+    def page(cls, words: list[str], lower: str) -> Sketch:
+        """The part :func:`same_page` reads (shingle hashes and lines) of a text already
+        split into ``words`` (``lower``: the text case-folded), for :class:`Info`; no facts
+        or words, so :meth:`rereads` is not for it."""
+        sketch = cls.__new__(cls)
+        sketch.hashes = _bottom(words)
+        sketch.facts = sketch.caps = sketch.words = frozenset()
+        sketch.lines = _lines(lower)
+        return sketch
 
     def resemblance(self, other: Sketch) -> float:
         """The estimated Jaccard similarity of the two shingle sets (0.0 to 1.0)."""
@@ -482,6 +491,20 @@ class Sketch:
         sketch.lines = frozenset(int(x) for x in lines)
         sketch.words = frozenset(int(x) for x in words)
         return sketch
+
+
+def _bottom(words: list[str]) -> tuple[int, ...]:
+    """The bottom-k sketch of the word 3-shingles of ``words``."""
+    if len(words) <= SHINGLE:
+        shingles = {" ".join(words)}
+    else:
+        shingles = {" ".join(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+    return tuple(sorted({_h32(shingle) for shingle in shingles})[:SKETCH])
+
+
+def _lines(lower: str) -> frozenset[int]:
+    """The hashed lines of a case-folded text, list markers dropped."""
+    return frozenset(_h32(" ".join(line)) for line in map(_line_words, lower.splitlines()) if line)
 
 
 _MARKER = re.compile(r"^\s*(?:[-*•>#]+|\d+[.)]|\[[ xX]\])\s+")
