@@ -43,6 +43,16 @@ re-read or weak novelty: what the hash layer counts as new), the repeat is hard
 are short, so never weak: a re-ask answered at last stays progress, and the answer (new
 facts) is new. When nothing new by digest came back, the paths above decide as before.
 
+**The same request answered the same way** (:meth:`SemanticRepeat._answered_alike`): a
+suspicion from the ``semantic_hard_matches``-th on is also confirmed when, since what it
+repeats, its own agent said nothing new, another agent asked again in other words (that
+agent's own suspicion), and nothing new came back between that re-ask and the repeat: a
+browser agent sent back to a page it read, told the same thing in other words, and
+reading the same page again. The asker's reasoning before it asked again does not count
+as news (it led back to the same request). A long message that reads an earlier one back
+(:func:`~liveguard.semantic.novelty.same_page`) can be a suspicion although its
+transcription names facts that one lacks (facts the window had).
+
 Thread state: the rule's windows (digests, hashed novelty features, float16 vectors, the
 observations' hashed sketches; never text) are in :meth:`SemanticRepeat.snapshot`, so a
 reworded loop told one step per invoke is one loop. A window entry without a vector is
@@ -106,11 +116,13 @@ _NUMBERS = re.compile(rb"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 _WORDS = re.compile(r"[^\W_]+")
 """Words of a tool result, for its frame (:meth:`SemanticRepeat._silent`)."""
 """Numbers in canonical bytes, for the counter test (:func:`_skeleton`)."""
-_NOTHING, _NEW, _WEAK, _REREAD = 0, 1, 2, 3
+_NOTHING, _NEW, _WEAK, _REREAD, _REPEAT = 0, 1, 2, 3, 4
 """What an observation brought (an event's level): nothing new; something new; only weak
 novelty (a long observation that resembles a recent one of its node and names no number or
 identifier it lacked, :meth:`~liveguard.semantic.novelty.Sketch.weakly_rereads`); nothing
-new, though new by digest (a re-read: the hash layer counts it as new)."""
+new, though new by digest (a re-read: the hash layer counts it as new); a node's message that
+is a reworded repeat of one in its window (a suspicion, new by digest): nothing new, and a
+request asked again (:meth:`SemanticRepeat._answered_alike`)."""
 REPEATS = 2
 """Repeats of a node's message (reworded or word for word) in its window from which weak
 novelty between them is no longer progress (graded confirmation; set on the benchmark's
@@ -170,6 +182,7 @@ class SemanticRepeat:
             maxlen=policy.tool_window)
         # tool -> (its first result's digest, its frame (hashed words), frame known)
         self._frames: dict[str, tuple[bytes, frozenset[int], bool]] = {}
+        self._matched = False
         self._last_seen = False  # the last message step's digest was seen before (or a counter ticked)
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
         self._down = False
@@ -376,12 +389,33 @@ class SemanticRepeat:
                     and agent_of(node) != agent and since < index < obs.index)
         return fresh == 0, fresh
 
+    def _answered_alike(self, obs: Observation, since: int) -> bool:
+        """The same request answered the same way: between step ``since`` and ``obs`` (a
+        suspicion of its node), the node's own agent said nothing new (its other messages
+        were repeats too), another agent asked again in other words (a suspicion of that
+        agent's node: :data:`_REPEAT`), and nothing new came back between that re-ask and
+        ``obs``. What the asker said before asking again (its reasoning over the last
+        answer) does not count: it led back to the same request, which got the same answer.
+        An event older than the memory is unknown, so not confirmed."""
+        events = self._events
+        if not events or events[0][0] > since + 1:
+            return False
+        agent = agent_of(obs.node)
+        between = [(index, node, level) for index, node, level in events if since < index < obs.index]
+        if any(level in (_NEW, _WEAK) for index, node, level in between if agent_of(node) == agent):
+            return False
+        asked = [index for index, node, level in between if level == _REPEAT and agent_of(node) != agent]
+        if not asked:
+            return False
+        return not any(level in (_NEW, _WEAK) for index, node, level in between if index > asked[-1])
+
     def _unseen(self, obs: Observation, since: int) -> tuple[int, int]:
         """(observations of the others between step ``since`` and ``obs`` new by digest yet
         weak novelty or re-reads, of them weak novelty)."""
         agent = agent_of(obs.node)
         levels = [level for index, node, level in self._events
-                  if level in (_WEAK, _REREAD) and agent_of(node) != agent and since < index < obs.index]
+                  if level in (_WEAK, _REREAD, _REPEAT) and agent_of(node) != agent
+                  and since < index < obs.index]
         return len(levels), levels.count(_WEAK)
 
     def _repeat(self, node: str, position: int, since: int) -> int:
@@ -412,9 +446,11 @@ class SemanticRepeat:
             level = _NOTHING if self._seen_before(obs.digest) else self._reread(obs.node, text)
             self._events.append((obs.index, obs.node, level))
             return None
+        self._matched = False
         found = self._message(obs, text)
         if found is not None:  # a reworded repeat of its node: nothing new, for the others
-            self._events.append((obs.index, obs.node, _NOTHING if self._last_seen else _REREAD))
+            level = _NOTHING if self._last_seen else _REPEAT if self._matched else _REREAD
+            self._events.append((obs.index, obs.node, level))
         return found or None
 
     def _message(self, obs: Observation, text: str) -> list[Violation] | None:
@@ -476,6 +512,7 @@ class SemanticRepeat:
             self._events.append((obs.index, node, _NOTHING if seen else self._reread(node, text)))
             return None
         stats.matched += 1
+        self._matched = True
         return self._match(obs, position, best, best_sim, latest)
 
     def _match(self, obs: Observation, position: int, best: _Entry, sim: float,
@@ -495,6 +532,8 @@ class SemanticRepeat:
         count = len(matches)
         graded_since = self._repeat(node, position, latest)
         confirmed, fresh = self._confirmed(obs, latest)
+        if not confirmed and count >= self._hard:
+            confirmed = self._answered_alike(obs, latest)
         last_hard = self._hard_at.get(node)
         severity: Severity | None = None
         if not confirmed and graded_since >= 0:  # weak novelty between may not be enough
