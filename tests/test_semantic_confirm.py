@@ -10,8 +10,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from liveguard import Monitor, Policy, Step, Violation, check_trajectory
+from liveguard import Monitor, Policy, Step, check_trajectory
 from liveguard.semantic.novelty import Info, candidates, facts, list_items, reads_german, shrinks
+from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)  # leave the content and semantic rules
 SNAPSHOT_V1 = Path(__file__).with_name("monitor_snapshot_v1.json")
@@ -155,23 +156,12 @@ def test_volatile_numbers_are_not_new_facts() -> None:
 
 
 # -- thread state ------------------------------------------------------------------------------
-def _one_step_per_invoke(steps: list[Step], policy: Policy) -> list[Violation]:
-    found: list[Violation] = []
-    snapshot = None
-    for step in steps:
-        monitor = Monitor(policy) if snapshot is None else Monitor.restore(snapshot, policy)
-        monitor.new_run()
-        found += monitor.observe(step)
-        snapshot = json.loads(json.dumps(monitor.snapshot()))
-    return found
-
-
 def test_a_reworded_loop_told_one_step_per_invoke_is_one_loop() -> None:
     """main started the semantic layer afresh on every restore: the loop was never caught."""
     loop = run([("planner", "Remaining checks: billing, invoices, refunds and payouts."),
                 ("planner", "Still to check: billing, invoices, refunds and payouts."),
                 ("planner", "Checks left to do: billing, invoices, refunds and payouts.")])
-    found = _one_step_per_invoke(loop, SEMANTIC)
+    found = one_step_per_invoke(loop, SEMANTIC)
     assert [(v.severity, v.step) for v in found if v.code == "semantic_repeat"] == [("soft", 1), ("hard", 2)]
 
 

@@ -20,7 +20,6 @@ new articles, and the same page with a new number each time. Real local model
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,9 +29,10 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from liveguard import Monitor, NoProgressError, Policy, Step, Violation, check_trajectory
+from liveguard import NoProgressError, Policy, Step, Violation, check_trajectory
 from liveguard.integrations.langgraph import guard
 from liveguard.semantic.novelty import Info, candidates, same_page
+from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)
 ASKER, THOUGHT, SURFER = "Orchestrator (-> WebSurfer)", "Orchestrator (thought)", "WebSurfer"
@@ -182,16 +182,7 @@ def test_told_one_step_per_invoke_the_decisions_are_the_same_and_hold_no_text() 
     """The page sketches of the window go into the snapshot (hashed): restored step by step,
     the same findings (fails if ``Info.pack`` dropped the page: no suspicion at step 7)."""
     steps = rounds(ASKS, PDF)
-    found: list[Violation] = []
-    snapshot = None
-    for step in steps:
-        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
-        monitor.new_run()
-        found += monitor.observe(step)
-        text = json.dumps(monitor.snapshot())
-        for word in ("Hiccup", "dragon", "Leicester", "Toothless", "viking"):
-            assert word not in text
-        snapshot = json.loads(text)
+    found = one_step_per_invoke(steps, SEMANTIC, ("Hiccup", "dragon", "Leicester", "Toothless", "viking"))
     assert [(v.node, v.severity, v.step) for v in found if v.code == "semantic_repeat"] == [
         (node, severity, step) for node, severity, step, _ in findings(steps)]
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from liveguard import Monitor, Policy, Step, Violation, check_trajectory
 from liveguard.semantic.novelty import LONG, NEAR, WEAK, Sketch, candidates, facts
 from liveguard.semantic.novelty import Info as NoveltyInfo
+from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)
 STRUCTURAL = Policy(max_revisits=50)
@@ -107,16 +108,7 @@ def test_a_tool_result_read_back_rerendered_confirms_too() -> None:
 
 def test_a_reread_told_one_step_per_invoke_is_the_same_decision_and_holds_no_text() -> None:
     steps = run([PAGE, REREAD])
-    found: list[Violation] = []
-    snapshot = None
-    for step in steps:
-        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
-        monitor.new_run()
-        found += monitor.observe(step)
-        text = json.dumps(monitor.snapshot())
-        for word in ("Treasury", "treasury", "county", "Department", "bills"):
-            assert word not in text
-        snapshot = json.loads(text)
+    found = one_step_per_invoke(steps, SEMANTIC, ("Treasury", "treasury", "county", "Department", "bills"))
     assert [(v.severity, v.step) for v in found if v.code == "semantic_repeat" and v.node == "planner"] == [
         ("soft", 2), ("hard", 4)]
 
