@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from liveguard import Monitor, Policy, Step, Violation, check_trajectory
+from liveguard import Policy, Step, check_trajectory
 from liveguard.semantic.novelty import LONG, NEAR, WEAK, Sketch, candidates, facts
 from liveguard.semantic.novelty import Info as NoveltyInfo
 from one_step import one_step_per_invoke
@@ -360,15 +360,6 @@ def test_a_user_who_withholds_and_then_answers_stays_progress() -> None:
 
 def test_graded_state_told_one_step_per_invoke_is_the_same_decision_and_holds_no_text() -> None:
     steps = asked(WEAKLY)
-    found: list[Violation] = []
-    snapshot = None
-    for step in steps:
-        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
-        monitor.new_run()
-        found += monitor.observe(step)
-        text = json.dumps(monitor.snapshot())
-        for word in ("weather", "archive", "treasury", "department", "menu"):
-            assert word not in text.lower()
-        snapshot = json.loads(text)
+    found = one_step_per_invoke(steps, SEMANTIC, ("weather", "archive", "treasury", "department", "menu"))
     assert [(v.severity, v.step) for v in found if v.code == "semantic_repeat" and v.node == "planner"] == [
         ("soft", 2), ("soft", 4), ("hard", 6)]
