@@ -1072,8 +1072,10 @@ def _text_of(value: Any) -> str:
     return "\n".join(parts)
 
 
-_PREFETCH_HEAD: Final = 8
-""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first steps, then the rest."""
+_PREFETCH_CUTS: Final = (1, 8)
+""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first step, then the steps up to
+the eighth, then the rest: a run with a trigger word in its first step (the task, in most real
+runs) costs one step's serialisation."""
 
 
 class EvaluatorInjection:
@@ -1095,12 +1097,12 @@ class EvaluatorInjection:
         steps = [obs.step for obs in observations]
         if not steps or any(step is None for step in steps):
             return
-        # the first steps, then the rest: a run with a trigger word near its start (most real
-        # runs with long tool outputs) is not serialised whole for nothing
-        cut = min(_PREFETCH_HEAD, len(steps))
-        for start, stop in ((0, cut), (cut, len(steps))):
+        # the first step, the next ones, then the rest: a run with a trigger word near its start
+        # (most real runs with long tool outputs) is not serialised whole for nothing
+        cuts = [min(cut, len(steps)) for cut in _PREFETCH_CUTS]
+        for start, stop in zip([0, *cuts], [*cuts, len(steps)], strict=True):
             if start == stop:
-                return
+                continue
             try:
                 raw = orjson.dumps([_fields(step) for step in steps[start:stop] if step is not None])
             except TypeError:
