@@ -3300,9 +3300,46 @@ static PyTypeObject WordsType = {
     .tp_new = words_new,
 };
 
+PyDoc_STRVAR(canonical_doc,
+"canonical(ignore_keys, volatile_keys, convert, maybe_json, max_depth, kinds, obj, /) -> bytes\n"
+"\n"
+"mask(dumps(obj, ignore_keys, volatile_keys, convert, maybe_json, max_depth), kinds), in one call\n"
+"(dumps alone when kinds is empty): a Fingerprinter's canonical bytes, obj last so that\n"
+"functools.partial binds the rest. Raises Decline as dumps does.");
+
+static PyObject *
+canon_canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *dargs[6], *margs[2], *out, *res;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "canonical() takes exactly 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyBytes_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "canonical(): kinds must be bytes");
+        return NULL;
+    }
+    dargs[0] = args[6];
+    dargs[1] = args[0];
+    dargs[2] = args[1];
+    dargs[3] = args[2];
+    dargs[4] = args[3];
+    dargs[5] = args[4];
+    out = canon_dumps(module, dargs, 6);
+    if (out == NULL || PyBytes_GET_SIZE(args[5]) == 0) {
+        return out;
+    }
+    margs[0] = out;
+    margs[1] = args[5];
+    res = canon_mask(module, margs, 2);
+    Py_DECREF(out);
+    return res;
+}
+
 static PyMethodDef canon_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
     {"mask", (PyCFunction)(void (*)(void))canon_mask, METH_FASTCALL, mask_doc},
+    {"canonical", (PyCFunction)(void (*)(void))canon_canonical, METH_FASTCALL, canonical_doc},
     {NULL, NULL, 0, NULL},
 };
 
