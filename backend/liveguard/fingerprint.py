@@ -450,8 +450,8 @@ class Fingerprinter:
 
     def raw_digest(self, obj: Any) -> bytes:
         """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
-        ``bytes.fromhex(fingerprint(obj))`` with these ignore keys. The Monitor's digest
-        (one call, no hex text: the rules keep these bytes)."""
+        ``bytes.fromhex(fingerprint(obj))`` with these ignore keys, without the hex text (the rules
+        keep these bytes). The Monitor's digest when :attr:`native_canonical` is None or declines."""
         if self._mask is not None:
             return _xxh3_raw(self._mask.bytes(self._canonical(obj)))
         if _native is not None:
