@@ -66,6 +66,80 @@ def test_every_match_starts_with_a_start_word(code: str, n: int, text: str, data
     assert injection._search_ascii(rx, starts, sample, sample.lower())
 
 
+_ANY_CONTEXT = st.text(
+    alphabet=st.sampled_from("aZ _.\n\u00e9\u2019\u201c\u200b\u0303\u00df\u4f60\u0430\u03b1")
+    | st.sampled_from(list(injection._FOLD_TO_ASCII))
+    | st.characters(),
+    max_size=8,
+)
+
+
+@pytest.mark.parametrize(("code", "n", "text"), STARTED, ids=[f"{c}-{n}" for c, n, _ in STARTED])
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_match_starts_with_a_start_word_in_any_text(
+    code: str, n: int, text: str, data: st.DataObject
+) -> None:
+    """In any text (a match and its context drawn from every character, the four that
+    ``re.IGNORECASE`` equates with ASCII letters among them), every match starts where
+    ``_lowered`` text holds a start word, at the same position: ``_search_ascii`` on it finds
+    what ``search`` finds (the step-text rule tries non-ASCII fields so)."""
+    rx = re.compile(text, re.IGNORECASE | re.MULTILINE)
+    drawn = data.draw(st.from_regex(rx))
+    sample = data.draw(_ANY_CONTEXT) + " " + drawn + " " + data.draw(_ANY_CONTEXT)
+    found = rx.search(sample)
+    assert found is not None
+    starts = injection._STARTS[code][n]
+    assert starts is not None
+    low = injection._lowered(sample)
+    assert len(low) == len(sample)
+    assert low.startswith(starts, found.start()), (code, n, sample)
+    assert injection._search_ascii(rx, starts, sample, low)
+
+
+@pytest.mark.parametrize(
+    "around", ["\u00e9t\u00e9 ", "\u2019", "\u200b", "\u4f60\u597d", "\u017f", "K", "\u0130"]
+)
+def test_non_ascii_fields_find_what_the_definition_finds(around: str) -> None:
+    """The rule's variants inside non-ASCII text (accents, curly quotes, invisible and CJK
+    characters, and the letters ``re.IGNORECASE`` equates with ASCII ones next to the words):
+    the gated scan, which tries each alternative where its start words are, finds each
+    variant's code, as the definition does; the look-alikes give nothing."""
+    from test_injection_variants import LOOK_ALIKES, VARIANTS
+
+    for _, code, raw in VARIANTS:
+        for sample in (around + raw + around, around + " " + raw + " " + around, raw.replace("s", "\u017f")):
+            text = injection.normalise(sample)
+            assert injection._field_codes(text) == injection._codes(text), sample
+        assert code in injection._field_codes(injection.normalise(around + " " + raw)), raw
+    for raw in LOOK_ALIKES:
+        text = injection.normalise(around + raw + around)
+        assert injection._field_codes(text) == injection._codes(text) == [], raw
+
+
+
+@pytest.mark.parametrize("pattern", injection._NATIVE_PATTERNS)
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_gate_patterns_are_tried_where_their_start_words_are(pattern: str, data: st.DataObject) -> None:
+    """A gate pattern (matched against lower-cased text) is tried only where one of its leading
+    words is (``_GATE_PATTERN_STARTS``): on its own matches in any context, and on text of
+    its pieces, that finds what ``search`` finds."""
+    rx = re.compile(pattern)
+    starts = injection._GATE_PATTERN_STARTS[pattern]
+    drawn = data.draw(st.from_regex(rx))
+    low = injection._lowered(data.draw(_ANY_CONTEXT) + drawn + data.draw(_ANY_CONTEXT))
+    found = rx.search(low)
+    assert found is not None
+    assert low.startswith(starts, found.start())
+    assert injection._search_ascii(rx, starts, low, low)
+    pieces = data.draw(st.lists(st.sampled_from(
+        [*starts, "score", "mark", " ", "\t", "_", "-", "x", "it", "##", "system", "of", "data", "\u00e9"]),
+        max_size=12))
+    text = injection._lowered("".join(pieces))
+    assert injection._search_ascii(rx, starts, text, text) == (rx.search(text) is not None), text
+
+
 def test_start_words_are_tried_where_they_are() -> None:
     rx, starts = injection._ALTERNATIVES[0][2], injection._ALTERNATIVE_STARTS[0]
     assert rx.search("ignore whitespace") is None

@@ -111,6 +111,22 @@ def test_the_latin1_shortcut_is_the_slow_path(text: str) -> None:
         assert normalise(chr(code) + "é") == injection._normalise_slow(chr(code) + "é")
 
 
+
+_NORMALISED_PIECES = st.sampled_from([
+    "ignore", "IGNORE", "Ｉｇｎ", "\u200b", "\u200d", "\u00ad", "\ufeff", "\U000e0041", "\u0430", "\u041e",
+    "\u03bf", "\u0131", "\u2113", "\u00e9", "e\u0301", "\u2019", "\u4f60", "\ufb01", "\ud800", " ", "\n",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_NORMALISED_PIECES | st.text(max_size=3), max_size=12).map("".join))
+def test_normalise_slow_is_the_steps(text: str) -> None:
+    """``_normalise_slow`` looks for invisible characters and look-alikes among the non-ASCII
+    characters only: the same text as the definition, step by step (lone surrogates too)."""
+    assert injection._normalise_slow(text) == injection._normalise_steps(text)
+    assert normalise(text) == injection._normalise_steps(text)
+
+
 def test_characters_outside_the_normalisable_leads_never_yield_ascii() -> None:
     """The second (normalised) scan is skipped when no byte of the text leads a character that
     normalising can turn into ASCII; every other BMP character is checked here (the astral

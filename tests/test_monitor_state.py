@@ -316,3 +316,44 @@ def test_nonretryable_reads_every_form_as_before(result: Any, error: Any) -> Non
     assert (_nonretryable(result) or _nonretryable(error)) is expected
     step = Step(node="tools", tool="t", args={}, result=result, error=error)
     assert Monitor(Policy())._observation(step, 0).nonretryable is expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    items=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 80), st.booleans()),
+                   min_size=70, max_size=220),
+    cut=st.integers(0, 220),
+)
+def test_repeats_remember_exactly_the_last_64_observations(
+    items: list[tuple[str, int, bool]], cut: int
+) -> None:
+    """``repeated_content`` counts an observation as new when its digest is not among the last 64
+    observations' (a look-up table kept beside that window): over long runs whose digests leave
+    the window and come back, its count of new observations is the definition's at every step,
+    its findings are the brute-force reading's, and a restore at any step goes on the same."""
+    steps = [
+        Step(node=node, summary=f"m{k}") if message else Step(node="tools", tool="t", args={}, result=f"r{k}")
+        for node, k, message in items
+    ]
+    policy = Policy.build(repeat=2, repeat_window=6)
+    monitor = Monitor(policy)
+    (rule,) = [r for r in monitor._rules if type(r).__name__ == "RepeatedContent"]
+    keys: list[str] = []
+    new = 0
+    found: list[Violation] = []
+    for index, step in enumerate(steps):
+        found += monitor.observe(step)
+        key = Monitor(policy)._observation(step, index).key
+        new += key not in keys[-64:]
+        keys.append(key)
+        assert rule._new == new, index  # type: ignore[attr-defined]
+    ours = [(v.code, v.step, v.detail["steps"]) for v in found if v.code == "repeated_content"]
+    reference = [item for item in _reference(steps, policy) if item[0] == "repeated_content"]
+    assert sorted(ours) == sorted(reference)
+    first = Monitor(policy)
+    for step in steps[:cut]:
+        first.observe(step)
+    second = Monitor.restore(json.loads(json.dumps(first.snapshot())), policy)
+    for step in steps[cut:]:
+        second.observe(step)
+    assert second.snapshot() == monitor.snapshot()

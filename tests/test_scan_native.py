@@ -124,11 +124,11 @@ def test_prefetch_and_live_steps_use_the_native_scanner(monkeypatch: pytest.Monk
     clean = [Step(node="tools", tool="t", args={"city": "Zürich"}, result=f'[{{"total": {i}}}]')
              for i in range(4)]
     assert [v for v in check_trajectory(clean, Policy(scan_text=True)) if v.code == injection.CODE] == []
-    # the whole run at once: prefetch cleared every step (the run is not ASCII, so it is scanned
-    # as it is and normalised, "Zürich" -> "Zurich")
-    raw = orjson.dumps([injection._fields(s) for s in clean])
-    assert spy.calls == [raw]
-    assert spy.normalised == [raw]  # Latin-1 text: normalised natively too
+    # the whole run in its parts (the first step, then the rest of these four): prefetch cleared
+    # every step (the run is not ASCII, so it is scanned as it is and normalised, "Zürich" -> "Zurich")
+    raws = [orjson.dumps([injection._fields(s) for s in part]) for part in (clean[:1], clean[1:])]
+    assert spy.calls == raws
+    assert spy.normalised == raws  # Latin-1 text: normalised natively too
 
     spy.calls.clear()
     spy.normalised.clear()

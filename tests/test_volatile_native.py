@@ -388,6 +388,43 @@ def test_native_mask_at_every_offset(sample: str) -> None:
         _same(("." * 13 + sample[:end]).encode())
 
 
+
+def test_native_mask_finds_every_pattern_that_matches() -> None:
+    """``mask`` first finds which patterns match anywhere in the data, then runs only those passes
+    (and, once a pass has changed the data, every later one): two fragments of different patterns
+    in one payload, either order, every gap from 0 to 33 bytes, each is masked; and a pattern that
+    matches only once an earlier pattern's mask has put a word boundary before it is masked too."""
+    samples = ["2026-12-01T13:56:16Z", "13:56:16", "5min ago", "took 1.23s", "IN 1.5s",
+               "123e4567-e89b-12d3-a456-426614174000", "request_id: 7f3a9c2e",
+               "0123456789abcdef0123456789abcdef"]
+    for first in samples:
+        for second in samples:
+            if first == second:
+                continue
+            for gap in range(34):
+                for fill in (" ", "x", "."):
+                    data = (first + fill * gap + " " + second + " tail").encode()
+                    _same(data)
+    for chained in (
+        b"2026-12-01T13:56:16ZIN 1.0 Seconds",  # elapsed's `in` after iso_datetime's mask only
+        b"13:56ZIN 1.0 Seconds",
+        b"xx 2026-12-01T13:56:16Zdeadbeefdeadbeefdeadbeefdeadbee1 yy",
+        b"a" * 40 + b" 12:34in 1.5 s " + b"b" * 40,  # the same after clock_time
+    ):
+        assert MASK.bytes(chained) != chained
+        _same(chained)
+
+
+def test_native_mask_many_matches_in_one_payload() -> None:
+    """Each pass masks every match of its pattern in a long payload (matches in every position
+    of a 16-byte block, next to word and non-word bytes)."""
+    for sample in _VOLATILE_SAMPLES:
+        for pad in (" ", "-", "é"):
+            data = "".join(pad * k + sample for k in range(1, 40)).encode()
+            _same(data)
+            assert MASK.bytes(data).count(b"\x00~") > 1
+
+
 # ---- the step-text rule's field gates, natively (``_canon.Words.fields``) ----
 
 _GATE_BITS = {word: 1 << n for n, word in enumerate(injection._GATE_WORDS)}

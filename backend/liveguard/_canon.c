@@ -2099,20 +2099,6 @@ m_word_patterns(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
     return hit;
 }
 
-M_INLINE int
-m_at_word(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
-{
-    unsigned hit = m_word_patterns(t, p, e, kmask);
-    while (hit) {
-        int k = __builtin_ctz(hit);
-        hit &= hit - 1;
-        if (MASKERS[k](t, p) >= 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 /* bit i: d[i] is a word byte (M_WORD: an ASCII letter, digit or _), for 16 bytes */
@@ -2144,17 +2130,33 @@ m_first_bits16(const uint8_t *d)
 }
 #endif
 
-/* 1 when a pattern of kmask matches somewhere in t (then the passes below run). A match starts
-   only where a word starts (every pattern starts with \b before a word byte); each word is looked
-   at once (m_at_word), and relative_time only when t holds its "ago". */
-static int
-m_any(const MText *t, unsigned kmask)
+/* The patterns of kmask that match somewhere in t (bit k: pattern k; 0: none, and then the passes
+   below do not run), as a re.search of each would tell. A match starts only where a word starts
+   (every pattern starts with \b before a word byte); each word is looked at once, for the patterns
+   not found yet (the scan stops when every one is), and relative_time only when t holds "ago". */
+static unsigned
+m_found(const MText *t, unsigned kmask)
 {
     const uint8_t *d = t->d;
     Py_ssize_t p = 0, e;
+    unsigned found = 0;
     if ((kmask & 1u << 2) && memmem(t->d, (size_t)t->n, "ago", 3) == NULL) {
         kmask &= ~(1u << 2);
     }
+#define M_FOUND_AT(p_, e_)                                              \
+    do {                                                                \
+        unsigned hit_ = m_word_patterns(t, (p_), (e_), kmask & ~found); \
+        while (hit_) {                                                  \
+            int k_ = __builtin_ctz(hit_);                               \
+            hit_ &= hit_ - 1;                                           \
+            if (MASKERS[k_](t, (p_)) >= 0) {                            \
+                found |= 1u << k_;                                      \
+            }                                                           \
+        }                                                               \
+        if (found == kmask) {                                           \
+            return found;                                               \
+        }                                                               \
+    } while (0)
     if (kmask == 0) {
         return 0;
     }
@@ -2181,9 +2183,7 @@ m_any(const MText *t, unsigned kmask)
                         e++;
                     }
                 }
-                if (m_at_word(t, p + b, e, kmask)) {
-                    return 1;
-                }
+                M_FOUND_AT(p + b, e);
             }
         }
         if (prev) { /* the rest of a word already looked at */
@@ -2202,16 +2202,48 @@ m_any(const MText *t, unsigned kmask)
         while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
             e++;
         }
-        if (m_at_word(t, p, e, kmask)) {
-            return 1;
-        }
+        M_FOUND_AT(p, e);
         p = e;
     }
-    return 0;
+#undef M_FOUND_AT
+    return found;
+}
+
+/* The first p >= from where a word starts (p == 0 or d[p - 1] is not a word byte) with a byte a
+   match of pattern bit can start with (M_CLASS); n when there is none. Reads 16 bytes at a time. */
+static inline Py_ssize_t
+m_next_start(const uint8_t *d, Py_ssize_t n, Py_ssize_t from, unsigned bit)
+{
+    Py_ssize_t p = from;
+#if defined(__SSE2__)
+    for (; p + 16 <= n; p += 16) {
+        unsigned w = m_word_bits16(d + p);
+        unsigned prev = p > 0 && (M_CLASS[d[p - 1]] & M_WORD_BIT) ? 1u : 0u;
+        unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
+        if (starts) {
+            starts &= m_first_bits16(d + p); /* every pattern's first bytes are among these */
+        }
+        while (starts) {
+            int b = __builtin_ctz(starts);
+            starts &= starts - 1;
+            if (M_CLASS[d[p + b]] & bit) {
+                return p + b;
+            }
+        }
+    }
+#endif
+    for (; p < n; p++) {
+        if ((M_CLASS[d[p]] & bit) && !(p > 0 && (M_CLASS[d[p - 1]] & M_WORD_BIT))) {
+            return p;
+        }
+    }
+    return n;
 }
 
 /* One re.sub pass of pattern k over [src, src+n) into out (room for n bytes); returns the
-   output length, or -1 when nothing matched. Matching reads src only, as re.sub does. */
+   output length, or -1 when nothing matched. Matching reads src only, as re.sub does: a match
+   starts only at the start of a word with one of its first bytes (m_next_start; after a word
+   where none starts, the next word). */
 static Py_ssize_t
 m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
 {
@@ -2220,16 +2252,12 @@ m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
     MMatcher match = MASKERS[k];
     unsigned bit = 1u << k;
     int any = 0;
-    while (p < n) {
+    while ((p = m_next_start(src, n, p, bit)) < n) {
         Py_ssize_t w;
-        if (!(M_CLASS[src[p]] & bit) || (p > 0 && (M_CLASS[src[p - 1]] & M_WORD_BIT))) {
-            p++; /* a match starts only at the start of a word with one of its first bytes */
-            continue;
-        }
         for (w = p + 1; w < n && (M_CLASS[src[w]] & M_WORD_BIT); w++) {
         }
         if (!m_word_patterns(&t, p, w, bit) || (e = match(&t, p)) < 0) {
-            p = w; /* no match starts inside the word either (no word start there) */
+            p = w;
             continue;
         }
         memcpy(out + o, src + done, (size_t)(p - done));
@@ -2260,7 +2288,7 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     uint8_t *bufs[2] = {NULL, NULL};
     Py_ssize_t n, nk, i, len;
     int which = 0, changed = 0;
-    unsigned kmask = 0;
+    unsigned kmask = 0, found;
     PyObject *res;
 
     if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
@@ -2280,11 +2308,15 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     {
         MText whole = {cur, n};
-        if (!m_any(&whole, kmask)) { /* no pattern matches: every pass leaves data as it is */
+        found = m_found(&whole, kmask);
+        if (!found) { /* no pattern matches: every pass leaves data as it is */
             return Py_NewRef(args[0]);
         }
     }
     for (i = 0; i < nk; i++) {
+        if (!changed && !(found >> kinds[i] & 1)) {
+            continue; /* the data is still the input, where this pattern matches nowhere */
+        }
         if (bufs[which] == NULL) {
             bufs[which] = PyMem_Malloc((size_t)(n > 0 ? n : 1));
             if (bufs[which] == NULL) {
@@ -3268,9 +3300,46 @@ static PyTypeObject WordsType = {
     .tp_new = words_new,
 };
 
+PyDoc_STRVAR(canonical_doc,
+"canonical(ignore_keys, volatile_keys, convert, maybe_json, max_depth, kinds, obj, /) -> bytes\n"
+"\n"
+"mask(dumps(obj, ignore_keys, volatile_keys, convert, maybe_json, max_depth), kinds), in one call\n"
+"(dumps alone when kinds is empty): a Fingerprinter's canonical bytes, obj last so that\n"
+"functools.partial binds the rest. Raises Decline as dumps does.");
+
+static PyObject *
+canon_canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *dargs[6], *margs[2], *out, *res;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "canonical() takes exactly 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyBytes_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "canonical(): kinds must be bytes");
+        return NULL;
+    }
+    dargs[0] = args[6];
+    dargs[1] = args[0];
+    dargs[2] = args[1];
+    dargs[3] = args[2];
+    dargs[4] = args[3];
+    dargs[5] = args[4];
+    out = canon_dumps(module, dargs, 6);
+    if (out == NULL || PyBytes_GET_SIZE(args[5]) == 0) {
+        return out;
+    }
+    margs[0] = out;
+    margs[1] = args[5];
+    res = canon_mask(module, margs, 2);
+    Py_DECREF(out);
+    return res;
+}
+
 static PyMethodDef canon_methods[] = {
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
     {"mask", (PyCFunction)(void (*)(void))canon_mask, METH_FASTCALL, mask_doc},
+    {"canonical", (PyCFunction)(void (*)(void))canon_canonical, METH_FASTCALL, canonical_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,18 @@ def dumps(
     /,
 ) -> bytes: ...
 
+def canonical(
+    ignore_keys: frozenset[str],
+    volatile_keys: frozenset[str],
+    convert: Callable[[Any], Any],
+    maybe_json: Callable[[str], Any],
+    max_depth: int,
+    kinds: bytes,
+    obj: Any,
+    /,
+) -> bytes:
+    """mask(dumps(obj, ...), kinds) in one call (dumps alone when kinds is empty)."""
+
 class Decline(ValueError): ...
 
 class Scanner:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import importlib
 import json
 import math
@@ -225,6 +226,12 @@ class VolatileMask:
         if self._builtin and getattr(_native, "mask", None) is not None:
             self._native_kinds = bytes(_NATIVE_MASKS.index(name) for name in self.names)
 
+    @property
+    def native_kinds(self) -> bytes | None:
+        """The patterns' numbers in the C accelerator's ``mask``; None when it does not do them
+        all (a ``re:`` pattern) or is off."""
+        return self._native_kinds
+
     def text(self, text: str) -> str:
         """``text`` with every volatile fragment replaced by one token."""
         return self._text.sub(_MASK_TOKEN, text)
@@ -373,7 +380,7 @@ class Fingerprinter:
     function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
     """
 
-    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask")
+    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask", "native_canonical")
 
     def __init__(
         self,
@@ -385,7 +392,18 @@ class Fingerprinter:
         self._ignore = frozenset(ignore_keys)
         self._ignore_msg = self._ignore | MESSAGE_VOLATILE_KEYS
         self._hash = hasher
-        self._mask = volatile_mask(volatile)
+        self._mask = mask = volatile_mask(volatile)
+        self.native_canonical: Callable[[Any], bytes] | None = None
+        """:meth:`canonical_bytes` in one call of the C accelerator (canonical JSON, then the
+        built-in volatile patterns masked), raising one of :data:`_DECLINE` for what it leaves to
+        Python (then :meth:`canonical_bytes` decides); None without the accelerator or with a
+        ``re:`` volatile pattern. The Monitor digests through it."""
+        canonical = getattr(_native, "canonical", None)
+        kinds = b"" if mask is None else mask.native_kinds
+        if canonical is not None and kinds is not None:
+            self.native_canonical = functools.partial(
+                canonical, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH, kinds
+            )
 
     @property
     def volatile(self) -> tuple[str, ...]:
@@ -432,8 +450,8 @@ class Fingerprinter:
 
     def raw_digest(self, obj: Any) -> bytes:
         """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
-        ``bytes.fromhex(fingerprint(obj))`` with these ignore keys. The Monitor's digest
-        (one call, no hex text: the rules keep these bytes)."""
+        ``bytes.fromhex(fingerprint(obj))`` with these ignore keys, without the hex text (the rules
+        keep these bytes). The Monitor's digest when :attr:`native_canonical` is None or declines."""
         if self._mask is not None:
             return _xxh3_raw(self._mask.bytes(self._canonical(obj)))
         if _native is not None:

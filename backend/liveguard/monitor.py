@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any
 from xxhash import xxh3_128_digest as _xxh3_raw
 
 from liveguard.errors import FingerprintError, SnapshotError
+from liveguard.fingerprint import _DECLINE, DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
-from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.messages import content, is_user_input, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
@@ -85,15 +85,17 @@ SNAPSHOT_VERSION = 1
 class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
-    __slots__ = ("_by_kind", "_digest", "_expect", "_finished", "_index", "_prefetch", "_request",
-                 "_rules", "_turn", "allow_set", "policy")
+    __slots__ = ("_by_kind", "_canonical", "_expect", "_finished", "_index", "_prefetch", "_raw_digest",
+                 "_request", "_rules", "_turn", "allow_set", "policy")
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
         policy = Policy() if policy is None else policy  # the defaults; never the environment
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
-        self._digest = _fingerprinter(self.policy.ignore_keys, self.policy.volatile).raw_digest
+        fingerprinter = _fingerprinter(self.policy.ignore_keys, self.policy.volatile)
+        self._raw_digest = fingerprinter.raw_digest
+        self._canonical = fingerprinter.native_canonical  # one C call; None: raw_digest does it all
         self._request = b""  # the digest of the user's last input (b"": none yet)
         self._rules = rules = tuple(build(self.policy, allow_set))
         # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.OBSERVATION_KINDS), and
@@ -287,6 +289,17 @@ class Monitor:
         if context:
             obs.digest = _xxh3_raw(context + obs.digest)
         return obs
+
+    def _digest(self, payload: Any) -> bytes:
+        """The raw digest of ``payload``: ``Fingerprinter.raw_digest``, its canonical bytes made in
+        one call of the C accelerator when it has them (what it declines, ``raw_digest`` makes)."""
+        canonical = self._canonical
+        if canonical is not None:
+            try:
+                return _xxh3_raw(canonical(payload))
+            except _DECLINE:
+                pass
+        return self._raw_digest(payload)
 
     def _plain(self, step: Step, index: int) -> Observation:
         """The step's observation before keying: its kind and its own digest."""

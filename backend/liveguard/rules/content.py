@@ -107,7 +107,7 @@ class RepeatedContent:
     ``list.count`` over the digests); node and epoch are then compared too.
     """
 
-    __slots__ = ("_by_node", "_items", "_limit", "_new", "_seen", "_size")
+    __slots__ = ("_by_node", "_counts", "_items", "_limit", "_new", "_seen", "_size")
 
     code = "repeated_content"
 
@@ -118,16 +118,24 @@ class RepeatedContent:
         self._size = policy.repeat_window
         self._items: list[Any] = []
         self._seen: list[bytes] = []  # the last _SEEN observation digests, oldest first
+        self._counts: dict[bytes, int] = {}  # how many times each is in _seen (a look-up, not a scan)
         self._new = 0  # new observations so far
         self._by_node: dict[str, int] = {}  # ... of them, from each node
 
     def _arrived(self, obs: Observation) -> None:
-        seen = self._seen
+        seen, counts = self._seen, self._counts
         digest = obs.digest
-        known = digest in seen
+        known = digest in counts
         seen.append(digest)
+        counts[digest] = counts.get(digest, 0) + 1
         if len(seen) > _SEEN:
+            oldest = seen[0]
             del seen[0]
+            left = counts[oldest] - 1
+            if left:
+                counts[oldest] = left
+            else:
+                del counts[oldest]
         if not known:
             self._new += 1
             by_node, agent = self._by_node, agent_of(obs.node)
@@ -189,6 +197,10 @@ class RepeatedContent:
         else:  # a snapshot from before epochs: nothing new has arrived since its entries
             window = data
             self._new, self._by_node, self._seen = 0, {}, []
+        counts: dict[bytes, int] = {}
+        for digest in self._seen:
+            counts[digest] = counts.get(digest, 0) + 1
+        self._counts = counts
         for entry in window:
             node, key, index = entry[0], entry[1], entry[2]
             epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(agent_of(unpack(node)), 0)

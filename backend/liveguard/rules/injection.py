@@ -343,7 +343,7 @@ def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str])
             elif text is not None:
                 if not low:
                     low.append(_lowered(text))
-                if group.search(low[0]) is None:
+                if not _search_ascii(group, _GATE_PATTERN_STARTS.get(group.pattern), low[0], low[0]):
                     break
         else:
             return True
@@ -465,13 +465,38 @@ def normalise(text: str) -> str:
 
 
 def _normalise_slow(text: str) -> str:
-    """:func:`normalise` step by step (any text; :func:`normalise` takes a shortcut for Latin-1)."""
+    """:func:`normalise` of any text (:func:`normalise` takes a shortcut for Latin-1): the steps of
+    :func:`_normalise_steps`, each search for invisible characters and look-alikes made on the
+    text's non-ASCII characters alone (none of those is ASCII; mostly-ASCII text has a few)."""
+    text = unicodedata.normalize("NFKC", text)
+    others = _non_ascii(text)
+    if _INVISIBLE.search(others) is not None:
+        text = _INVISIBLE.sub("", text)
+    if _CONFUSABLE.search(others) is not None:  # the invisible characters are no look-alikes
+        text = text.translate(_CONFUSABLES)
+    if text.isascii():
+        return text
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
+
+
+def _normalise_steps(text: str) -> str:
+    """:func:`normalise` step by step: the definition (``tests/test_injection_variants.py`` holds
+    :func:`_normalise_slow` to it)."""
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     if _CONFUSABLE.search(text) is not None:
         text = text.translate(_CONFUSABLES)
     if text.isascii():
         return text
     return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
+
+
+_ASCII_BYTES: Final = bytes(range(128))
+
+
+def _non_ascii(text: str) -> str:
+    """The non-ASCII characters of ``text``, in order (lone surrogates included)."""
+    data = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES)
+    return data.decode("utf-8", "surrogatepass")
 
 
 _LATIN1_TABLE, _LATIN1_SLOW = _latin1_table()
@@ -790,6 +815,16 @@ to start a line but for characters other than letters and digits: the one altern
 (``fake_role_marker``'s ``^[\\W_]*END...(?:DATA|INPUT)``) cannot match otherwise."""
 
 
+_GATE_PATTERN_STARTS: Final[Mapping[str, tuple[str, ...]]] = {
+    _NATIVE_PATTERNS[0]: ("perfect", "full", "max", "high", "top", "passing"),
+    _NATIVE_PATTERNS[1]: ("score",),
+    _NATIVE_PATTERNS[2]: ("##",),
+    _NATIVE_PATTERNS[3]: ("end",),
+}
+"""The words every match of each gate pattern starts with (its leading literals), for
+:func:`_search_ascii` on lower-cased text (the patterns are matched against it, case-sensitively)."""
+
+
 def _native_gates() -> bytes | None:
     """The gates of :data:`_ALTERNATIVES_MASKED`, then of :data:`_SQUASHED_MASKED` (words only),
     for ``_canon.Words.fields``, as uint64 words: each part's number of alternatives; each
@@ -894,10 +929,16 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
     found: list[str] = []
     low: list[str] = []
     if present & _ANY_FIRST:
-        for code, first, gate, rx in _ALTERNATIVES_MASKED:
-            if (present & first and code not in found and _mask_passes(gate, present, text, low)
-                    and rx.search(text) is not None):
-                found.append(code)
+        for n, (code, first, gate, rx) in enumerate(_ALTERNATIVES_MASKED):
+            if present & first and code not in found and _mask_passes(gate, present, text, low):
+                if not low:
+                    low.append(_lowered(text))
+                lowered = low[0]
+                # tried only where its start words are, when ``lowered`` is ``text`` character by
+                # character (always, but for a letter whose lower case is two: see _search_ascii)
+                if (_search_ascii(rx, _ALTERNATIVE_STARTS[n], text, lowered) if len(lowered) == len(text)
+                        else rx.search(text) is not None):
+                    found.append(code)
     if not flat & _ANY_FIRST_SQUASHED:
         return found
     candidates = [(code, rx) for code, first, gate, rx in _SQUASHED_MASKED
@@ -944,7 +985,12 @@ def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str
     where one of ``starts`` (the words every match of ``rx`` starts with) is: the leftmost match,
     if any, starts at one of them, and ``match`` at a position sees the text before it (``\\b``,
     ``^``) as ``search`` does. A search costs about 40 ns a character, a try at a position less
-    than a microsecond."""
+    than a microsecond.
+
+    Any text will do when ``low`` is :func:`_lowered` ``text`` of the same length (each character
+    lower-cased to one, position by position): a match starts with a start word's letters, each
+    an ASCII letter in either case or one of the four that ``re.IGNORECASE`` equates with one
+    (:data:`_FOLD_TO_ASCII`), which ``low`` holds as that start word."""
     if starts is None:
         return rx.search(text) is not None
     for word in starts:
@@ -1026,8 +1072,10 @@ def _text_of(value: Any) -> str:
     return "\n".join(parts)
 
 
-_PREFETCH_HEAD: Final = 8
-""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first steps, then the rest."""
+_PREFETCH_CUTS: Final = (1, 8)
+""":meth:`EvaluatorInjection.prefetch` serialises and scans a run's first step, then the steps up to
+the eighth, then the rest: a run with a trigger word in its first step (the task, in most real
+runs) costs one step's serialisation."""
 
 
 class EvaluatorInjection:
@@ -1049,12 +1097,12 @@ class EvaluatorInjection:
         steps = [obs.step for obs in observations]
         if not steps or any(step is None for step in steps):
             return
-        # the first steps, then the rest: a run with a trigger word near its start (most real
-        # runs with long tool outputs) is not serialised whole for nothing
-        cut = min(_PREFETCH_HEAD, len(steps))
-        for start, stop in ((0, cut), (cut, len(steps))):
+        # the first step, the next ones, then the rest: a run with a trigger word near its start
+        # (most real runs with long tool outputs) is not serialised whole for nothing
+        cuts = [min(cut, len(steps)) for cut in _PREFETCH_CUTS]
+        for start, stop in zip([0, *cuts], [*cuts, len(steps)], strict=True):
             if start == stop:
-                return
+                continue
             try:
                 raw = orjson.dumps([_fields(step) for step in steps[start:stop] if step is not None])
             except TypeError:
