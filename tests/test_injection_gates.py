@@ -45,6 +45,16 @@ def test_a_gate_passes_on_every_match_of_its_alternative(
     assert injection._gate_passes(gate, injection._lowered(sample)), (code, n)
 
 
+def _starts_here(low: str, starts: tuple[str, ...], at: int) -> bool:
+    """``low`` holds a start word at ``at``, or ``at`` starts a line and a ``^word`` of ``starts``
+    is at or after it (``_search_ascii`` tries the last line start before the word: the match
+    is the same, tested below)."""
+    words = tuple(word for word in starts if not word.startswith("^"))
+    at_line = at == 0 or low[at - 1] == "\n"
+    return low.startswith(words, at) or (
+        at_line and any(low.find(word[1:], at) >= 0 for word in starts if word.startswith("^")))
+
+
 STARTED = [(code, n, text) for code, n, text in ALTERNATIVES if injection._STARTS[code][n] is not None]
 _CONTEXT = st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=8)
 
@@ -57,12 +67,13 @@ def test_every_match_starts_with_a_start_word(code: str, n: int, text: str, data
     ``_search_ascii`` (which tries the alternative only there) finds what ``search`` finds."""
     rx = re.compile(text, re.IGNORECASE | re.MULTILINE)
     drawn = data.draw(st.from_regex(rx, alphabet=st.characters(max_codepoint=0x7F)))
-    sample = data.draw(_CONTEXT) + " " + drawn + " " + data.draw(_CONTEXT)  # " ": the match stays whole
+    sep = "\n" if code == "fake_role_marker" else " "  # the match stays whole (at a line start)
+    sample = data.draw(_CONTEXT) + sep + drawn + sep + data.draw(_CONTEXT)
     found = rx.search(sample)
     assert found is not None
     starts = injection._STARTS[code][n]
     assert starts is not None
-    assert sample.lower().startswith(starts, found.start()), (code, n, sample)
+    assert _starts_here(sample.lower(), starts, found.start()), (code, n, sample)
     assert injection._search_ascii(rx, starts, sample, sample.lower())
 
 
@@ -86,14 +97,15 @@ def test_every_match_starts_with_a_start_word_in_any_text(
     what ``search`` finds (the step-text rule tries non-ASCII fields so)."""
     rx = re.compile(text, re.IGNORECASE | re.MULTILINE)
     drawn = data.draw(st.from_regex(rx))
-    sample = data.draw(_ANY_CONTEXT) + " " + drawn + " " + data.draw(_ANY_CONTEXT)
+    sep = "\n" if code == "fake_role_marker" else " "
+    sample = data.draw(_ANY_CONTEXT) + sep + drawn + sep + data.draw(_ANY_CONTEXT)
     found = rx.search(sample)
     assert found is not None
     starts = injection._STARTS[code][n]
     assert starts is not None
     low = injection._lowered(sample)
     assert len(low) == len(sample)
-    assert low.startswith(starts, found.start()), (code, n, sample)
+    assert _starts_here(low, starts, found.start()), (code, n, sample)
     assert injection._search_ascii(rx, starts, sample, low)
 
 
@@ -235,3 +247,71 @@ def test_the_gated_scan_equals_the_definition_on_real_runs() -> None:
                     assert injection._codes_gated(text, injection._lowered(text)) == injection._codes(text)
                     checked += 1
     assert checked > 1000
+
+
+MARKERS = [(n, rx) for n, (code, _gate, rx) in enumerate(injection._ALTERNATIVES) if code == "fake_role_marker"]
+_MARKER_PARTS = st.sampled_from(
+    ["<|im_start|>", "<|system|>", "<|user|>", "|>", "<|", "[INST]", "[/inst]", "<<SYS>>", "<</SYS>>",
+     "<system>", "</assistant>", "<assistant", "##", "###", "#", " System:", "instructions :", "system",
+     "END", "end", "BEGIN_RUN_DATA", "END_RUN_DATA", "_run_data", "END OF DATA", "end-of-run-input",
+     "OF", "RUN", "DATA", "INPUT", "ENDE DER DATEN", "FIN DES DONNEES", "FIN DE LOS DATOS", "fin",
+     "append", "endif", "\n", "\n\n", " ", "\t", "\r\n", "\u2028", "\x85", "\xa0", "_", "-", "*",
+     "=", ":", "a", "1", "ſ", "İ", "ı", "\u212a", "é", "東"]
+) | st.text(max_size=4)
+
+
+@pytest.mark.parametrize(("n", "rx"), MARKERS, ids=[f"fake_role_marker-{n}" for n, _ in MARKERS])
+@settings(max_examples=1500, deadline=None)
+@given(parts=st.lists(_MARKER_PARTS, max_size=16))
+def test_role_markers_tried_at_their_start_words_find_what_search_finds(
+    n: int, rx: re.Pattern[str], parts: list[str]
+) -> None:
+    """The role-marker alternatives (forged turns, data-end markers, some anchored at a line
+    start) tried only at their start words and the line starts before their ``^`` words: on
+    texts made of markers, their pieces, line breaks and other spacing, with or without a match,
+    ``_search_ascii`` says what ``search`` says."""
+    text = "".join(parts)
+    low = injection._lowered(text)
+    if len(low) != len(text):  # the rule searches such text whole
+        return
+    starts = injection._ALTERNATIVE_STARTS[n]
+    assert starts is not None
+    assert injection._search_ascii(rx, starts, text, low) == (rx.search(text) is not None), text
+
+
+_ROOT = Path(__file__).resolve().parents[1]
+CORPORA = sorted([*(_ROOT / "benchmarks" / "detection" / "data").glob("*.jsonl"),
+                  *(_ROOT / "golden_datasets").rglob("*.json*")])
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+@pytest.mark.parametrize("path", CORPORA, ids=[p.name for p in CORPORA])
+def test_role_markers_tried_at_their_start_words_on_the_corpora(path: Path) -> None:
+    """Every string of the committed corpora (real agent runs, golden datasets), as the rule reads
+    it (``normalise``'d): each role-marker alternative tried at its start words finds what
+    ``search`` finds."""
+    raw = path.read_bytes()
+    values = [orjson.loads(line) for line in raw.splitlines() if line.strip()] if path.suffix == ".jsonl" \
+        else [orjson.loads(raw)]
+    checked = 0
+    for value in values:
+        for string in _strings(value):
+            text = injection.normalise(string)
+            low = injection._lowered(text)
+            if len(low) != len(text):
+                continue
+            for n, rx in MARKERS:
+                starts = injection._ALTERNATIVE_STARTS[n]
+                assert starts is not None
+                assert injection._search_ascii(rx, starts, text, low) == (rx.search(text) is not None)
+            checked += 1
+    assert checked > 0

@@ -970,12 +970,19 @@ _STARTS: Final[Mapping[str, tuple[tuple[str, ...] | None, ...]]] = {
         ("donne", "attribue", "accorde", "mets", "mettez", "renvoie", "retourne"),
         ("da", "asigna", "otorga", "devuelve", "pon", "responde"),
     ),
-    "fake_role_marker": (None, None),
+    "fake_role_marker": (
+        ("<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "<system>", "</system>", "<assistant>",
+         "</assistant>", "^##"),
+        ("begin_run_data", "end_run_data", "^end", "^fin"),
+    ),
 }
 """For each alternative of :data:`_PATTERN_TEXTS` (same order), the words every match of it
 starts with (read off the pattern: the first words of its branches), as lower-cased ASCII text
-holds them; None: not listed. ``tests/test_injection_gates.py`` checks them against matches
-that hypothesis draws from each alternative."""
+holds them; ``^word``: the match starts at the start of the line that holds the word (a branch
+``^X*word`` whose ``X`` does not take the word's first character: from any line start before the
+word, ``X*`` stops at it, so the last line start before it is tried, once for every word on
+that line); None: not listed. ``tests/test_injection_gates.py`` checks them against matches that
+hypothesis draws from each alternative."""
 _ALTERNATIVE_STARTS: Final[tuple[tuple[str, ...] | None, ...]] = tuple(
     starts for code in _PATTERN_TEXTS for starts in _STARTS[code])
 
@@ -990,10 +997,22 @@ def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str
     Any text will do when ``low`` is :func:`_lowered` ``text`` of the same length (each character
     lower-cased to one, position by position): a match starts with a start word's letters, each
     an ASCII letter in either case or one of the four that ``re.IGNORECASE`` equates with one
-    (:data:`_FOLD_TO_ASCII`), which ``low`` holds as that start word."""
+    (:data:`_FOLD_TO_ASCII`), which ``low`` holds as that start word. A start word ``^word``
+    is tried at the start of each line that holds ``word`` (see :data:`_STARTS`)."""
     if starts is None:
         return rx.search(text) is not None
     for word in starts:
+        if word[0] == "^":  # tried at the start of each line that holds the word, once a line
+            word = word[1:]
+            at = low.find(word)
+            while at >= 0:
+                if rx.match(text, low.rfind("\n", 0, at) + 1) is not None:
+                    return True
+                end = low.find("\n", at)
+                if end < 0:
+                    break
+                at = low.find(word, end + 1)
+            continue
         at = low.find(word)
         while at >= 0:
             if rx.match(text, at) is not None:
