@@ -249,7 +249,9 @@ def test_the_gated_scan_equals_the_definition_on_real_runs() -> None:
     assert checked > 1000
 
 
-MARKERS = [(n, rx) for n, (code, _gate, rx) in enumerate(injection._ALTERNATIVES) if code == "fake_role_marker"]
+MARKERS = [
+    (n, rx) for n, (code, _gate, rx) in enumerate(injection._ALTERNATIVES) if code == "fake_role_marker"
+]
 _MARKER_PARTS = st.sampled_from(
     ["<|im_start|>", "<|system|>", "<|user|>", "|>", "<|", "[INST]", "[/inst]", "<<SYS>>", "<</SYS>>",
      "<system>", "</assistant>", "<assistant", "##", "###", "#", " System:", "instructions :", "system",

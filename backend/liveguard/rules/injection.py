@@ -1003,15 +1003,15 @@ def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str
         return rx.search(text) is not None
     for word in starts:
         if word[0] == "^":  # tried at the start of each line that holds the word, once a line
-            word = word[1:]
-            at = low.find(word)
+            line_word = word[1:]
+            at = low.find(line_word)
             while at >= 0:
                 if rx.match(text, low.rfind("\n", 0, at) + 1) is not None:
                     return True
                 end = low.find("\n", at)
                 if end < 0:
                     break
-                at = low.find(word, end + 1)
+                at = low.find(line_word, end + 1)
             continue
         at = low.find(word)
         while at >= 0:
