@@ -40,7 +40,7 @@ from typing import Any
 from liveguard import Policy, Step
 from liveguard.semantic import cache_for
 from semantic_data import LOOKALIKES, LOOPS, dev, test
-from semantic_gate import _detection, _pairs
+from semantic_gate import _detection, _pairs, emit
 from semantic_long import run as generated
 
 MARGIN = 0.05
@@ -171,9 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for s in [settle(rows, threshold, value if side == "LOW" else -1.0,
                              value if side == "HIGH" else 2.0)]}
         for side, values in (("HIGH", SWEEP_HIGH), ("LOW", SWEEP_LOW)) for value in values}
-    print(json.dumps(report, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    emit(report, args.json)
     return 0
 
 

@@ -185,11 +185,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--margin", type=float, default=0.1, help="cosine margin below the threshold")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
-    report = measure(args.split, Policy(semantic=True).semantic_threshold, args.margin)
-    print(json.dumps(report, indent=1))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    emit(measure(args.split, Policy(semantic=True).semantic_threshold, args.margin), args.json)
     return 0
+
+
+def emit(report: dict[str, Any], path: str | None) -> None:
+    """Print the figures, and write them to ``path`` too when given."""
+    text = json.dumps(report, indent=1)
+    print(text)
+    if path:
+        Path(path).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
