@@ -3003,18 +3003,17 @@ init_words_tables(void)
 #define WORDS_LANES 4
 #define WORDS_LANED_MIN 1024 /* shorter texts: one lane */
 
-/* One lane of words_scan_ascii over t[from, to), from the start states; or-s its words into p and
-   returns its _SPACED state */
+/* One lane of words_scan_ascii over t[from, to), from the automaton state off and the _SPACED
+   state spaced; or-s its words into p and returns its _SPACED state */
 static inline unsigned
-words_lane(const Words *self, const uint8_t *t, Py_ssize_t from, Py_ssize_t to, uint64_t *p)
+words_lane(const Words *self, const uint8_t *t, Py_ssize_t from, Py_ssize_t to, uint32_t off,
+           unsigned spaced, uint64_t *p)
 {
     const uint16_t *ptable = self->ptable;
     const uint64_t *masks4 = self->masks4;
     const uint8_t *cmap = self->cmap;
     int shift = self->pshift;
     uint64_t p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-    uint32_t off = 0;
-    unsigned spaced = 0;
     Py_ssize_t i;
     for (i = from; i < to; i++) {
         uint8_t c = t[i];
@@ -3051,7 +3050,7 @@ words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
         uint64_t got[4] = {0, 0, 0, 0};
         Py_ssize_t reach = self->longest > 6 ? self->longest - 1 : 6, seg = n / WORDS_LANES;
         if (n < WORDS_LANED_MIN || seg <= reach) {
-            spaced = words_lane(self, t, 0, n, got);
+            spaced = words_lane(self, t, 0, n, 0, 0, got);
         }
         else {
             const uint16_t *ptable = self->ptable;
@@ -3110,24 +3109,8 @@ words_scan_ascii(Words *self, const uint8_t *t, Py_ssize_t n, uint64_t *plain)
                 spaced |= sp[lane] == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
             }
             if (WORDS_LANES * seg < n) { /* the rest, as the last lane's go on */
-                Py_ssize_t from = WORDS_LANES * seg;
-                uint64_t tail[4] = {0, 0, 0, 0};
-                unsigned s_tail = sp[WORDS_LANES - 1];
-                uint32_t o = off[WORDS_LANES - 1];
-                for (i = from; i < n; i++) {
-                    uint8_t c = t[i];
-                    const uint64_t *m;
-                    s_tail = W_SPACED_NEXT[s_tail][W_KIND[c]];
-                    o = ptable[o + cmap[c & 0x7f]];
-                    m = masks4 + ((o >> shift) << 2);
-                    tail[0] |= m[0];
-                    tail[1] |= m[1];
-                    tail[2] |= m[2];
-                    tail[3] |= m[3];
-                }
-                for (k = 0; k < 4; k++) {
-                    got[k] |= tail[k];
-                }
+                unsigned s_tail = words_lane(self, t, WORDS_LANES * seg, n, off[WORDS_LANES - 1],
+                                             sp[WORDS_LANES - 1], got);
                 spaced |= s_tail == W_SPACED_FOUND ? W_SPACED_FOUND : 0;
             }
         }
