@@ -6,7 +6,8 @@ and on the generated scale corpus (``benchmarks/scale_corpus.py``, small runs), 
 
 * ``parse``: a bare ``orjson.loads`` of every line of the file (the floor);
 * ``score``: the engine path the CLI runs for ``liveguard score --no-judges --format jsonl``
-  (``iter_records`` → ``iter_scored(judges=False, verdicts=False)`` → each row's JSON bytes),
+  (``score_paths(judges=False, verdicts=False)``: ``iter_records``, by reference with more
+  than one job, → ``iter_scored`` → each row's JSON bytes),
   in-process, with ``--jobs 1`` and ``--jobs 2``, for the **compiled** build (the C
   accelerator and the mypyc-compiled modules, as this interpreter imports them) and the
   **pure** build (a copy of the sources without any extension module, and
@@ -49,13 +50,13 @@ def _parse(path: Path) -> float:
 
 
 def _score(path: Path, jobs: int) -> tuple[float, int]:
-    from liveguard.scoring import iter_records, iter_scored
+    from liveguard.scoring import score_paths
     from liveguard.settings import Settings
 
     settings = Settings.from_env({})
     start = time.perf_counter()
     n = 0
-    for row in iter_scored(iter_records([path]), judges=False, jobs=jobs, verdicts=False, settings=settings):
+    for row in score_paths([path], judges=False, jobs=jobs, verdicts=False, settings=settings):
         row.json_bytes()
         n += 1
     return time.perf_counter() - start, n

@@ -25,3 +25,11 @@ def test_small_runs_still_come_128_at_a_time() -> None:
 def test_parsed_runs_and_errors_count_as_records_only() -> None:
     records: list[Record] = [(f"f:{i}", TrajectoryReadError(f"f:{i}", "bad")) for i in range(5)]
     assert [len(c) for c in chunked(records, 2, max_bytes=1)] == [2, 2, 1]
+
+
+def test_lines_by_reference_count_their_length() -> None:
+    """A referenced line (the workers read it) weighs its length, as the line itself would."""
+    from liveguard.readers.inputs import LineRef
+
+    records: list[Record] = [(f"f:{i}", LineRef("f", i * 90_001, 90_001)) for i in range(190)]
+    assert len(list(chunked(records, CHUNK))) == 190 // 12 + 1

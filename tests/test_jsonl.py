@@ -69,3 +69,50 @@ def test_lines_are_cut_as_the_file_object_cuts_them(tmp_path: Path, content: byt
     with path.open("rb") as f:
         expected = [(f"{path}:{n}", raw) for n, raw in enumerate(f, start=1) if raw.strip()]
     assert list(_jsonl_lines(path, block_size)) == expected
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 64, 1 << 20])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"a": 1}\n\n  \n\t\r\n{"b": 2}',
+        b"x" * 300 + b"\r\ny\rz\x0b\x0cw\n" + b"q" * 5000,
+        b"\xff\xfe\n\x00\n \n" + "Zürich 東京\n".encode(),
+        b" {\"lead\": 1}\n\n" + b"\n" * 70_000 + b'{"far": 2}\n',  # a gap wider than one read covers
+    ],
+)
+def test_lines_by_reference_read_back_as_the_same_bytes(
+    tmp_path: Path, content: bytes, block_size: int
+) -> None:
+    """The local engine's workers read their lines themselves (the parent sends only where each
+    line is): the references, read back, are exactly the lines and sources of the copying reader."""
+    from liveguard.readers.inputs import LineRef, _jsonl_lines, resolve_refs
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(content)
+    refs = list(_jsonl_lines(path, block_size, by_reference=True))
+    assert all(isinstance(payload, LineRef) for _, payload in refs)
+    assert resolve_refs(refs) == list(_jsonl_lines(path, block_size))
+
+
+def test_lines_by_reference_that_cannot_be_read_are_error_records_at_their_sources(tmp_path: Path) -> None:
+    from liveguard.readers.inputs import _jsonl_lines, resolve_refs
+
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": 2}\n{"c": 3}\n')
+    refs = list(_jsonl_lines(path, by_reference=True))
+    parsed = TrajectoryReadError("elsewhere:9", "already read")
+    mixed = [refs[0], ("elsewhere:9", parsed), *refs[1:]]
+    path.write_bytes(b'{"a": 1}\n{"b"')  # shrank after its lines were found
+    out = resolve_refs(mixed)
+    assert [source for source, _ in out] == [f"{path}:1", "elsewhere:9", f"{path}:2", f"{path}:3"]
+    assert out[0][1] == b'{"a": 1}\n'
+    assert out[1][1] is parsed
+    for source, payload in out[2:]:
+        assert isinstance(payload, TrajectoryReadError)
+        assert payload.source == source
+        assert "changed" in payload.reason
+    path.unlink()
+    gone = resolve_refs(refs)
+    assert [(s, type(p).__name__) for s, p in gone] == [(s, "TrajectoryReadError") for s, _ in refs]
+    assert all("cannot read" in p.reason for _, p in gone if isinstance(p, TrajectoryReadError))

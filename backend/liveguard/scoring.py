@@ -164,7 +164,9 @@ def score_paths(
     through Ray Data (:mod:`liveguard.integrations.ray`). Same rows, same order.
     """
     if engine == "local":
-        yield from iter_scored(iter_records(paths), allow_sets=allow_sets, default_policy=default_policy,
+        # several workers read their runs' lines themselves: the parent only finds them
+        records = iter_records(paths, by_reference=(jobs or default_jobs()) > 1)
+        yield from iter_scored(records, allow_sets=allow_sets, default_policy=default_policy,
                                judges=judges, jobs=jobs, progress=progress, settings=settings,
                                explicit_policy=explicit_policy, mark_duplicate_ids=mark_duplicate_ids,
                                verdicts=verdicts)

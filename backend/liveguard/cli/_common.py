@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from liveguard.allowset import AllowSet, load_allowsets
+from liveguard.engine.scorer import default_jobs
 from liveguard.errors import LiveguardError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE
 from liveguard.model import Trajectory
@@ -104,7 +105,8 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
         rows: Iterator[RunRow] = score_paths(args.paths, engine="ray", ray_address=args.ray_address,
                                              **common)
     else:
-        records: Iterator[Record] = iter_records(args.paths)
+        # several workers read their runs' lines themselves: the parent only finds them
+        records: Iterator[Record] = iter_records(args.paths, by_reference=(args.jobs or default_jobs()) > 1)
         if project:
             args.langsmith_items = [(f"langsmith:{project}", item) for item in langsmith_items(project)]
             records = itertools.chain(records, args.langsmith_items)

@@ -31,6 +31,7 @@ from liveguard.allowset import AllowSet
 from liveguard.errors import TrajectoryReadError, redact_location
 from liveguard.model import Expected, Step, Trajectory, Verdict
 from liveguard.policy import Policy
+from liveguard.readers.inputs import LineRef, read_ref, resolve_refs
 from liveguard.readers.jsonl import parse_line
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
 
-Payload = bytes | Trajectory | TrajectoryReadError
-"""A raw JSONL line (parsed by the scorer), or a run already read, or a read error."""
+Payload = bytes | LineRef | Trajectory | TrajectoryReadError
+"""A raw JSONL line (parsed by the scorer) or a reference to one (read by the scorer), or a
+run already read, or a read error."""
 Record = tuple[str, Payload]
 """``(source, payload)``: ``source`` is ``file:line`` (or ``file:index``)."""
 
@@ -230,6 +232,8 @@ class Scorer:
     # -- rows ---------------------------------------------------------------------------------
     @staticmethod
     def _read(source: str, payload: Payload) -> Trajectory | TrajectoryReadError:
+        if isinstance(payload, LineRef):  # score_chunk read it already; a direct caller may not have
+            payload = read_ref(source, payload)
         if isinstance(payload, bytes):
             return parse_line(payload, source)
         return payload
@@ -267,6 +271,7 @@ class Scorer:
 
     def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
         """One row per record, in order."""
+        chunk = resolve_refs(chunk)
         if not self.judging:
             return [self._score_floor(source, payload) for source, payload in chunk]
         return asyncio.run(self._ascore_chunk(chunk))
@@ -338,6 +343,8 @@ def chunked(records: Iterable[Record], size: int, max_bytes: int = CHUNK_BYTES) 
         payload = record[1]
         if isinstance(payload, bytes):
             held += len(payload)
+        elif isinstance(payload, LineRef):
+            held += payload.length
         if len(chunk) >= size or held >= max_bytes:
             yield chunk
             chunk = []

@@ -5,11 +5,17 @@ any depth. A JSONL line stays raw bytes (the scoring process parses it, see
 :mod:`liveguard.engine.scorer`); LangSmith JSON exports (:mod:`liveguard.readers.langsmith`)
 and Parquet bulk exports (:mod:`liveguard.readers.parquet`) are read here. A file that cannot
 be read is one error record; the batch goes on.
+
+With ``by_reference=True`` a JSONL line is a :class:`LineRef` instead (its file, offset and
+length): the scoring process reads it itself (:func:`resolve_refs`), so the parent of the
+local engine's workers never copies or pickles the runs' bytes, only finds where lines end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +26,8 @@ from liveguard.readers.jsonl import parse_line
 if TYPE_CHECKING:
     from liveguard.engine.scorer import Record
 
-__all__ = ["INPUT_SUFFIXES", "input_files", "iter_inputs", "iter_records"]
+__all__ = ["INPUT_SUFFIXES", "LineRef", "input_files", "iter_inputs", "iter_records", "read_ref",
+           "resolve_refs"]
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -39,9 +46,19 @@ def input_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         yield from sorted(flat + deep)
 
 
-def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
+@dataclass(frozen=True, slots=True)
+class LineRef:
+    """A JSONL line by reference: ``length`` bytes at ``offset`` of the file ``path``."""
+
+    path: str
+    offset: int
+    length: int
+
+
+def iter_records(paths: Iterable[str | Path], *, by_reference: bool = False) -> Iterator[Record]:
     """``(source, payload)`` for every run, lazily: a JSONL line stays raw bytes (the scoring
-    process parses it); LangSmith JSON exports and Parquet files are read here."""
+    process parses it), or a :class:`LineRef` to them with ``by_reference``; LangSmith JSON
+    exports and Parquet files are read here."""
     for f in input_files(paths):
         if f.suffix == ".json":
             from liveguard.readers.langsmith import load_export
@@ -52,7 +69,7 @@ def iter_records(paths: Iterable[str | Path]) -> Iterator[Record]:
 
             yield from _guarded(f, read_parquet(f))
         else:
-            yield from _jsonl_lines(f)
+            yield from _jsonl_lines(f, by_reference=by_reference)
 
 
 _BLOCK = 1 << 20
@@ -60,9 +77,10 @@ _BLOCK = 1 << 20
 cheap as iterating the file object (the parent process does this for every run)."""
 
 
-def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
+def _jsonl_lines(path: Path, block_size: int = _BLOCK, *, by_reference: bool = False) -> Iterator[Record]:
     """``(file:line, line)`` for every non-blank line, each line exactly as iterating the file
-    in binary mode yields it (only ``\n`` ends a line, and it stays on the line)."""
+    in binary mode yields it (only ``\n`` ends a line, and it stays on the line); with
+    ``by_reference``, a :class:`LineRef` to those bytes instead of a copy."""
     try:
         handle = path.open("rb", buffering=0)
     except OSError as exc:
@@ -71,6 +89,7 @@ def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
     name = str(path)
     with handle:
         number = 0
+        base = 0  # the file offset of data[0]
         pending: list[bytes] = []  # the start of a line that continues in the next block
         try:
             while block := handle.read(block_size):
@@ -81,19 +100,85 @@ def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
                 find, pos = data.find, 0
                 while (nl := find(b"\n", pos)) >= 0:
                     number += 1
-                    raw = data[pos : nl + 1]
-                    pos = nl + 1
-                    if raw.strip():
-                        yield f"{name}:{number}", raw
+                    start, pos = pos, nl + 1
+                    if data[start] not in _SPACE or data[start:pos].strip():
+                        yield f"{name}:{number}", (LineRef(name, base + start, pos - start) if by_reference
+                                                   else data[start:pos])
+                base += pos
                 pending = [data[pos:]] if pos < len(data) else []
             rest = b"".join(pending)
             if rest:
                 number += 1
                 if rest.strip():
-                    yield f"{name}:{number}", rest
+                    yield f"{name}:{number}", LineRef(name, base, len(rest)) if by_reference else rest
         except OSError as exc:
             where = f"{name}:{number + 1}"
             yield where, TrajectoryReadError(where, f"reading stopped: {exc.strerror or exc}")
+
+
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
+"""The bytes ``bytes.strip`` removes: a line that starts with none of them is not blank."""
+
+_REF_GAP = 1 << 16
+"""Bytes between two referenced lines (blank lines) that one read still covers."""
+
+
+def resolve_refs(records: Sequence[Record]) -> list[Record]:
+    """``records`` with every :class:`LineRef` replaced by its line's bytes, read with one
+    ``pread`` per run of neighbouring lines of a file; a line that cannot be read (the file
+    went away, or shrank) is a read error record at its own source."""
+    out: list[Record] = []
+    i, n = 0, len(records)
+    while i < n:
+        payload = records[i][1]
+        if not isinstance(payload, LineRef):
+            out.append(records[i])
+            i += 1
+            continue
+        group = [records[i]]
+        start, end = payload.offset, payload.offset + payload.length
+        i += 1
+        while i < n:
+            nxt = records[i][1]
+            if not isinstance(nxt, LineRef) or nxt.path != payload.path:
+                break
+            if not 0 <= nxt.offset - end <= _REF_GAP:
+                break
+            group.append(records[i])
+            end = nxt.offset + nxt.length
+            i += 1
+        out += _read_group(payload.path, start, end, group)
+    return out
+
+
+def read_ref(source: str, ref: LineRef) -> bytes | TrajectoryReadError:
+    """The line ``ref`` points to, or a read error at ``source``."""
+    return _read_group(ref.path, ref.offset, ref.offset + ref.length, [(source, ref)])[0][1]
+
+
+_Read = tuple[str, bytes | TrajectoryReadError]
+
+
+def _read_group(path: str, start: int, end: int, group: list[Record]) -> list[_Read]:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, end - start, start)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        why = f"cannot read: {exc.strerror or exc}"
+        return [(source, TrajectoryReadError(source, why)) for source, _ in group]
+    out: list[_Read] = []
+    for source, ref in group:
+        assert isinstance(ref, LineRef)
+        at = ref.offset - start
+        if at + ref.length > len(data):  # the file shrank since its lines were found
+            why = "cannot read: the file changed while it was read"
+            out.append((source, TrajectoryReadError(source, why)))
+        else:
+            out.append((source, data[at : at + ref.length]))
+    return out
 
 
 def _guarded(path: Path, items: Iterable[Trajectory | TrajectoryReadError]) -> Iterator[Record]:
@@ -109,4 +194,5 @@ def iter_inputs(paths: Iterable[str | Path]) -> Iterator[tuple[str, Trajectory |
     """(source, run-or-error) for every run in JSONL files, LangSmith JSON exports, Parquet
     bulk exports and directories (see :func:`input_files`)."""
     for source, payload in iter_records(paths):
+        assert not isinstance(payload, LineRef)  # lines are copied unless asked otherwise
         yield source, (parse_line(payload, source) if isinstance(payload, bytes) else payload)
