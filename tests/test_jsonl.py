@@ -79,6 +79,10 @@ def test_lines_are_cut_as_the_file_object_cuts_them(tmp_path: Path, content: byt
         b"x" * 300 + b"\r\ny\rz\x0b\x0cw\n" + b"q" * 5000,
         b"\xff\xfe\n\x00\n \n" + "Zürich 東京\n".encode(),
         b" {\"lead\": 1}\n\n" + b"\n" * 70_000 + b'{"far": 2}\n',  # a gap wider than one read covers
+        b"",
+        b"\n\n\n",
+        b"  \t \n     {\"late\": 1}\n  \t",  # whitespace across blocks, then text; a blank last line
+        b"   x",  # a last line with no newline, text after leading spaces
     ],
 )
 def test_lines_by_reference_read_back_as_the_same_bytes(
@@ -86,21 +90,23 @@ def test_lines_by_reference_read_back_as_the_same_bytes(
 ) -> None:
     """The local engine's workers read their lines themselves (the parent sends only where each
     line is): the references, read back, are exactly the lines and sources of the copying reader."""
-    from liveguard.readers.inputs import LineRef, _jsonl_lines, resolve_refs
+    from liveguard.readers.inputs import LineRef, _jsonl_lines, _jsonl_refs, resolve_refs
 
     path = tmp_path / "runs.jsonl"
     path.write_bytes(content)
-    refs = list(_jsonl_lines(path, block_size, by_reference=True))
+    refs = list(_jsonl_refs(path, block_size))
     assert all(isinstance(payload, LineRef) for _, payload in refs)
-    assert resolve_refs(refs) == list(_jsonl_lines(path, block_size))
+    with path.open("rb") as f:
+        expected = [(f"{path}:{n}", raw) for n, raw in enumerate(f, start=1) if raw.strip()]
+    assert resolve_refs(refs) == expected == list(_jsonl_lines(path, block_size))
 
 
 def test_lines_by_reference_that_cannot_be_read_are_error_records_at_their_sources(tmp_path: Path) -> None:
-    from liveguard.readers.inputs import _jsonl_lines, resolve_refs
+    from liveguard.readers.inputs import _jsonl_refs, resolve_refs
 
     path = tmp_path / "runs.jsonl"
     path.write_bytes(b'{"a": 1}\n{"b": 2}\n{"c": 3}\n')
-    refs = list(_jsonl_lines(path, by_reference=True))
+    refs = list(_jsonl_refs(path))
     parsed = TrajectoryReadError("elsewhere:9", "already read")
     mixed = [refs[0], ("elsewhere:9", parsed), *refs[1:]]
     path.write_bytes(b'{"a": 1}\n{"b"')  # shrank after its lines were found

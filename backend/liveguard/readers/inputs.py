@@ -69,7 +69,7 @@ def iter_records(paths: Iterable[str | Path], *, by_reference: bool = False) -> 
 
             yield from _guarded(f, read_parquet(f))
         else:
-            yield from _jsonl_lines(f, by_reference=by_reference)
+            yield from _jsonl_refs(f) if by_reference else _jsonl_lines(f)
 
 
 _BLOCK = 1 << 20
@@ -77,10 +77,9 @@ _BLOCK = 1 << 20
 cheap as iterating the file object (the parent process does this for every run)."""
 
 
-def _jsonl_lines(path: Path, block_size: int = _BLOCK, *, by_reference: bool = False) -> Iterator[Record]:
+def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
     """``(file:line, line)`` for every non-blank line, each line exactly as iterating the file
-    in binary mode yields it (only ``\n`` ends a line, and it stays on the line); with
-    ``by_reference``, a :class:`LineRef` to those bytes instead of a copy."""
+    in binary mode yields it (only ``\n`` ends a line, and it stays on the line)."""
     try:
         handle = path.open("rb", buffering=0)
     except OSError as exc:
@@ -89,7 +88,6 @@ def _jsonl_lines(path: Path, block_size: int = _BLOCK, *, by_reference: bool = F
     name = str(path)
     with handle:
         number = 0
-        base = 0  # the file offset of data[0]
         pending: list[bytes] = []  # the start of a line that continues in the next block
         try:
             while block := handle.read(block_size):
@@ -100,17 +98,58 @@ def _jsonl_lines(path: Path, block_size: int = _BLOCK, *, by_reference: bool = F
                 find, pos = data.find, 0
                 while (nl := find(b"\n", pos)) >= 0:
                     number += 1
-                    start, pos = pos, nl + 1
-                    if data[start] not in _SPACE or data[start:pos].strip():
-                        yield f"{name}:{number}", (LineRef(name, base + start, pos - start) if by_reference
-                                                   else data[start:pos])
-                base += pos
+                    raw = data[pos : nl + 1]
+                    pos = nl + 1
+                    if raw.strip():
+                        yield f"{name}:{number}", raw
                 pending = [data[pos:]] if pos < len(data) else []
             rest = b"".join(pending)
             if rest:
                 number += 1
                 if rest.strip():
-                    yield f"{name}:{number}", LineRef(name, base, len(rest)) if by_reference else rest
+                    yield f"{name}:{number}", rest
+        except OSError as exc:
+            where = f"{name}:{number + 1}"
+            yield where, TrajectoryReadError(where, f"reading stopped: {exc.strerror or exc}")
+
+
+_REF_BLOCK = 1 << 18
+"""Bytes read at a time to find where lines end (:func:`_jsonl_refs`), into one buffer."""
+
+
+def _jsonl_refs(path: Path, block_size: int = _REF_BLOCK) -> Iterator[Record]:
+    """:func:`_jsonl_lines` by reference: the same sources, each line a :class:`LineRef`. The
+    file is read into one reused buffer only to find where lines end (no copy of a line, no
+    new memory per block)."""
+    try:
+        handle = path.open("rb", buffering=0)
+    except OSError as exc:
+        yield str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
+        return
+    name = str(path)
+    buf = bytearray(block_size)
+    number = 0
+    start = offset = 0  # the file offsets of the current line and of buf[0]
+    blank = True  # the current line holds only what bytes.strip removes, so far
+    with handle, memoryview(buf) as view:
+        try:
+            while got := handle.readinto(view):
+                pos = 0
+                while (nl := buf.find(b"\n", pos, got)) >= 0:
+                    if blank:
+                        blank = buf[pos] in _SPACE and not buf[pos : nl + 1].strip()
+                    number += 1
+                    end = offset + nl + 1
+                    if not blank:
+                        yield f"{name}:{number}", LineRef(name, start, end - start)
+                    start, blank, pos = end, True, nl + 1
+                if blank and pos < got:
+                    blank = buf[pos] in _SPACE and not buf[pos:got].strip()
+                offset += got
+            if offset > start:  # the last line, with no newline
+                number += 1
+                if not blank:
+                    yield f"{name}:{number}", LineRef(name, start, offset - start)
         except OSError as exc:
             where = f"{name}:{number + 1}"
             yield where, TrajectoryReadError(where, f"reading stopped: {exc.strerror or exc}")
