@@ -31,7 +31,7 @@ from liveguard.allowset import AllowSet
 from liveguard.errors import TrajectoryReadError, redact_location
 from liveguard.model import Expected, Step, Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.readers.inputs import LineRef, read_ref, resolve_refs
+from liveguard.readers.inputs import LineReader, LineRef, read_ref
 from liveguard.readers.jsonl import parse_line
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ class Scorer:
         self.default = given if given is not None else settings.policy(Policy())
         self.allowsets_in_use = bool(options.allow_sets)
         self._presets: dict[str, Policy] = {}
+        self._lines = LineReader()
 
     @property
     def graph(self) -> Any:
@@ -231,10 +232,9 @@ class Scorer:
 
     # -- rows ---------------------------------------------------------------------------------
     @staticmethod
-    def _read(source: str, payload: Payload) -> Trajectory | TrajectoryReadError:
-        if isinstance(payload, LineRef):  # score_chunk read it already; a direct caller may not have
-            payload = read_ref(source, payload)
-        if isinstance(payload, bytes):
+    def _read(source: str, payload: bytes | memoryview | Trajectory | TrajectoryReadError) -> (
+            Trajectory | TrajectoryReadError):
+        if isinstance(payload, bytes | memoryview):
             return parse_line(payload, source)
         return payload
 
@@ -253,12 +253,21 @@ class Scorer:
     def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
         from liveguard.rows import RunRow
 
+        raw: bytes | memoryview | Trajectory | TrajectoryReadError
         try:
-            item = self._read(source, payload)
+            if isinstance(payload, LineRef):  # the line is read here, into the reader's buffer
+                try:
+                    raw = self._lines.view(payload)
+                except OSError as exc:
+                    raw = TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
+            else:
+                raw = payload
+            item = self._read(source, raw)
         except Exception as exc:  # batch isolation: a reader bug is this record's error row
-            return self._error_row(source, payload, exc, None)
+            return self._error_row(source, _content(source, payload), exc, None)
         if isinstance(item, TrajectoryReadError):
-            return RunRow(source=item.source, error=redact(redact_location(item.reason), payload))
+            reason = redact(redact_location(item.reason), _content(source, payload))
+            return RunRow(source=item.source, error=reason)
         return item
 
     def _row(self, source: str, run: Trajectory, verdict: Verdict) -> RunRow:
@@ -271,7 +280,6 @@ class Scorer:
 
     def score_chunk(self, chunk: Sequence[Record]) -> list[RunRow]:
         """One row per record, in order."""
-        chunk = resolve_refs(chunk)
         if not self.judging:
             return [self._score_floor(source, payload) for source, payload in chunk]
         return asyncio.run(self._ascore_chunk(chunk))
@@ -315,6 +323,12 @@ class Scorer:
             return list(await asyncio.gather(*(one(s, p) for s, p in chunk)))
         finally:
             await self.gateway.aclose()  # the client belongs to this chunk's event loop
+
+
+def _content(source: str, payload: Payload) -> Payload:
+    """What an error message about ``payload`` is redacted against: a referenced line's bytes
+    (read again: its view in the reader's buffer may be gone)."""
+    return read_ref(source, payload) if isinstance(payload, LineRef) else payload
 
 
 def _bare_error(source: str, exc: BaseException) -> RunRow:

@@ -7,14 +7,14 @@ and Parquet bulk exports (:mod:`liveguard.readers.parquet`) are read here. A fil
 be read is one error record; the batch goes on.
 
 With ``by_reference=True`` a JSONL line is a :class:`LineRef` instead (its file, offset and
-length): the scoring process reads it itself (:func:`resolve_refs`), so the parent of the
+length): the scoring process reads it itself (:class:`LineReader`), so the parent of the
 local engine's workers never copies or pickles the runs' bytes, only finds where lines end.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,8 +26,15 @@ from liveguard.readers.jsonl import parse_line
 if TYPE_CHECKING:
     from liveguard.engine.scorer import Record
 
-__all__ = ["INPUT_SUFFIXES", "LineRef", "input_files", "iter_inputs", "iter_records", "read_ref",
-           "resolve_refs"]
+__all__ = [
+    "INPUT_SUFFIXES",
+    "LineReader",
+    "LineRef",
+    "input_files",
+    "iter_inputs",
+    "iter_records",
+    "read_ref",
+]
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -158,66 +165,53 @@ def _jsonl_refs(path: Path, block_size: int = _REF_BLOCK) -> Iterator[Record]:
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")
 """The bytes ``bytes.strip`` removes: a line that starts with none of them is not blank."""
 
-_REF_GAP = 1 << 16
-"""Bytes between two referenced lines (blank lines) that one read still covers."""
+class LineReader:
+    r"""Reads the lines :class:`LineRef`\ s point to into one reused buffer (a scoring process
+    has one): :meth:`view` returns the line as a view of that buffer, valid until the next
+    call, for a parse that copies what it keeps (no new memory per line)."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray(1 << 20)
+
+    def view(self, ref: LineRef) -> memoryview:
+        """The line's bytes; ``OSError`` when they cannot be read (the file went away, or shrank
+        since its lines were found)."""
+        if len(self._buf) < ref.length:
+            self._buf = bytearray(max(ref.length, 2 * len(self._buf)))  # a new one: old views stay valid
+        view = memoryview(self._buf)[: ref.length]
+        fd = os.open(ref.path, os.O_RDONLY)
+        try:
+            got = _preadv(fd, view, ref.offset)
+        finally:
+            os.close(fd)
+        if got != ref.length:
+            raise OSError(f"the file changed while it was read ({got} of {ref.length} bytes at {ref.offset})")
+        return view
 
 
-def resolve_refs(records: Sequence[Record]) -> list[Record]:
-    """``records`` with every :class:`LineRef` replaced by its line's bytes, read with one
-    ``pread`` per run of neighbouring lines of a file; a line that cannot be read (the file
-    went away, or shrank) is a read error record at its own source."""
-    out: list[Record] = []
-    i, n = 0, len(records)
-    while i < n:
-        payload = records[i][1]
-        if not isinstance(payload, LineRef):
-            out.append(records[i])
-            i += 1
-            continue
-        group = [records[i]]
-        start, end = payload.offset, payload.offset + payload.length
-        i += 1
-        while i < n:
-            nxt = records[i][1]
-            if not isinstance(nxt, LineRef) or nxt.path != payload.path:
+def _preadv(fd: int, view: memoryview, offset: int) -> int:
+    """Read into ``view`` from ``offset`` (``os.preadv`` where the platform has it)."""
+    if hasattr(os, "preadv"):
+        got = 0
+        while got < len(view):  # a regular file returns it all at once; a short read goes on
+            n = os.preadv(fd, [view[got:]], offset + got)
+            if n == 0:
                 break
-            if not 0 <= nxt.offset - end <= _REF_GAP:
-                break
-            group.append(records[i])
-            end = nxt.offset + nxt.length
-            i += 1
-        out += _read_group(payload.path, start, end, group)
-    return out
+            got += n
+        return got
+    data = os.pread(fd, len(view), offset)
+    view[: len(data)] = data
+    return len(data)
 
 
 def read_ref(source: str, ref: LineRef) -> bytes | TrajectoryReadError:
-    """The line ``ref`` points to, or a read error at ``source``."""
-    return _read_group(ref.path, ref.offset, ref.offset + ref.length, [(source, ref)])[0][1]
-
-
-_Read = tuple[str, bytes | TrajectoryReadError]
-
-
-def _read_group(path: str, start: int, end: int, group: list[Record]) -> list[_Read]:
+    """The line ``ref`` points to, as bytes, or a read error located at ``source``."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            data = os.pread(fd, end - start, start)
-        finally:
-            os.close(fd)
+        return bytes(LineReader().view(ref))
     except OSError as exc:
-        why = f"cannot read: {exc.strerror or exc}"
-        return [(source, TrajectoryReadError(source, why)) for source, _ in group]
-    out: list[_Read] = []
-    for source, ref in group:
-        assert isinstance(ref, LineRef)
-        at = ref.offset - start
-        if at + ref.length > len(data):  # the file shrank since its lines were found
-            why = "cannot read: the file changed while it was read"
-            out.append((source, TrajectoryReadError(source, why)))
-        else:
-            out.append((source, data[at : at + ref.length]))
-    return out
+        return TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
 
 
 def _guarded(path: Path, items: Iterable[Trajectory | TrajectoryReadError]) -> Iterator[Record]:

@@ -18,7 +18,7 @@ from liveguard.model import Trajectory
 __all__ = ["parse_line", "read_jsonl", "write_jsonl"]
 
 
-def parse_line(text: str | bytes, source: str) -> Trajectory | TrajectoryReadError:
+def parse_line(text: str | bytes | memoryview, source: str) -> Trajectory | TrajectoryReadError:
     """One JSONL line → a Trajectory, or a typed error located at ``source``."""
     try:
         data = orjson.loads(text)

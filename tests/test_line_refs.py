@@ -1,0 +1,43 @@
+"""The local engine's workers read their JSONL lines by reference (the parent only finds them):
+the rows are those of the lines themselves, whatever the line holds, and a line that can no
+longer be read is an error row at its own source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from liveguard.engine.scorer import Record, ScoreOptions, Scorer
+from liveguard.readers.inputs import LineRef, iter_records
+from test_scale import SECRET, _hostile_lines
+
+
+def _rows(records: list[Record]) -> list[bytes]:
+    return [row.json_bytes() for row in Scorer(ScoreOptions(judges=False)).score_chunk(records)]
+
+
+def test_rows_by_reference_equal_rows_of_the_lines(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.jsonl"
+    lines = _hostile_lines()
+    path.write_bytes(b"\n\n".join(lines) + b"\n" + b"y" * (3 << 20) + b"\n")  # blank lines, a 3 MB line
+    by_copy = list(iter_records([path]))
+    by_ref = list(iter_records([path], by_reference=True))
+    assert [s for s, _ in by_ref] == [s for s, _ in by_copy]
+    assert all(isinstance(p, LineRef) for _, p in by_ref)
+    rows = _rows(by_ref)
+    assert rows == _rows(by_copy)
+    assert len(rows) == len(lines) + 1
+    assert not any(SECRET.encode() in row for row in rows)  # error rows redacted as before
+
+
+def test_a_line_that_can_no_longer_be_read_is_an_error_row_at_its_source(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    lines = _hostile_lines()[:3]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    records = list(iter_records([path], by_reference=True))
+    path.write_bytes(lines[0] + b"\n")  # shrank after its lines were found
+    rows = Scorer(ScoreOptions(judges=False)).score_chunk(records)
+    assert [row.source for row in rows] == [s for s, _ in records]
+    assert rows[0].error is None
+    for row in rows[1:]:
+        assert row.error is not None
+        assert "cannot read" in row.error
