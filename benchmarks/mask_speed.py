@@ -15,8 +15,11 @@ Both builds' outputs are compared on every payload (a mismatch is an error). Cor
 ``miniswe`` and ``whowhen_hc`` (``benchmarks/detection/data``), and the generated scale corpus
 (``benchmarks/scale_corpus.py``, ``--scale-runs`` runs; 0 leaves it out).
 
+With ``--isas``, this build is also timed with each version of its block scan this CPU runs
+(``_canon._mask_isas()``: AVX-512BW, AVX2, SSE2, the portable one), next to the call alone.
+
 Usage: ``PYTHONPATH=backend python benchmarks/mask_speed.py [--rounds 7] [--base main]
-[--scale-runs 300] [--corpus miniswe --corpus whowhen_hc]``.
+[--scale-runs 300] [--corpus miniswe --corpus whowhen_hc] [--isas]``.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", default="main", help="git ref of the baseline _canon.c")
     parser.add_argument("--corpus", action="append", help="a name under benchmarks/detection/data")
     parser.add_argument("--scale-runs", type=int, default=300)
+    parser.add_argument("--isas", action="store_true", help="also time this build with each block-scan version")
     args = parser.parse_args(argv)
 
     from liveguard import _canon
@@ -142,7 +146,31 @@ def main(argv: list[str] | None = None) -> int:
             size = sum(map(len, data)) / 1e6
             print(f"{name:<20} {len(data):>8} {size:>6.1f} {changed:>7} {best['base'] * 1e3:>8.1f} "
                   f"{best['this'] * 1e3:>8.1f} {best['base'] / best['this']:>5.2f}x")
+        if args.isas:
+            _isas(corpora, kinds, args.rounds)
     return 0
+
+
+def _isas(corpora: list[tuple[str, list[bytes]]], kinds: bytes, rounds: int) -> None:
+    """This build with each version of its block scan (``_canon._mask_isas``), and the call alone
+    (``mask`` with no kinds returns its input at once): ms, best of ``rounds``."""
+    from liveguard import _canon
+
+    isas = _canon._mask_isas()
+    print(f"this build by block-scan version (ms); 'call': mask(data, b'') (the call alone)")
+    print(f"{'corpus':<20} " + " ".join(f"{isa:>9}" for isa in (*isas, "call")))
+    used = _canon._mask_isa()
+    try:
+        for name, data in corpora:
+            best = dict.fromkeys((*isas, "call"), float("inf"))
+            for _ in range(rounds):
+                for isa in isas:
+                    _canon._mask_isa(isa)
+                    best[isa] = min(best[isa], _time(_canon.mask, data, kinds))
+                best["call"] = min(best["call"], _time(_canon.mask, data, b""))
+            print(f"{name:<20} " + " ".join(f"{best[k] * 1e3:>9.1f}" for k in (*isas, "call")))
+    finally:
+        _canon._mask_isa(used)
 
 
 if __name__ == "__main__":

@@ -2000,9 +2000,11 @@ m_elapsed_word(const uint8_t *d, Py_ssize_t len)
  * (AVX-512BW, AVX2, SSE2; a table per byte elsewhere), chosen when the module loads; every
  * version gives the same masks.
  */
-enum { MB_W, MB_D, MB_H, MB_DS, MB_DASH, MB_COLON, MB_SCE, MB_I, MB_DL, MB_A, MB_G, MB_O, MB_N };
-/* MB_W a word byte (M_WORD), MB_D a digit, MB_H a hex digit, MB_DS - or /, MB_DASH -, MB_COLON :,
-   MB_SCE \s (M_SPACE), : or =, MB_I i or I, MB_DL d or D, MB_A/G/O a, g, o (case-sensitive) */
+enum { MB_W, MB_D, MB_H, MB_DS, MB_COLON, MB_SCE, MB_ID, MB_AGO, MB_N };
+/* MB_W a word byte (M_WORD), MB_D a digit, MB_H a hex digit, MB_DS - or /, MB_COLON :, MB_SCE \s
+   (M_SPACE), : or =; MB_ID: `id` starts there (either case), MB_AGO: `ago` starts there (these two
+   read the two bytes after the block too: m_bits reads 66 bytes) */
+#define M_OVER 2
 
 typedef struct {
     uint64_t m[MB_N];
@@ -2010,33 +2012,74 @@ typedef struct {
 
 typedef void (*MBitsFn)(const uint8_t *, MBits *);
 
-static uint16_t M_BITS_OF[256]; /* the classes of each byte (bit MB_x) */
+#define M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago)                                    \
+    do {                                                                                  \
+        (b)->m[MB_W] = (w), (b)->m[MB_D] = (dg), (b)->m[MB_H] = (h), (b)->m[MB_DS] = (ds); \
+        (b)->m[MB_COLON] = (co), (b)->m[MB_SCE] = (sc), (b)->m[MB_ID] = (id);              \
+        (b)->m[MB_AGO] = (ago);                                                           \
+    } while (0)
+
+/* M_BITS_OF[c]: bit 8 * k when byte c is of class k; for MB_ID: c is i or I, for MB_AGO: c is a
+   (the portable m_bits checks the bytes after these) */
+static uint64_t M_BITS_OF[256];
 
 static void
 init_mask_bits(void)
 {
     int c;
     for (c = 0; c < 256; c++) {
-        unsigned k = 0, low = (unsigned)(c | 0x20);
-        k |= (unsigned)M_WORD(c) << MB_W | (unsigned)M_DIGIT(c) << MB_D | (unsigned)M_HEX(c) << MB_H;
-        k |= (unsigned)(c == '-' || c == '/') << MB_DS | (unsigned)(c == '-') << MB_DASH;
-        k |= (unsigned)(c == ':') << MB_COLON | (unsigned)(M_SPACE(c) || c == ':' || c == '=') << MB_SCE;
-        k |= (unsigned)(low == 'i') << MB_I | (unsigned)(low == 'd') << MB_DL;
-        k |= (unsigned)(c == 'a') << MB_A | (unsigned)(c == 'g') << MB_G | (unsigned)(c == 'o') << MB_O;
-        M_BITS_OF[c] = (uint16_t)k;
+        uint64_t k = 0;
+        k |= (uint64_t)M_WORD(c) << 8 * MB_W | (uint64_t)M_DIGIT(c) << 8 * MB_D | (uint64_t)M_HEX(c) << 8 * MB_H;
+        k |= (uint64_t)(c == '-' || c == '/') << 8 * MB_DS | (uint64_t)(c == ':') << 8 * MB_COLON;
+        k |= (uint64_t)(M_SPACE(c) || c == ':' || c == '=') << 8 * MB_SCE;
+        k |= (uint64_t)((c | 0x20) == 'i') << 8 * MB_ID | (uint64_t)(c == 'a') << 8 * MB_AGO;
+        M_BITS_OF[c] = k;
     }
 }
 
+/* swaps the m-masked bits of x >> k with those of y (a step of an 8x8 byte transpose) */
+#define M_SWAP(x, y, k, m)                      \
+    do {                                        \
+        uint64_t t_ = (((x) >> (k)) ^ (y)) & (m); \
+        (x) ^= t_ << (k);                       \
+        (y) ^= t_;                              \
+    } while (0)
+
+/* The portable m_bits, without vector instructions: for each 8 bytes, the sum of M_BITS_OF[byte j]
+   << j holds class k's 8 bits in its byte k; an 8x8 byte transpose of the block's 8 sums gives the
+   masks. */
 static void
 m_bits_scalar(const uint8_t *d, MBits *b)
 {
-    int i;
-    memset(b, 0, sizeof(*b));
-    for (i = 0; i < 64; i++) {
-        unsigned c = M_BITS_OF[d[i]];
-        while (c) {
-            b->m[__builtin_ctz(c)] |= (uint64_t)1 << i;
-            c &= c - 1;
+    uint64_t r[8];
+    int c, j;
+    for (c = 0; c < 8; c++) {
+        const uint8_t *q = d + 8 * c;
+        r[c] = M_BITS_OF[q[0]] | M_BITS_OF[q[1]] << 1 | M_BITS_OF[q[2]] << 2 | M_BITS_OF[q[3]] << 3 |
+               M_BITS_OF[q[4]] << 4 | M_BITS_OF[q[5]] << 5 | M_BITS_OF[q[6]] << 6 | M_BITS_OF[q[7]] << 7;
+    }
+    for (j = 0; j < 4; j++) {
+        M_SWAP(r[j], r[j + 4], 32, UINT64_C(0x00000000FFFFFFFF));
+    }
+    for (j = 0; j < 8; j += (j & 1) ? 3 : 1) { /* 0, 1, 4, 5 */
+        M_SWAP(r[j], r[j + 2], 16, UINT64_C(0x0000FFFF0000FFFF));
+    }
+    for (j = 0; j < 8; j += 2) {
+        M_SWAP(r[j], r[j + 1], 8, UINT64_C(0x00FF00FF00FF00FF));
+    }
+    for (j = 0; j < MB_N; j++) {
+        b->m[j] = r[j];
+    }
+    for (r[0] = b->m[MB_ID]; r[0]; r[0] &= r[0] - 1) { /* i or I: then d or D */
+        j = __builtin_ctzll(r[0]);
+        if ((d[j + 1] | 0x20) != 'd') {
+            b->m[MB_ID] &= ~((uint64_t)1 << j);
+        }
+    }
+    for (r[0] = b->m[MB_AGO]; r[0]; r[0] &= r[0] - 1) { /* a: then go */
+        j = __builtin_ctzll(r[0]);
+        if (d[j + 1] != 'g' || d[j + 2] != 'o') {
+            b->m[MB_AGO] &= ~((uint64_t)1 << j);
         }
     }
 }
@@ -2046,32 +2089,33 @@ m_bits_scalar(const uint8_t *d, MBits *b)
     _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(128 - (lo)))), _mm_set1_epi8((char)(-128 + (len))))
 #define M_SSE_EQ(x, c) _mm_cmpeq_epi8((x), _mm_set1_epi8((char)(c)))
 #define M_SSE_BITS(x) ((uint64_t)(uint32_t)_mm_movemask_epi8(x))
+#define M_SSE_LOW(x) _mm_or_si128((x), _mm_set1_epi8(0x20))
 
 static void
 m_bits_sse2(const uint8_t *d, MBits *b)
 {
+    /* the masks in locals (d may alias b for the compiler: stores to b->m would be redone) */
+    uint64_t w = 0, dg = 0, h = 0, ds = 0, co = 0, sc = 0, id = 0, ago = 0;
     int j;
-    memset(b, 0, sizeof(*b));
     for (j = 0; j < 64; j += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(d + j));
-        __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
-        __m128i dig = M_SSE_RANGE(v, '0', 10), colon = M_SSE_EQ(v, ':'), dash = M_SSE_EQ(v, '-');
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(d + j + 1));
+        __m128i v2 = _mm_loadu_si128((const __m128i *)(d + j + 2));
+        __m128i low = M_SSE_LOW(v);
+        __m128i dig = M_SSE_RANGE(v, '0', 10), colon = M_SSE_EQ(v, ':');
         __m128i word = _mm_or_si128(_mm_or_si128(dig, M_SSE_RANGE(low, 'a', 26)), M_SSE_EQ(v, '_'));
         __m128i sce = _mm_or_si128(_mm_or_si128(M_SSE_EQ(v, ' '), M_SSE_RANGE(v, '\t', 5)),
                                    _mm_or_si128(colon, M_SSE_EQ(v, '=')));
-        b->m[MB_W] |= M_SSE_BITS(word) << j;
-        b->m[MB_D] |= M_SSE_BITS(dig) << j;
-        b->m[MB_H] |= M_SSE_BITS(_mm_or_si128(dig, M_SSE_RANGE(low, 'a', 6))) << j;
-        b->m[MB_DS] |= M_SSE_BITS(_mm_or_si128(dash, M_SSE_EQ(v, '/'))) << j;
-        b->m[MB_DASH] |= M_SSE_BITS(dash) << j;
-        b->m[MB_COLON] |= M_SSE_BITS(colon) << j;
-        b->m[MB_SCE] |= M_SSE_BITS(sce) << j;
-        b->m[MB_I] |= M_SSE_BITS(M_SSE_EQ(low, 'i')) << j;
-        b->m[MB_DL] |= M_SSE_BITS(M_SSE_EQ(low, 'd')) << j;
-        b->m[MB_A] |= M_SSE_BITS(M_SSE_EQ(v, 'a')) << j;
-        b->m[MB_G] |= M_SSE_BITS(M_SSE_EQ(v, 'g')) << j;
-        b->m[MB_O] |= M_SSE_BITS(M_SSE_EQ(v, 'o')) << j;
+        w |= M_SSE_BITS(word) << j;
+        dg |= M_SSE_BITS(dig) << j;
+        h |= M_SSE_BITS(_mm_or_si128(dig, M_SSE_RANGE(low, 'a', 6))) << j;
+        ds |= M_SSE_BITS(_mm_or_si128(M_SSE_EQ(v, '-'), M_SSE_EQ(v, '/'))) << j;
+        co |= M_SSE_BITS(colon) << j;
+        sc |= M_SSE_BITS(sce) << j;
+        id |= M_SSE_BITS(_mm_and_si128(M_SSE_EQ(low, 'i'), M_SSE_EQ(M_SSE_LOW(v1), 'd'))) << j;
+        ago |= M_SSE_BITS(_mm_and_si128(_mm_and_si128(M_SSE_EQ(v, 'a'), M_SSE_EQ(v1, 'g')), M_SSE_EQ(v2, 'o'))) << j;
     }
+    M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago);
 }
 #endif
 
@@ -2083,56 +2127,53 @@ m_bits_sse2(const uint8_t *d, MBits *b)
     _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + (len))), _mm256_add_epi8((x), _mm256_set1_epi8((char)(128 - (lo)))))
 #define M_AVX_EQ(x, c) _mm256_cmpeq_epi8((x), _mm256_set1_epi8((char)(c)))
 #define M_AVX_BITS(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
+#define M_AVX_LOW(x) _mm256_or_si256((x), _mm256_set1_epi8(0x20))
 
 __attribute__((target("avx2"))) static void
 m_bits_avx2(const uint8_t *d, MBits *b)
 {
+    uint64_t w = 0, dg = 0, h = 0, ds = 0, co = 0, sc = 0, id = 0, ago = 0;
     int j;
-    memset(b, 0, sizeof(*b));
     for (j = 0; j < 64; j += 32) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(d + j));
-        __m256i low = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
-        __m256i dig = M_AVX_RANGE(v, '0', 10), colon = M_AVX_EQ(v, ':'), dash = M_AVX_EQ(v, '-');
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + j + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(d + j + 2));
+        __m256i low = M_AVX_LOW(v);
+        __m256i dig = M_AVX_RANGE(v, '0', 10), colon = M_AVX_EQ(v, ':');
         __m256i word = _mm256_or_si256(_mm256_or_si256(dig, M_AVX_RANGE(low, 'a', 26)), M_AVX_EQ(v, '_'));
         __m256i sce = _mm256_or_si256(_mm256_or_si256(M_AVX_EQ(v, ' '), M_AVX_RANGE(v, '\t', 5)),
                                       _mm256_or_si256(colon, M_AVX_EQ(v, '=')));
-        b->m[MB_W] |= M_AVX_BITS(word) << j;
-        b->m[MB_D] |= M_AVX_BITS(dig) << j;
-        b->m[MB_H] |= M_AVX_BITS(_mm256_or_si256(dig, M_AVX_RANGE(low, 'a', 6))) << j;
-        b->m[MB_DS] |= M_AVX_BITS(_mm256_or_si256(dash, M_AVX_EQ(v, '/'))) << j;
-        b->m[MB_DASH] |= M_AVX_BITS(dash) << j;
-        b->m[MB_COLON] |= M_AVX_BITS(colon) << j;
-        b->m[MB_SCE] |= M_AVX_BITS(sce) << j;
-        b->m[MB_I] |= M_AVX_BITS(M_AVX_EQ(low, 'i')) << j;
-        b->m[MB_DL] |= M_AVX_BITS(M_AVX_EQ(low, 'd')) << j;
-        b->m[MB_A] |= M_AVX_BITS(M_AVX_EQ(v, 'a')) << j;
-        b->m[MB_G] |= M_AVX_BITS(M_AVX_EQ(v, 'g')) << j;
-        b->m[MB_O] |= M_AVX_BITS(M_AVX_EQ(v, 'o')) << j;
+        w |= M_AVX_BITS(word) << j;
+        dg |= M_AVX_BITS(dig) << j;
+        h |= M_AVX_BITS(_mm256_or_si256(dig, M_AVX_RANGE(low, 'a', 6))) << j;
+        ds |= M_AVX_BITS(_mm256_or_si256(M_AVX_EQ(v, '-'), M_AVX_EQ(v, '/'))) << j;
+        co |= M_AVX_BITS(colon) << j;
+        sc |= M_AVX_BITS(sce) << j;
+        id |= M_AVX_BITS(_mm256_and_si256(M_AVX_EQ(low, 'i'), M_AVX_EQ(M_AVX_LOW(v1), 'd'))) << j;
+        ago |= M_AVX_BITS(_mm256_and_si256(_mm256_and_si256(M_AVX_EQ(v, 'a'), M_AVX_EQ(v1, 'g')), M_AVX_EQ(v2, 'o')))
+               << j;
     }
+    M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago);
 }
 
 #define M_512_RANGE(x, lo, len) \
     _mm512_cmplt_epu8_mask(_mm512_sub_epi8((x), _mm512_set1_epi8((char)(lo))), _mm512_set1_epi8((char)(len)))
 #define M_512_EQ(x, c) _mm512_cmpeq_epi8_mask((x), _mm512_set1_epi8((char)(c)))
+#define M_512_LOW(x) _mm512_or_si512((x), _mm512_set1_epi8(0x20))
 
 __attribute__((target("avx512f,avx512bw"))) static void
 m_bits_avx512(const uint8_t *d, MBits *b)
 {
     __m512i v = _mm512_loadu_si512((const void *)d);
-    __m512i low = _mm512_or_si512(v, _mm512_set1_epi8(0x20));
-    uint64_t dig = M_512_RANGE(v, '0', 10), colon = M_512_EQ(v, ':'), dash = M_512_EQ(v, '-');
-    b->m[MB_W] = dig | M_512_RANGE(low, 'a', 26) | M_512_EQ(v, '_');
-    b->m[MB_D] = dig;
-    b->m[MB_H] = dig | M_512_RANGE(low, 'a', 6);
-    b->m[MB_DS] = dash | M_512_EQ(v, '/');
-    b->m[MB_DASH] = dash;
-    b->m[MB_COLON] = colon;
-    b->m[MB_SCE] = M_512_EQ(v, ' ') | M_512_RANGE(v, '\t', 5) | colon | M_512_EQ(v, '=');
-    b->m[MB_I] = M_512_EQ(low, 'i');
-    b->m[MB_DL] = M_512_EQ(low, 'd');
-    b->m[MB_A] = M_512_EQ(v, 'a');
-    b->m[MB_G] = M_512_EQ(v, 'g');
-    b->m[MB_O] = M_512_EQ(v, 'o');
+    __m512i v1 = _mm512_loadu_si512((const void *)(d + 1));
+    __m512i v2 = _mm512_loadu_si512((const void *)(d + 2));
+    __m512i low = M_512_LOW(v);
+    uint64_t dig = M_512_RANGE(v, '0', 10), colon = M_512_EQ(v, ':');
+    M_STORE_BITS(b, dig | M_512_RANGE(low, 'a', 26) | M_512_EQ(v, '_'), dig, dig | M_512_RANGE(low, 'a', 6),
+                 M_512_EQ(v, '-') | M_512_EQ(v, '/'), colon,
+                 M_512_EQ(v, ' ') | M_512_RANGE(v, '\t', 5) | colon | M_512_EQ(v, '='),
+                 M_512_EQ(low, 'i') & M_512_EQ(M_512_LOW(v1), 'd'),
+                 M_512_EQ(v, 'a') & M_512_EQ(v1, 'g') & M_512_EQ(v2, 'o'));
 }
 
 static int m_has_avx2(void) { return __builtin_cpu_supports("avx2"); }
@@ -2185,13 +2226,14 @@ typedef struct {
 static inline void
 m_load(MScan *s, Py_ssize_t p, MBits *b)
 {
-    if (p + 64 <= s->n) {
+    if (p + 64 + M_OVER <= s->n) {
         m_bits(s->d + p, b);
     }
     else if (p < s->n) {
-        uint8_t pad[64];
+        uint8_t pad[64 + M_OVER];
+        Py_ssize_t len = s->n - p;
         memset(pad, 0, sizeof(pad));
-        memcpy(pad, s->d + p, (size_t)(s->n - p));
+        memcpy(pad, s->d + p, (size_t)(len < 64 + M_OVER ? len : 64 + M_OVER));
         m_bits(pad, b);
     }
     else {
@@ -2260,12 +2302,12 @@ m_candidates(const MScan *s, uint64_t *out)
     out[1] = digit & d3 & ((M_AHEAD(s, MB_COLON, 1) & d2) | (d1 & M_AHEAD(s, MB_COLON, 2) & M_AHEAD(s, MB_D, 4)));
     out[M_RELATIVE] = digit;
     out[M_ELAPSED] = digit & sce;
-    out[4] = hex & M_AHEAD(s, MB_H, 7) & M_AHEAD(s, MB_DASH, 8) & M_AHEAD(s, MB_DASH, 13) &
-             M_AHEAD(s, MB_DASH, 18) & M_AHEAD(s, MB_DASH, 23);
-    out[M_KEYED] = c[MB_I] & M_AHEAD(s, MB_DL, 1) & ~M_AHEAD(s, MB_W, 2);
+    out[4] = hex & M_AHEAD(s, MB_H, 7) & M_AHEAD(s, MB_DS, 8) & M_AHEAD(s, MB_DS, 13) & M_AHEAD(s, MB_DS, 18) &
+             M_AHEAD(s, MB_DS, 23);
+    out[M_KEYED] = c[MB_ID] & ~M_AHEAD(s, MB_W, 2);
     out[6] = hex & M_AHEAD(s, MB_H, 8) & M_AHEAD(s, MB_H, 16) & M_AHEAD(s, MB_H, 24) & M_AHEAD(s, MB_H, 31) &
              ~M_AHEAD(s, MB_W, 32);
-    out[M_AGO_ANCHOR] = sce & c[MB_A] & M_AHEAD(s, MB_G, 1) & M_AHEAD(s, MB_O, 2) & ~M_AHEAD(s, MB_W, 3);
+    out[M_AGO_ANCHOR] = sce & c[MB_AGO] & ~M_AHEAD(s, MB_W, 3);
 }
 
 static const Py_ssize_t KEYED_LENGTHS[] = {7, 3, 5, 4, 11, 7, 3}; /* of KEYED_WORDS */
