@@ -2324,7 +2324,7 @@ static const Py_ssize_t KEYED_LENGTHS[] = {7, 3, 5, 4, 11, 7, 3}; /* of KEYED_WO
  * later candidate is never before one reached from an earlier one (the words between them), so
  * the starts come in order, as m_sub needs.
  */
-static inline int
+M_INLINE int
 m_starts(const MText *t, int k, Py_ssize_t c, Py_ssize_t *out)
 {
     const uint8_t *d = t->d;
@@ -2340,10 +2340,14 @@ m_starts(const MText *t, int k, Py_ssize_t c, Py_ssize_t *out)
                 j--;
             }
         }
-        for (e = s0 = j; s0 > 0 && M_WORD(d[s0 - 1]); s0--) {
-        }
-        if (s0 == e) {
+        if (j == 0) {
             return 0;
+        }
+        switch (d[j - 1] | 0x20) { /* the last letter of took, elapsed, duration, latency, runtime, taken, time, in */
+        case 'k': case 'd': case 'n': case 'y': case 'e': break;
+        default: return 0;
+        }
+        for (e = s0 = j; s0 > 0 && M_WORD(d[s0 - 1]); s0--) {
         }
         if (s0 >= 2 && d[s0 - 1] == ' ' && M_WORD(d[s0 - 2])) {
             for (s1 = s0 - 2; s1 > 0 && M_WORD(d[s1 - 1]); s1--) {
@@ -2406,12 +2410,18 @@ m_found(const MText *t, unsigned kmask)
         return 0;
     }
     for (m_scan_init(&s, t->d, t->n); s.p < t->n; m_scan_step(&s)) {
-        unsigned todo = rest & ~found;
+        unsigned todo = rest & ~found, nonzero = 0;
         uint64_t cands[8];
+        int k;
         m_candidates(&s, cands);
+        for (k = 0; k < 8; k++) {
+            nonzero |= (unsigned)(cands[k] != 0) << k;
+        }
+        todo &= nonzero;
         while (todo) {
-            int k = __builtin_ctz(todo);
-            uint64_t cand = cands[k];
+            uint64_t cand;
+            k = __builtin_ctz(todo);
+            cand = cands[k];
             todo &= todo - 1;
             while (cand) {
                 Py_ssize_t c = s.p + __builtin_ctzll(cand);
@@ -2527,12 +2537,16 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             return Py_NewRef(args[0]);
         }
     }
+    /* found: the patterns that match in the data as it is (or did, before the last pass: a pass
+       that changes nothing keeps them). A pass runs for those only; after a pass that changed the
+       data, the later patterns not found yet are looked for again in it (a mask can make a match:
+       the word boundary its token puts before a word), relative_time only when the input has an
+       "ago" (a mask never makes one). */
     for (i = 0; i < nk; i++) {
-        if (!changed && !(found >> kinds[i] & 1)) {
-            continue; /* the data is still the input, where this pattern matches nowhere */
-        }
-        if (kinds[i] == M_RELATIVE && !(found & M_AGO)) {
-            continue; /* no "ago" in the input, nor after any pass (a mask makes none) */
+        Py_ssize_t j;
+        unsigned later = 0;
+        if (!(found >> kinds[i] & 1)) {
+            continue;
         }
         if (bufs[which] == NULL) {
             bufs[which] = PyMem_Malloc((size_t)(n > 0 ? n : 1));
@@ -2542,11 +2556,20 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             }
         }
         len = m_sub(kinds[i], cur, n, bufs[which]);
-        if (len >= 0) {
-            cur = bufs[which];
-            n = len;
-            which = 1 - which;
-            changed = 1;
+        if (len < 0) {
+            continue;
+        }
+        cur = bufs[which];
+        n = len;
+        which = 1 - which;
+        changed = 1;
+        for (j = i + 1; j < nk; j++) {
+            later |= 1u << kinds[j];
+        }
+        later &= ~found & ~(found & M_AGO ? 0u : 1u << M_RELATIVE);
+        if (later) {
+            MText now = {cur, n};
+            found |= m_found(&now, later) & ~M_AGO;
         }
     }
     res = changed ? PyBytes_FromStringAndSize((const char *)cur, n) : Py_NewRef(args[0]);
