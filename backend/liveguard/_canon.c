@@ -2410,14 +2410,12 @@ m_found(const MText *t, unsigned kmask)
         return 0;
     }
     for (m_scan_init(&s, t->d, t->n); s.p < t->n; m_scan_step(&s)) {
-        unsigned todo = rest & ~found, nonzero = 0;
+        unsigned todo = rest & ~found;
         uint64_t cands[8];
         int k;
         m_candidates(&s, cands);
-        for (k = 0; k < 8; k++) {
-            nonzero |= (unsigned)(cands[k] != 0) << k;
-        }
-        todo &= nonzero;
+        todo &= (unsigned)(cands[0] != 0) | (unsigned)(cands[1] != 0) << 1 | (unsigned)(cands[3] != 0) << 3 |
+                (unsigned)(cands[4] != 0) << 4 | (unsigned)(cands[5] != 0) << 5 | (unsigned)(cands[6] != 0) << 6;
         while (todo) {
             uint64_t cand;
             k = __builtin_ctz(todo);
