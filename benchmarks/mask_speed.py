@@ -60,7 +60,8 @@ def build_base(ref: str, out: Path) -> ModuleType:
         check=True,
     )
     spec = importlib.util.spec_from_file_location("_canon_base", so)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -109,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", default="main", help="git ref of the baseline _canon.c")
     parser.add_argument("--corpus", action="append", help="a name under benchmarks/detection/data")
     parser.add_argument("--scale-runs", type=int, default=300)
-    parser.add_argument("--isas", action="store_true", help="also time this build with each block-scan version")
+    parser.add_argument(
+        "--isas", action="store_true", help="also time this build with each block-scan version"
+    )
     args = parser.parse_args(argv)
 
     from liveguard import _canon
@@ -130,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         base = build_base(args.base, Path(tmp))
         print(f"base: _canon.c of {args.base}; this: {_canon.__file__}; kinds {list(kinds)}; "
               f"best of {args.rounds} rounds, process time, alternating")
-        print(f"{'corpus':<20} {'payloads':>8} {'MB':>6} {'masked':>7} {'base ms':>8} {'this ms':>8} {'ratio':>6}")
+        print(f"{'corpus':<20} {'payloads':>8} {'MB':>6} {'masked':>7} {'base ms':>8} {'this ms':>8} "
+              f"{'ratio':>6}")
         for name, data in corpora:
             changed = 0
             for item in data:
@@ -157,7 +161,7 @@ def _isas(corpora: list[tuple[str, list[bytes]]], kinds: bytes, rounds: int) -> 
     from liveguard import _canon
 
     isas = _canon._mask_isas()
-    print(f"this build by block-scan version (ms); 'call': mask(data, b'') (the call alone)")
+    print("this build by block-scan version (ms); 'call': mask(data, b'') (the call alone)")
     print(f"{'corpus':<20} " + " ".join(f"{isa:>9}" for isa in (*isas, "call")))
     used = _canon._mask_isa()
     try:
