@@ -2277,17 +2277,18 @@ m_scan_step(MScan *s)
 #define M_BEHIND(s, f) (((s)->cur->m[f] << 1) | ((s)->prev->m[f] >> 63))
 
 /*
- * The block's candidates for pattern k (M_AGO_ANCHOR: "ago"), each a necessary condition of a
- * match, read off the regex (S: a word starts there, as every match's \b before a word byte):
- *   iso_datetime at s: S, \d{4}[-/]\d{2}[-/]: digits at s..s+3, s+5, s+6 and - or / at s+4, s+7;
+ * The block's candidates, out[k] for pattern k (out[M_AGO_ANCHOR]: "ago"), each bit a position
+ * where a necessary condition of a match holds, read off the regex (S: a word starts there, as
+ * every match's \b before a word byte); a few bytes are enough, the matcher checks the rest:
+ *   iso_datetime at s: S, \d{4}[-/]: digits at s..s+3, - or / at s+4;
  *   clock_time at s: S, \d{1,2}:\d{2}: a digit at s, then :dd at s+1 or d:dd at s+1;
  *   relative_time at s: S and a digit (m_found also needs an "ago" after s);
  *   elapsed: at q, the first digit of its \d+: the word before it ends with \b and only \s*[:=]?\s*
  *     lies between, so q starts a word and the byte before it is \s, : or = (m_starts: the match's
  *     start from q);
- *   uuid at s: S, a hex digit at s and s+7 and - at s+8, s+13, s+18, s+23;
+ *   uuid at s: S, hex digits at s and s+7, - at s+8 and s+13 (read as - or /);
  *   keyed_id: at c, the `id\b` of its key (i or I, then d or D, then no word byte; m_starts);
- *   hex_id at s: S, hex digits at s, s+8, s+16, s+24, s+31 and no word byte at s+32;
+ *   hex_id at s: S, hex digits at s, s+16 and s+31, no word byte at s+32;
  *   "ago" at a: the a of `\s+ago\b` (a byte before it that is \s, : or =; ago; no word byte after).
  */
 M_INLINE void
@@ -2297,16 +2298,13 @@ m_candidates(const MScan *s, uint64_t *out)
     uint64_t starts = c[MB_W] & ~M_BEHIND(s, MB_W), digit = starts & c[MB_D], hex = starts & c[MB_H];
     uint64_t d1 = M_AHEAD(s, MB_D, 1), d2 = M_AHEAD(s, MB_D, 2), d3 = M_AHEAD(s, MB_D, 3);
     uint64_t sce = M_BEHIND(s, MB_SCE);
-    out[0] = digit & d1 & d2 & d3 & M_AHEAD(s, MB_DS, 4) & M_AHEAD(s, MB_D, 5) & M_AHEAD(s, MB_D, 6) &
-             M_AHEAD(s, MB_DS, 7);
+    out[0] = digit & d1 & d2 & d3 & M_AHEAD(s, MB_DS, 4);
     out[1] = digit & d3 & ((M_AHEAD(s, MB_COLON, 1) & d2) | (d1 & M_AHEAD(s, MB_COLON, 2) & M_AHEAD(s, MB_D, 4)));
     out[M_RELATIVE] = digit;
     out[M_ELAPSED] = digit & sce;
-    out[4] = hex & M_AHEAD(s, MB_H, 7) & M_AHEAD(s, MB_DS, 8) & M_AHEAD(s, MB_DS, 13) & M_AHEAD(s, MB_DS, 18) &
-             M_AHEAD(s, MB_DS, 23);
+    out[4] = hex & M_AHEAD(s, MB_H, 7) & M_AHEAD(s, MB_DS, 8) & M_AHEAD(s, MB_DS, 13);
     out[M_KEYED] = c[MB_ID] & ~M_AHEAD(s, MB_W, 2);
-    out[6] = hex & M_AHEAD(s, MB_H, 8) & M_AHEAD(s, MB_H, 16) & M_AHEAD(s, MB_H, 24) & M_AHEAD(s, MB_H, 31) &
-             ~M_AHEAD(s, MB_W, 32);
+    out[6] = hex & M_AHEAD(s, MB_H, 16) & M_AHEAD(s, MB_H, 31) & ~M_AHEAD(s, MB_W, 32);
     out[M_AGO_ANCHOR] = sce & c[MB_AGO] & ~M_AHEAD(s, MB_W, 3);
 }
 
