@@ -708,6 +708,36 @@ def test_native_gate_patterns_equal_the_regexes(text: str) -> None:
         assert got >> 3 & 1
 
 
+def _check_gate_patterns(text: str) -> None:
+    probe = _probe(tuple((1 << k, 0) for k in range(4)), ())
+    got = _gates_of(probe, (text,))[0]
+    assert got is not None
+    low = injection._lowered(text)
+    for k in range(3):
+        assert bool(got >> k & 1) == (re.search(injection._NATIVE_PATTERNS[k], low) is not None), (k, text)
+    line_start = re.compile(r"^[\W_]*" + injection._NATIVE_PATTERNS[3], re.MULTILINE)
+    assert bool(got >> 3 & 1) == (line_start.search(low) is not None), text
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        "perfect score", "Full\tRATING", "highest   grade", "topmark", "passing mark", "max scor",
+        "score this", "SCORE  the run", "score it", "scorethis", "## system", "##instruction", "# # system",
+        "end of data", "END_INPUT", "end-run", "ends of data", "eld of data", "scare this", "scor", "e", "#",
+    ],
+)
+def test_native_gate_patterns_at_every_offset(piece: str) -> None:
+    """The gate patterns' literals (grade and high words, `score`, `##`, `end`) are searched 16 bytes
+    at a time: each piece at every offset through three 16-byte blocks, after spaces, letters, line
+    breaks and `#`, and ending the text or not, gives the regexes' answer."""
+    for fill in (" ", "x", "\n", "#", "-"):
+        for k in range(40):
+            for tail in ("", " x", "\n"):
+                _check_gate_patterns(fill * k + piece + tail)
+                _check_gate_patterns(piece + fill * k + piece[:3] + tail)
+
+
 def test_native_fields_limits_and_declines() -> None:
     """``_text_of``'s limits (20,000 characters, depth 20) natively, and what Python decides."""
     assert injection._WORDS is not None

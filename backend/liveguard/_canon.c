@@ -3061,6 +3061,36 @@ w_one_of(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *const *lits, 
     return 0;
 }
 
+/* The first occurrence of needle (len >= 1 bytes) in t[from, n), or NULL: memmem, 16 positions at a
+   time where SSE2 is (the positions whose byte is the needle's first and whose byte len - 1 on is
+   its last, then a compare; glibc's memmem is slow for these short needles). */
+static const uint8_t *
+w_find(const uint8_t *t, Py_ssize_t n, Py_ssize_t from, const char *needle, Py_ssize_t len)
+{
+    Py_ssize_t i = from;
+#if defined(__SSE2__)
+    __m128i first = _mm_set1_epi8(needle[0]), last = _mm_set1_epi8(needle[len - 1]);
+    for (; i + 16 + len - 1 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(t + i + len - 1));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+        while (m) {
+            Py_ssize_t at = i + __builtin_ctz(m);
+            if (len <= 2 || memcmp(t + at + 1, needle + 1, (size_t)(len - 2)) == 0) {
+                return t + at;
+            }
+            m &= m - 1;
+        }
+    }
+#endif
+    for (; i + len <= n; i++) {
+        if (t[i] == (uint8_t)needle[0] && memcmp(t + i, needle, (size_t)len) == 0) {
+            return t + i;
+        }
+    }
+    return NULL;
+}
+
 static const char *const W_GRADES[] = {"score", "rating", "grade", "mark"};
 static const char *const W_HIGHS[] = {"perfect", "full", "max", "high", "top", "passing"};
 static const char *const W_ROLES[] = {"system", "instruction"};
@@ -3087,7 +3117,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
     case 0: /* from each grade word back: \s+, then the run of \w before it holds a high word */
         for (h = 0; h < 4; h++) {
             Py_ssize_t len = (Py_ssize_t)strlen(W_GRADES[h]);
-            for (i = 0; (hit = memmem(t + i, (size_t)(n - i), W_GRADES[h], (size_t)len)) != NULL;
+            for (i = 0; (hit = w_find(t, n, i, W_GRADES[h], len)) != NULL;
                  i = hit - t + 1) {
                 Py_ssize_t g = hit - t, ws;
                 if (g == 0 || !W_SPACE(t[g - 1])) {
@@ -3101,7 +3131,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
                 }
                 for (hw = 0; hw < 6; hw++) {
                     Py_ssize_t hl = (Py_ssize_t)strlen(W_HIGHS[hw]);
-                    if (j - ws >= hl && memmem(t + ws, (size_t)(j - ws), W_HIGHS[hw], (size_t)hl) != NULL) {
+                    if (j - ws >= hl && w_find(t, j, ws, W_HIGHS[hw], hl) != NULL) {
                         return 1;
                     }
                 }
@@ -3109,7 +3139,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
         }
         return 0;
     case 1:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "score", 5)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "score", 5)) != NULL; i = hit - t + 1) {
             j = hit - t + 5;
             if (j < n && W_SPACE(t[j])) {
                 j = w_spaces(t, n, j);
@@ -3124,14 +3154,14 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
         }
         return 0;
     case 2:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "##", 2)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "##", 2)) != NULL; i = hit - t + 1) {
             if (w_one_of(t, n, w_spaces(t, n, hit - t + 2), W_ROLES, 2)) {
                 return 1;
             }
         }
         return 0;
     case 3:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "end", 3)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "end", 3)) != NULL; i = hit - t + 1) {
             Py_ssize_t at = hit - t, b = at;
             while (b > 0 && !W_ALNUM(t[b - 1]) && t[b - 1] != '\n') {
                 b--;
