@@ -17,9 +17,14 @@ Both builds' outputs are compared on every payload (a mismatch is an error). Cor
 
 With ``--isas``, this build is also timed with each version of its block scan this CPU runs
 (``_canon._mask_isas()``: AVX-512BW, AVX2, SSE2, the portable one), next to the call alone.
+With ``--score N``, the whole ``score --no-judges`` path (``iter_scored``, ``--jobs 1``, in a
+child process each, ``base`` and ``this`` alternating, best of N, process time) on each
+detection corpus, the child's ``liveguard._canon`` being each build: what the two builds change
+end to end (the Monitor runs as this interpreter imports it: pure Python in a checkout without
+the mypyc build).
 
 Usage: ``PYTHONPATH=backend python benchmarks/mask_speed.py [--rounds 7] [--base main]
-[--scale-runs 300] [--corpus miniswe --corpus whowhen_hc] [--isas]``.
+[--scale-runs 300] [--corpus miniswe --corpus whowhen_hc] [--isas] [--score 3]``.
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--isas", action="store_true", help="also time this build with each block-scan version"
     )
+    parser.add_argument("--score", type=int, default=0, help="also time score --no-judges, best of N")
     args = parser.parse_args(argv)
 
     from liveguard import _canon
@@ -152,7 +158,50 @@ def main(argv: list[str] | None = None) -> int:
                   f"{best['this'] * 1e3:>8.1f} {best['base'] / best['this']:>5.2f}x")
         if args.isas:
             _isas(corpora, kinds, args.rounds)
+        if args.score:
+            so = next(Path(tmp).glob("_canon_base*.so"))
+            _score(args.corpus or ["miniswe", "whowhen_hc"], so, args.score)
     return 0
+
+
+_SCORE_CHILD = """
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location(sys.argv[1].rsplit("/", 1)[-1].split(".")[0], sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+sys.modules["liveguard._canon"] = module  # both builds loaded the same way
+from liveguard import fingerprint
+from liveguard.readers.inputs import iter_records
+from liveguard.scoring import iter_scored
+from liveguard.settings import Settings
+assert fingerprint._native is module
+settings = Settings.from_env({})
+start = time.process_time()
+for row in iter_scored(iter_records([sys.argv[2]]), judges=False, jobs=1, verdicts=False, settings=settings):
+    row.json_bytes()
+print(time.process_time() - start)
+"""
+
+
+def _score(names: list[str], base_so: Path, rounds: int) -> None:
+    """``score --no-judges`` with each build, in alternating child processes (ms, best of ``rounds``)."""
+    from liveguard import _canon
+
+    this_so = _canon.__file__
+    print(f"score --no-judges (iter_scored, --jobs 1), child processes, best of {rounds} (ms)")
+    print(f"{'corpus':<20} {'base':>9} {'this':>9} {'saved':>9}")
+    for name in names:
+        best = {"base": float("inf"), "this": float("inf")}
+        for r in range(rounds):
+            order = [("base", str(base_so)), ("this", str(this_so))]
+            for label, so in order if r % 2 == 0 else order[::-1]:
+                out = subprocess.run(
+                    [sys.executable, "-c", _SCORE_CHILD, so, str(DATA / f"{name}.jsonl")],
+                    check=True, capture_output=True, text=True,
+                )
+                best[label] = min(best[label], float(out.stdout.strip().splitlines()[-1]))
+        print(f"{name:<20} {best['base'] * 1e3:>9.1f} {best['this'] * 1e3:>9.1f} "
+              f"{(best['base'] - best['this']) * 1e3:>9.1f}")
 
 
 def _isas(corpora: list[tuple[str, list[bytes]]], kinds: bytes, rounds: int) -> None:
