@@ -5,20 +5,25 @@
 ``_canon.Words`` tells which words of the step-text rule's gates a text holds (``_present`` of
 ``_lowered`` text, plain and letter-spaced). Both are compared on generated text made of the
 patterns' own pieces, random bytes and non-ASCII text, and on every recorded run committed
-under ``benchmarks/detection/data``.
+under ``benchmarks/detection/data`` and ``golden_datasets``. ``mask`` reads its data in 64-byte
+blocks with the widest vector instructions the CPU has (``_canon._mask_isas()``); the masking
+tests that depend on where a match falls in a block run with every version.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import importlib
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +53,20 @@ if getattr(fingerprint._native, "mask", None) is None:
     missing("the C accelerator liveguard._canon", "`make install` found no C compiler")
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "detection" / "data"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden_datasets"
 MASK = fingerprint.VolatileMask(DEFAULT_VOLATILE)
+ISAS: tuple[str, ...] = fingerprint._native._mask_isas()
+"""The versions of ``mask``'s block scan this CPU runs (AVX-512BW, AVX2, SSE2, the portable one)."""
+
+
+@contextlib.contextmanager
+def _isa(name: str) -> Iterator[None]:
+    """``mask`` with the block scan ``name`` (the module's choice again after)."""
+    before = fingerprint._native._mask_isa(name)
+    try:
+        yield
+    finally:
+        fingerprint._native._mask_isa(before)
 
 _PIECES = [
     # times and dates
@@ -235,25 +253,57 @@ def test_native_mask_on_edge_cases() -> None:
     assert MASK.bytes(b"nothing volatile here") == b"nothing volatile here"
 
 
-def test_native_mask_equals_the_patterns_on_recorded_runs() -> None:
-    """Every step payload of the committed recorded runs (tool outputs with dates, ids, times)."""
-    canonical = Fingerprinter().canonical_bytes
-    checked = changed = 0
-    for path in sorted(DATA.glob("*.jsonl")):
+def _recorded_runs() -> Iterator[tuple[Path, Trajectory]]:
+    """Every committed recorded run with its file: ``benchmarks/detection/data`` and
+    ``golden_datasets`` (JSONL and the LangSmith exports)."""
+    from liveguard.readers.langsmith import load_export
+
+    for path in [*sorted(DATA.glob("*.jsonl")), *sorted(GOLDEN.glob("*.jsonl"))]:
         with path.open("rb") as f:
             for line in f:
-                run = Trajectory.model_validate(orjson.loads(line))
-                for step in run.steps:
-                    for value in (step.summary, step.output, [step.tool, step.args, step.result, step.error]):
-                        if value is None:
-                            continue
-                        data = canonical(value)
-                        masked = MASK.bytes(data)
-                        assert masked == MASK.python_bytes(data)
-                        checked += 1
-                        changed += masked != data
+                yield path, Trajectory.model_validate(orjson.loads(line))
+    for path in sorted((GOLDEN / "langsmith").glob("*.json")):
+        for run in load_export(path):
+            yield path, run
+
+
+def test_native_mask_equals_the_patterns_on_recorded_runs() -> None:
+    """Every step payload of the committed recorded runs (tool outputs with dates, ids, times), with
+    every version of the block scan."""
+    canonical = Fingerprinter().canonical_bytes
+    checked = changed = 0
+    files = set()
+    for path, run in _recorded_runs():
+        files.add(path.parent.name)
+        for step in run.steps:
+            for value in (step.summary, step.output, [step.tool, step.args, step.result, step.error]):
+                if value is None:
+                    continue
+                data = canonical(value)
+                expected = MASK.python_bytes(data)
+                for isa in ISAS:
+                    with _isa(isa):
+                        assert MASK.bytes(data) == expected, (isa, path.name, data[:200])
+                checked += 1
+                changed += expected != data
+    assert files == {"data", "golden_datasets", "langsmith"}
     assert checked > 10_000
     assert changed > 100
+
+
+def test_the_block_scan_versions() -> None:
+    """The module chose the widest version the CPU runs; the portable one is always there (and SSE2 on
+    x86-64); a name it does not run is refused, and asking changes nothing."""
+    assert fingerprint._native._mask_isa() == ISAS[0]
+    assert ISAS[-1] == "scalar"
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert "sse2" in ISAS
+    with pytest.raises(ValueError, match="not one of"):
+        fingerprint._native._mask_isa("neon")
+    with _isa("scalar"):
+        assert fingerprint._native._mask_isa() == "scalar"
+        assert MASK.bytes(b"at 13:56:16 today") == b"at \x00~ today"
+    assert fingerprint._native._mask_isa() == ISAS[0]
 
 
 def test_custom_patterns_take_the_python_path() -> None:
@@ -423,6 +473,59 @@ def test_native_mask_many_matches_in_one_payload() -> None:
             data = "".join(pad * k + sample for k in range(1, 40)).encode()
             _same(data)
             assert MASK.bytes(data).count(b"\x00~") > 1
+
+
+_EDGE_SAMPLES = [
+    *_VOLATILE_SAMPLES,
+    "5 s ago",
+    "x ago 5 s ago",
+    "3 seconds\tago",
+    "12 min  ago",
+    "took: 5 s",
+    "took =\t7 s",
+    "time taken 4.5 secs",
+    "wall time: 2 days",
+    "x-trace-id: 000000",
+    "run id: abcdef",
+    "reqid=abcdef",
+    "2026/12/01 13:56",
+    "1:05 pm",
+]
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_native_mask_across_block_edges(isa: str) -> None:
+    """Each pattern's match at every offset through three 64-byte blocks, after word, space and
+    non-ASCII bytes, so that the bytes a candidate reads (up to 32 ahead, one behind, the 2 after a
+    block for `id` and `ago`) fall on either side of a block edge; and cut at the end of the data
+    where it ends 1 or 2 bytes past a block (the last block is read from a zero-padded copy)."""
+    with _isa(isa):
+        for sample in _EDGE_SAMPLES:
+            for fill in (" ", "x", "é", "-"):
+                for k in range(140):
+                    for tail in ("", " ."):
+                        _same((fill * k + sample + tail).encode())
+            for length in (16, 31, 32, 33, 63, 64, 65, 66, 67, 127, 128, 129, 130):
+                for end in range(1, min(len(sample), length) + 1):
+                    _same((" " * (length - end) + sample[:end]).encode())
+
+
+_LONG_TEXT = st.lists(
+    st.sampled_from(_PIECES + _EDGE_SAMPLES) | st.text(alphabet=" \t-:=_x1aéigo", max_size=70),
+    min_size=1,
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_LONG_TEXT)
+def test_every_block_scan_masks_long_text_as_the_patterns(text: str) -> None:
+    """Texts of several blocks, each version of the block scan against the patterns."""
+    data = text.encode()
+    expected = _plain(data)
+    for isa in ISAS:
+        with _isa(isa):
+            assert MASK.bytes(data) == expected, isa
 
 
 # ---- the step-text rule's field gates, natively (``_canon.Words.fields``) ----
@@ -603,6 +706,36 @@ def test_native_gate_patterns_equal_the_regexes(text: str) -> None:
     assert bool(got >> 3 & 1) == (line_start.search(low) is not None), text
     if _END_BRANCH.search(text):
         assert got >> 3 & 1
+
+
+def _check_gate_patterns(text: str) -> None:
+    probe = _probe(tuple((1 << k, 0) for k in range(4)), ())
+    got = _gates_of(probe, (text,))[0]
+    assert got is not None
+    low = injection._lowered(text)
+    for k in range(3):
+        assert bool(got >> k & 1) == (re.search(injection._NATIVE_PATTERNS[k], low) is not None), (k, text)
+    line_start = re.compile(r"^[\W_]*" + injection._NATIVE_PATTERNS[3], re.MULTILINE)
+    assert bool(got >> 3 & 1) == (line_start.search(low) is not None), text
+
+
+@pytest.mark.parametrize(
+    "piece",
+    [
+        "perfect score", "Full\tRATING", "highest   grade", "topmark", "passing mark", "max scor",
+        "score this", "SCORE  the run", "score it", "scorethis", "## system", "##instruction", "# # system",
+        "end of data", "END_INPUT", "end-run", "ends of data", "eld of data", "scare this", "scor", "e", "#",
+    ],
+)
+def test_native_gate_patterns_at_every_offset(piece: str) -> None:
+    """The gate patterns' literals (grade and high words, `score`, `##`, `end`) are searched 16 bytes
+    at a time: each piece at every offset through three 16-byte blocks, after spaces, letters, line
+    breaks and `#`, and ending the text or not, gives the regexes' answer."""
+    for fill in (" ", "x", "\n", "#", "-"):
+        for k in range(40):
+            for tail in ("", " x", "\n"):
+                _check_gate_patterns(fill * k + piece + tail)
+                _check_gate_patterns(piece + fill * k + piece[:3] + tail)
 
 
 def test_native_fields_limits_and_declines() -> None:

@@ -1951,72 +1951,11 @@ typedef Py_ssize_t (*MMatcher)(const MText *, Py_ssize_t);
 
 static const MMatcher MASKERS[] = {m_iso, m_clock, m_relative, m_elapsed, m_uuid, m_keyed, m_hex32};
 #define N_MASKERS ((int)(sizeof(MASKERS) / sizeof(MASKERS[0])))
-#define M_WORD_BIT 0x80
-
-/* M_CLASS[c]: M_WORD_BIT when c is a word byte; bit k when a match of pattern k can start with
-   c. Every pattern starts with \b before a word byte, so a match starts only where a word
-   begins: a word byte after a non-word byte (or at the start). */
-static uint8_t M_CLASS[256];
-
-static void
-init_mask_classes(void)
-{
-    int c;
-    for (c = 0; c < 256; c++) {
-        uint8_t k = 0, low = (uint8_t)(c | 0x20);
-        if (M_WORD(c)) {
-            k |= M_WORD_BIT;
-        }
-        if (M_DIGIT(c)) {
-            k |= 1 << 0 | 1 << 1 | 1 << 2; /* iso_datetime, clock_time, relative_time */
-        }
-        if (M_ALPHA(c) && (low == 't' || low == 'e' || low == 'd' || low == 'l' || low == 'r' ||
-                           low == 'w' || low == 'i')) {
-            k |= 1 << 3; /* elapsed: took elapsed duration latency runtime time wall in */
-        }
-        if (M_HEX(c)) {
-            k |= 1 << 4 | 1 << 6; /* uuid, hex_id */
-        }
-        if (M_ALPHA(c) && (low == 'x' || low == 'r' || low == 't' || low == 's' || low == 'c')) {
-            k |= 1 << 5; /* keyed_id: x- request req trace span correlation session run */
-        }
-        M_CLASS[c] = k;
-    }
-}
-
-/* M_BY_LENGTH[len]: the patterns a match starting at a word of len bytes (its run of word bytes;
-   33 for any longer word) can be of. Each pattern's first word has a fixed length, or one of a few
-   (its \b-bounded start is followed by a non-word byte or the end): iso_datetime \d{4}[-/]: 4;
-   clock_time \d{1,2}: 1 or 2; elapsed's words (took, time, wall; elapsed, latency, runtime;
-   duration) and `in`: 2, 4, 7, 8; uuid's first group [0-9a-fA-F]{8}-: 8; hex_id's
-   [0-9a-fA-F]{32}\b: 32. relative_time (\d+ then a unit, possibly in the same word) and keyed_id
-   (below) keep any length. */
-static uint8_t M_BY_LENGTH[34];
-
-static void
-init_mask_lengths(void)
-{
-    int len;
-    for (len = 1; len < 34; len++) {
-        unsigned keep = 1u << 2 | 1u << 5;
-        if (len == 4) {
-            keep |= 1u << 0 | 1u << 3;
-        }
-        if (len <= 2) {
-            keep |= 1u << 1;
-        }
-        if (len == 2 || len == 7 || len == 8) {
-            keep |= 1u << 3;
-        }
-        if (len == 8) {
-            keep |= 1u << 4;
-        }
-        if (len == 32) {
-            keep |= 1u << 6;
-        }
-        M_BY_LENGTH[len] = (uint8_t)keep;
-    }
-}
+#define M_RELATIVE 2
+#define M_ELAPSED 3
+#define M_KEYED 5
+#define M_AGO_ANCHOR 7 /* m_candidates' "ago" (not a pattern) */
+#define M_AGO (1u << M_AGO_ANCHOR) /* m_found: the data holds "ago" after a space (see there) */
 
 /* d[0, len) is lit (lower-case ASCII), ASCII case-insensitively */
 static inline int
@@ -2035,9 +1974,8 @@ m_word_is(const uint8_t *d, Py_ssize_t len, const char *lit)
     return lit[len] == 0;
 }
 
-/* elapsed can start at the word d[0, len) only when it is one of its words: in (then a space:
-   the caller checks), took, time (of time taken), wall (of wall time), elapsed, latency, runtime,
-   duration */
+/* elapsed can start at the word d[0, len) only when it is one of its words: in, took, time (of
+   time taken), wall (of wall time), elapsed, latency, runtime, duration */
 static inline int
 m_elapsed_word(const uint8_t *d, Py_ssize_t len)
 {
@@ -2050,222 +1988,504 @@ m_elapsed_word(const uint8_t *d, Py_ssize_t len)
     }
 }
 
-/* keyed_id can start at the word d[0, len) (then the byte next, -1 at the end) only when it is the
-   key word and its id in one word (request_id, reqid: it ends in `id`), or the key word alone
-   followed by `-` or a space (request, req, run: 7 or 3 bytes from r; session 7 from s; span 4;
-   trace 5; correlation 11), or the `x` of `x-` */
-static inline int
-m_keyed_word(const uint8_t *d, Py_ssize_t len, int next)
+/*
+ * The scan. The data is read 64 bytes at a time (a block), each block as bit masks (MBits, bit
+ * i: byte i of the block) of the byte classes the patterns' necessary conditions read; from
+ * them and the next block's (a condition reads up to 32 bytes ahead) and the previous one's
+ * (one byte behind), m_candidates gives, for each pattern, the positions where a match can be:
+ * a superset of its match starts (the anchors, for elapsed and keyed_id: see m_starts), so
+ * that the matchers above run only there. Bytes past the end read as 0 (no class): a condition
+ * that needs a byte there fails, one that needs a non-word byte there holds, as at the end of
+ * the data for the regex. m_bits is the block's masks in the widest instructions the CPU has
+ * (AVX-512BW, AVX2, SSE2; a table per byte elsewhere), chosen when the module loads; every
+ * version gives the same masks.
+ */
+enum { MB_W, MB_D, MB_H, MB_DS, MB_COLON, MB_SCE, MB_ID, MB_AGO, MB_N };
+/* MB_W a word byte (M_WORD), MB_D a digit, MB_H a hex digit, MB_DS - or /, MB_COLON :, MB_SCE \s
+   (M_SPACE), : or =; MB_ID: `id` starts there (either case), MB_AGO: `ago` starts there (these two
+   read the two bytes after the block too: m_bits reads 66 bytes) */
+#define M_OVER 2
+
+typedef struct {
+    uint64_t m[MB_N];
+} MBits;
+
+typedef void (*MBitsFn)(const uint8_t *, MBits *);
+
+#define M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago)                                    \
+    do {                                                                                  \
+        (b)->m[MB_W] = (w), (b)->m[MB_D] = (dg), (b)->m[MB_H] = (h), (b)->m[MB_DS] = (ds); \
+        (b)->m[MB_COLON] = (co), (b)->m[MB_SCE] = (sc), (b)->m[MB_ID] = (id);              \
+        (b)->m[MB_AGO] = (ago);                                                           \
+    } while (0)
+
+/* M_BITS_OF[c]: bit 8 * k when byte c is of class k; for MB_ID: c is i or I, for MB_AGO: c is a
+   (the portable m_bits checks the bytes after these) */
+static uint64_t M_BITS_OF[256];
+
+static void
+init_mask_bits(void)
 {
-    uint8_t c = (uint8_t)(d[0] | 0x20);
-    if (len > 4 && (d[len - 2] | 0x20) == 'i' && (d[len - 1] | 0x20) == 'd') {
-        return 1;
-    }
-    if (next != '-' && next != ' ') {
-        return 0;
-    }
-    switch (len) {
-    case 1: return c == 'x' && next == '-';
-    case 3: return c == 'r';
-    case 4: return c == 's';
-    case 5: return c == 't';
-    case 7: return c == 'r' || c == 's';
-    case 11: return c == 'c';
-    default: return 0;
+    int c;
+    for (c = 0; c < 256; c++) {
+        uint64_t k = 0;
+        k |= (uint64_t)M_WORD(c) << 8 * MB_W | (uint64_t)M_DIGIT(c) << 8 * MB_D | (uint64_t)M_HEX(c) << 8 * MB_H;
+        k |= (uint64_t)(c == '-' || c == '/') << 8 * MB_DS | (uint64_t)(c == ':') << 8 * MB_COLON;
+        k |= (uint64_t)(M_SPACE(c) || c == ':' || c == '=') << 8 * MB_SCE;
+        k |= (uint64_t)((c | 0x20) == 'i') << 8 * MB_ID | (uint64_t)(c == 'a') << 8 * MB_AGO;
+        M_BITS_OF[c] = k;
     }
 }
 
-/* 1 when a pattern of kmask matches at the word t[p, e) (its run of word bytes): a matcher runs
-   only when the word's first byte, its length (M_BY_LENGTH) and for elapsed and keyed_id its
-   letters and the byte after it allow it */
+/* swaps the m-masked bits of x >> k with those of y (a step of an 8x8 byte transpose) */
+#define M_SWAP(x, y, k, m)                      \
+    do {                                        \
+        uint64_t t_ = (((x) >> (k)) ^ (y)) & (m); \
+        (x) ^= t_ << (k);                       \
+        (y) ^= t_;                              \
+    } while (0)
+
+/* The portable m_bits, without vector instructions: for each 8 bytes, the sum of M_BITS_OF[byte j]
+   << j holds class k's 8 bits in its byte k; an 8x8 byte transpose of the block's 8 sums gives the
+   masks. */
+static void
+m_bits_scalar(const uint8_t *d, MBits *b)
+{
+    uint64_t r[8];
+    int c, j;
+    for (c = 0; c < 8; c++) {
+        const uint8_t *q = d + 8 * c;
+        r[c] = M_BITS_OF[q[0]] | M_BITS_OF[q[1]] << 1 | M_BITS_OF[q[2]] << 2 | M_BITS_OF[q[3]] << 3 |
+               M_BITS_OF[q[4]] << 4 | M_BITS_OF[q[5]] << 5 | M_BITS_OF[q[6]] << 6 | M_BITS_OF[q[7]] << 7;
+    }
+    for (j = 0; j < 4; j++) {
+        M_SWAP(r[j], r[j + 4], 32, UINT64_C(0x00000000FFFFFFFF));
+    }
+    for (j = 0; j < 8; j += (j & 1) ? 3 : 1) { /* 0, 1, 4, 5 */
+        M_SWAP(r[j], r[j + 2], 16, UINT64_C(0x0000FFFF0000FFFF));
+    }
+    for (j = 0; j < 8; j += 2) {
+        M_SWAP(r[j], r[j + 1], 8, UINT64_C(0x00FF00FF00FF00FF));
+    }
+    for (j = 0; j < MB_N; j++) {
+        b->m[j] = r[j];
+    }
+    for (r[0] = b->m[MB_ID]; r[0]; r[0] &= r[0] - 1) { /* i or I: then d or D */
+        j = __builtin_ctzll(r[0]);
+        if ((d[j + 1] | 0x20) != 'd') {
+            b->m[MB_ID] &= ~((uint64_t)1 << j);
+        }
+    }
+    for (r[0] = b->m[MB_AGO]; r[0]; r[0] &= r[0] - 1) { /* a: then go */
+        j = __builtin_ctzll(r[0]);
+        if (d[j + 1] != 'g' || d[j + 2] != 'o') {
+            b->m[MB_AGO] &= ~((uint64_t)1 << j);
+        }
+    }
+}
+
+#if defined(__SSE2__)
+#define M_SSE_RANGE(x, lo, len) \
+    _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(128 - (lo)))), _mm_set1_epi8((char)(-128 + (len))))
+#define M_SSE_EQ(x, c) _mm_cmpeq_epi8((x), _mm_set1_epi8((char)(c)))
+#define M_SSE_BITS(x) ((uint64_t)(uint32_t)_mm_movemask_epi8(x))
+#define M_SSE_LOW(x) _mm_or_si128((x), _mm_set1_epi8(0x20))
+
+static void
+m_bits_sse2(const uint8_t *d, MBits *b)
+{
+    /* the masks in locals (d may alias b for the compiler: stores to b->m would be redone) */
+    uint64_t w = 0, dg = 0, h = 0, ds = 0, co = 0, sc = 0, id = 0, ago = 0;
+    int j;
+    for (j = 0; j < 64; j += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(d + j));
+        __m128i v1 = _mm_loadu_si128((const __m128i *)(d + j + 1));
+        __m128i v2 = _mm_loadu_si128((const __m128i *)(d + j + 2));
+        __m128i low = M_SSE_LOW(v);
+        __m128i dig = M_SSE_RANGE(v, '0', 10), colon = M_SSE_EQ(v, ':');
+        __m128i word = _mm_or_si128(_mm_or_si128(dig, M_SSE_RANGE(low, 'a', 26)), M_SSE_EQ(v, '_'));
+        __m128i sce = _mm_or_si128(_mm_or_si128(M_SSE_EQ(v, ' '), M_SSE_RANGE(v, '\t', 5)),
+                                   _mm_or_si128(colon, M_SSE_EQ(v, '=')));
+        w |= M_SSE_BITS(word) << j;
+        dg |= M_SSE_BITS(dig) << j;
+        h |= M_SSE_BITS(_mm_or_si128(dig, M_SSE_RANGE(low, 'a', 6))) << j;
+        ds |= M_SSE_BITS(_mm_or_si128(M_SSE_EQ(v, '-'), M_SSE_EQ(v, '/'))) << j;
+        co |= M_SSE_BITS(colon) << j;
+        sc |= M_SSE_BITS(sce) << j;
+        id |= M_SSE_BITS(_mm_and_si128(M_SSE_EQ(low, 'i'), M_SSE_EQ(M_SSE_LOW(v1), 'd'))) << j;
+        ago |= M_SSE_BITS(_mm_and_si128(_mm_and_si128(M_SSE_EQ(v, 'a'), M_SSE_EQ(v1, 'g')), M_SSE_EQ(v2, 'o'))) << j;
+    }
+    M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago);
+}
+#endif
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define M_X86_DISPATCH 1
+#include <immintrin.h>
+
+#define M_AVX_RANGE(x, lo, len) \
+    _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(-128 + (len))), _mm256_add_epi8((x), _mm256_set1_epi8((char)(128 - (lo)))))
+#define M_AVX_EQ(x, c) _mm256_cmpeq_epi8((x), _mm256_set1_epi8((char)(c)))
+#define M_AVX_BITS(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
+#define M_AVX_LOW(x) _mm256_or_si256((x), _mm256_set1_epi8(0x20))
+
+__attribute__((target("avx2"))) static void
+m_bits_avx2(const uint8_t *d, MBits *b)
+{
+    uint64_t w = 0, dg = 0, h = 0, ds = 0, co = 0, sc = 0, id = 0, ago = 0;
+    int j;
+    for (j = 0; j < 64; j += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(d + j));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(d + j + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(d + j + 2));
+        __m256i low = M_AVX_LOW(v);
+        __m256i dig = M_AVX_RANGE(v, '0', 10), colon = M_AVX_EQ(v, ':');
+        __m256i word = _mm256_or_si256(_mm256_or_si256(dig, M_AVX_RANGE(low, 'a', 26)), M_AVX_EQ(v, '_'));
+        __m256i sce = _mm256_or_si256(_mm256_or_si256(M_AVX_EQ(v, ' '), M_AVX_RANGE(v, '\t', 5)),
+                                      _mm256_or_si256(colon, M_AVX_EQ(v, '=')));
+        w |= M_AVX_BITS(word) << j;
+        dg |= M_AVX_BITS(dig) << j;
+        h |= M_AVX_BITS(_mm256_or_si256(dig, M_AVX_RANGE(low, 'a', 6))) << j;
+        ds |= M_AVX_BITS(_mm256_or_si256(M_AVX_EQ(v, '-'), M_AVX_EQ(v, '/'))) << j;
+        co |= M_AVX_BITS(colon) << j;
+        sc |= M_AVX_BITS(sce) << j;
+        id |= M_AVX_BITS(_mm256_and_si256(M_AVX_EQ(low, 'i'), M_AVX_EQ(M_AVX_LOW(v1), 'd'))) << j;
+        ago |= M_AVX_BITS(_mm256_and_si256(_mm256_and_si256(M_AVX_EQ(v, 'a'), M_AVX_EQ(v1, 'g')), M_AVX_EQ(v2, 'o')))
+               << j;
+    }
+    M_STORE_BITS(b, w, dg, h, ds, co, sc, id, ago);
+}
+
+#define M_512_RANGE(x, lo, len) \
+    _mm512_cmplt_epu8_mask(_mm512_sub_epi8((x), _mm512_set1_epi8((char)(lo))), _mm512_set1_epi8((char)(len)))
+#define M_512_EQ(x, c) _mm512_cmpeq_epi8_mask((x), _mm512_set1_epi8((char)(c)))
+#define M_512_LOW(x) _mm512_or_si512((x), _mm512_set1_epi8(0x20))
+
+__attribute__((target("avx512f,avx512bw"))) static void
+m_bits_avx512(const uint8_t *d, MBits *b)
+{
+    __m512i v = _mm512_loadu_si512((const void *)d);
+    __m512i v1 = _mm512_loadu_si512((const void *)(d + 1));
+    __m512i v2 = _mm512_loadu_si512((const void *)(d + 2));
+    __m512i low = M_512_LOW(v);
+    uint64_t dig = M_512_RANGE(v, '0', 10), colon = M_512_EQ(v, ':');
+    M_STORE_BITS(b, dig | M_512_RANGE(low, 'a', 26) | M_512_EQ(v, '_'), dig, dig | M_512_RANGE(low, 'a', 6),
+                 M_512_EQ(v, '-') | M_512_EQ(v, '/'), colon,
+                 M_512_EQ(v, ' ') | M_512_RANGE(v, '\t', 5) | colon | M_512_EQ(v, '='),
+                 M_512_EQ(low, 'i') & M_512_EQ(M_512_LOW(v1), 'd'),
+                 M_512_EQ(v, 'a') & M_512_EQ(v1, 'g') & M_512_EQ(v2, 'o'));
+}
+
+static int m_has_avx2(void) { return __builtin_cpu_supports("avx2"); }
+static int m_has_avx512(void) { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"); }
+#endif
+
+static int m_always(void) { return 1; }
+
+/* the versions of m_bits, the widest first; m_isa: the one in use (see init_mask_isa, _mask_isa) */
+static const struct {
+    const char *name;
+    MBitsFn fn;
+    int (*supported)(void);
+} M_ISAS[] = {
+#if defined(M_X86_DISPATCH)
+    {"avx512bw", m_bits_avx512, m_has_avx512},
+    {"avx2", m_bits_avx2, m_has_avx2},
+#endif
+#if defined(__SSE2__)
+    {"sse2", m_bits_sse2, m_always},
+#endif
+    {"scalar", m_bits_scalar, m_always},
+};
+#define N_ISAS ((int)(sizeof(M_ISAS) / sizeof(M_ISAS[0])))
+static int m_isa = N_ISAS - 1;
+static MBitsFn m_bits = m_bits_scalar;
+
+static void
+init_mask_isa(void)
+{
+    int k;
+#if defined(M_X86_DISPATCH)
+    __builtin_cpu_init();
+#endif
+    for (k = 0; k < N_ISAS && !M_ISAS[k].supported(); k++) {
+    }
+    m_isa = k;
+    m_bits = M_ISAS[k].fn;
+}
+
+/* A block scan of d[0, n): p the block's start; prev, cur, next: the masks of the blocks at
+   p - 64, p and p + 64 (zero before the data and past its end). */
+typedef struct {
+    const uint8_t *d;
+    Py_ssize_t n, p;
+    MBits *prev, *cur, *next;
+    MBits buf[3];
+} MScan;
+
+static inline void
+m_load(MScan *s, Py_ssize_t p, MBits *b)
+{
+    if (p + 64 + M_OVER <= s->n) {
+        m_bits(s->d + p, b);
+    }
+    else if (p < s->n) {
+        uint8_t pad[64 + M_OVER];
+        Py_ssize_t len = s->n - p;
+        memset(pad, 0, sizeof(pad));
+        memcpy(pad, s->d + p, (size_t)(len < 64 + M_OVER ? len : 64 + M_OVER));
+        m_bits(pad, b);
+    }
+    else {
+        memset(b, 0, sizeof(*b));
+    }
+}
+
+static inline void
+m_scan_init(MScan *s, const uint8_t *d, Py_ssize_t n)
+{
+    s->d = d;
+    s->n = n;
+    s->p = 0;
+    s->prev = &s->buf[0];
+    s->cur = &s->buf[1];
+    s->next = &s->buf[2];
+    memset(s->prev, 0, sizeof(MBits));
+    m_load(s, 0, s->cur);
+    m_load(s, 64, s->next);
+}
+
+static inline void
+m_scan_step(MScan *s)
+{
+    MBits *old = s->prev;
+    s->p += 64;
+    s->prev = s->cur;
+    s->cur = s->next;
+    s->next = old;
+    m_load(s, s->p + 64, old);
+}
+
 #if defined(__GNUC__)
 #define M_INLINE static inline __attribute__((always_inline))
 #else
 #define M_INLINE static inline
 #endif
 
-M_INLINE unsigned
-m_word_patterns(const MText *t, Py_ssize_t p, Py_ssize_t e, unsigned kmask)
+/* bit i: class f holds at byte i + k of the block (1 <= k <= 63), or at byte i - 1 */
+#define M_AHEAD(s, f, k) (((s)->cur->m[f] >> (k)) | ((s)->next->m[f] << (64 - (k))))
+#define M_BEHIND(s, f) (((s)->cur->m[f] << 1) | ((s)->prev->m[f] >> 63))
+
+/*
+ * The block's candidates, out[k] for pattern k (out[M_AGO_ANCHOR]: "ago"), each bit a position
+ * where a necessary condition of a match holds, read off the regex (S: a word starts there, as
+ * every match's \b before a word byte); a few bytes are enough, the matcher checks the rest:
+ *   iso_datetime at s: S, \d{4}[-/]: digits at s..s+3, - or / at s+4;
+ *   clock_time at s: S, \d{1,2}:\d{2}: a digit at s, then :dd at s+1 or d:dd at s+1;
+ *   relative_time at s: S and a digit (m_found also needs an "ago" after s);
+ *   elapsed: at q, the first digit of its \d+: the word before it ends with \b and only \s*[:=]?\s*
+ *     lies between, so q starts a word and the byte before it is \s, : or = (m_starts: the match's
+ *     start from q);
+ *   uuid at s: S, hex digits at s and s+7, - at s+8 and s+13 (read as - or /);
+ *   keyed_id: at c, the `id\b` of its key (i or I, then d or D, then no word byte; m_starts);
+ *   hex_id at s: S, hex digits at s, s+16 and s+31, no word byte at s+32;
+ *   "ago" at a: the a of `\s+ago\b` (a byte before it that is \s, : or =; ago; no word byte after).
+ */
+M_INLINE void
+m_candidates(const MScan *s, uint64_t *out)
+{
+    const uint64_t *c = s->cur->m;
+    uint64_t starts = c[MB_W] & ~M_BEHIND(s, MB_W), digit = starts & c[MB_D], hex = starts & c[MB_H];
+    uint64_t d1 = M_AHEAD(s, MB_D, 1), d2 = M_AHEAD(s, MB_D, 2), d3 = M_AHEAD(s, MB_D, 3);
+    uint64_t sce = M_BEHIND(s, MB_SCE);
+    out[0] = digit & d1 & d2 & d3 & M_AHEAD(s, MB_DS, 4);
+    out[1] = digit & d3 & ((M_AHEAD(s, MB_COLON, 1) & d2) | (d1 & M_AHEAD(s, MB_COLON, 2) & M_AHEAD(s, MB_D, 4)));
+    out[M_RELATIVE] = digit;
+    out[M_ELAPSED] = digit & sce;
+    out[4] = hex & M_AHEAD(s, MB_H, 7) & M_AHEAD(s, MB_DS, 8) & M_AHEAD(s, MB_DS, 13);
+    out[M_KEYED] = c[MB_ID] & ~M_AHEAD(s, MB_W, 2);
+    out[6] = hex & M_AHEAD(s, MB_H, 16) & M_AHEAD(s, MB_H, 31) & ~M_AHEAD(s, MB_W, 32);
+    out[M_AGO_ANCHOR] = sce & c[MB_AGO] & ~M_AHEAD(s, MB_W, 3);
+}
+
+static const Py_ssize_t KEYED_LENGTHS[] = {7, 3, 5, 4, 11, 7, 3}; /* of KEYED_WORDS */
+
+/*
+ * The starts a match of pattern k can have for its candidate at c (m_candidates), ascending,
+ * into out (at most 2); the count. For most patterns c itself. For elapsed, from its number's
+ * first digit c: back over \s*[:=]?\s* (greedily: the bytes between its word and c are exactly
+ * these, and the word's last byte is none of them) to the end of its word, then that word's
+ * start s0 (when the word is one of its words), after the word before it when s0 is the second
+ * word of `time taken` or `wall time` (one space between). For keyed_id, from its `id` at c:
+ * its key ends at c, or at c - 1 after a [-_ ] separator; no two keys end alike, so it is the
+ * one that ends there, at s; then s - 2 when `x-` is before it, and s. A start reached from a
+ * later candidate is never before one reached from an earlier one (the words between them), so
+ * the starts come in order, as m_sub needs.
+ */
+M_INLINE int
+m_starts(const MText *t, int k, Py_ssize_t c, Py_ssize_t *out)
 {
     const uint8_t *d = t->d;
-    int next = e < t->n ? d[e] : -1;
-    unsigned hit = M_CLASS[d[p]] & kmask & M_BY_LENGTH[e - p < 33 ? e - p : 33];
-    if ((hit & 1u << 3) && !(m_elapsed_word(d + p, e - p) && (e - p != 2 || (next >= 0 && M_SPACE(next))))) {
-        hit &= ~(1u << 3);
-    }
-    if ((hit & 1u << 5) && !m_keyed_word(d + p, e - p, next)) {
-        hit &= ~(1u << 5);
-    }
-    return hit;
-}
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-/* bit i: d[i] is a word byte (M_WORD: an ASCII letter, digit or _), for 16 bytes */
-static inline unsigned
-m_word_bits16(const uint8_t *d)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)d);
-    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
-    __m128i alpha = _mm_cmplt_epi8(_mm_add_epi8(low, _mm_set1_epi8((char)(128 - 'a'))), _mm_set1_epi8((char)(-128 + 26)));
-    __m128i digit = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(128 - '0'))), _mm_set1_epi8((char)(-128 + 10)));
-    __m128i under = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
-    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), under));
-}
-
-/* bit i: a match of some pattern can start with d[i] (M_CLASS has a pattern bit): a digit, or an
-   ASCII letter a-f, i, l, r-t, w or x in either case */
-static inline unsigned
-m_first_bits16(const uint8_t *d)
-{
-    __m128i v = _mm_loadu_si128((const __m128i *)d);
-    __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
-#define M_RANGE(x, lo, len) \
-    _mm_cmplt_epi8(_mm_add_epi8((x), _mm_set1_epi8((char)(128 - (lo)))), _mm_set1_epi8((char)(-128 + (len))))
-    __m128i any = _mm_or_si128(M_RANGE(v, '0', 10), M_RANGE(low, 'a', 6));
-    any = _mm_or_si128(any, _mm_or_si128(M_RANGE(low, 'r', 3), M_RANGE(low, 'w', 2)));
-    any = _mm_or_si128(any, _mm_or_si128(_mm_cmpeq_epi8(low, _mm_set1_epi8('i')), _mm_cmpeq_epi8(low, _mm_set1_epi8('l'))));
-#undef M_RANGE
-    return (unsigned)_mm_movemask_epi8(any);
-}
-#endif
-
-/* The patterns of kmask that match somewhere in t (bit k: pattern k; 0: none, and then the passes
-   below do not run), as a re.search of each would tell. A match starts only where a word starts
-   (every pattern starts with \b before a word byte); each word is looked at once, for the patterns
-   not found yet (the scan stops when every one is), and relative_time only when t holds "ago". */
-static unsigned
-m_found(const MText *t, unsigned kmask)
-{
-    const uint8_t *d = t->d;
-    Py_ssize_t p = 0, e;
-    unsigned found = 0;
-    if ((kmask & 1u << 2) && memmem(t->d, (size_t)t->n, "ago", 3) == NULL) {
-        kmask &= ~(1u << 2);
-    }
-#define M_FOUND_AT(p_, e_)                                              \
-    do {                                                                \
-        unsigned hit_ = m_word_patterns(t, (p_), (e_), kmask & ~found); \
-        while (hit_) {                                                  \
-            int k_ = __builtin_ctz(hit_);                               \
-            hit_ &= hit_ - 1;                                           \
-            if (MASKERS[k_](t, (p_)) >= 0) {                            \
-                found |= 1u << k_;                                      \
-            }                                                           \
-        }                                                               \
-        if (found == kmask) {                                           \
-            return found;                                               \
-        }                                                               \
-    } while (0)
-    if (kmask == 0) {
-        return 0;
-    }
-#if defined(__SSE2__)
-    {
-        unsigned prev = 0; /* the byte before the block is a word byte */
-        for (; p + 16 <= t->n; p += 16) {
-            unsigned w = m_word_bits16(d + p);
-            unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
-            prev = w >> 15 & 1;
-            if (starts) {
-                starts &= m_first_bits16(d + p); /* no pattern starts with the others */
+    int n = 0, w;
+    if (k == M_ELAPSED) {
+        Py_ssize_t j = c, e, s0, s1;
+        while (j > 0 && M_SPACE(d[j - 1])) {
+            j--;
+        }
+        if (j > 0 && (d[j - 1] == ':' || d[j - 1] == '=')) {
+            j--;
+            while (j > 0 && M_SPACE(d[j - 1])) {
+                j--;
             }
-            while (starts) {
-                int b = __builtin_ctz(starts);
-                unsigned rest = ~w & (0xFFFFu << b) & 0xFFFFu;
-                starts &= starts - 1;
-                if (rest) {
-                    e = p + __builtin_ctz(rest);
+        }
+        if (j == 0) {
+            return 0;
+        }
+        switch (d[j - 1] | 0x20) { /* the last letter of took, elapsed, duration, latency, runtime, taken, time, in */
+        case 'k': case 'd': case 'n': case 'y': case 'e': break;
+        default: return 0;
+        }
+        for (e = s0 = j; s0 > 0 && M_WORD(d[s0 - 1]); s0--) {
+        }
+        if (s0 >= 2 && d[s0 - 1] == ' ' && M_WORD(d[s0 - 2])) {
+            for (s1 = s0 - 2; s1 > 0 && M_WORD(d[s1 - 1]); s1--) {
+            }
+            if (s0 - 1 - s1 == 4 && (m_word_is(d + s1, 4, "time") || m_word_is(d + s1, 4, "wall"))) {
+                out[n++] = s1;
+            }
+        }
+        if (m_elapsed_word(d + s0, e - s0)) {
+            out[n++] = s0;
+        }
+        return n;
+    }
+    if (k == M_KEYED) {
+        Py_ssize_t end = c > 0 && (d[c - 1] == '-' || d[c - 1] == '_' || d[c - 1] == ' ') ? c - 1 : c;
+        for (w = 0; w < (int)(sizeof(KEYED_LENGTHS) / sizeof(KEYED_LENGTHS[0])); w++) {
+            Py_ssize_t s = end - KEYED_LENGTHS[w];
+            if (s >= 0 && m_lit(t, s, KEYED_WORDS[w], KEYED_LENGTHS[w], 1)) {
+                if (s >= 2 && m_lit(t, s - 2, "x-", 2, 1)) {
+                    out[n++] = s - 2;
                 }
-                else {
-                    e = p + 16;
-                    while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
-                        e++;
-                    }
-                }
-                M_FOUND_AT(p + b, e);
+                out[n++] = s;
+                break;
             }
         }
-        if (prev) { /* the rest of a word already looked at */
-            while (p < t->n && (M_CLASS[d[p]] & M_WORD_BIT)) {
-                p++;
-            }
-        }
+        return n;
     }
-#endif
-    while (p < t->n) {
-        if (!(M_CLASS[d[p]] & M_WORD_BIT)) {
-            p++;
-            continue;
-        }
-        e = p + 1;
-        while (e < t->n && (M_CLASS[d[e]] & M_WORD_BIT)) {
-            e++;
-        }
-        M_FOUND_AT(p, e);
-        p = e;
-    }
-#undef M_FOUND_AT
-    return found;
-}
-
-/* The first p >= from where a word starts (p == 0 or d[p - 1] is not a word byte) with a byte a
-   match of pattern bit can start with (M_CLASS); n when there is none. Reads 16 bytes at a time. */
-static inline Py_ssize_t
-m_next_start(const uint8_t *d, Py_ssize_t n, Py_ssize_t from, unsigned bit)
-{
-    Py_ssize_t p = from;
-#if defined(__SSE2__)
-    for (; p + 16 <= n; p += 16) {
-        unsigned w = m_word_bits16(d + p);
-        unsigned prev = p > 0 && (M_CLASS[d[p - 1]] & M_WORD_BIT) ? 1u : 0u;
-        unsigned starts = w & ~((w << 1) | prev) & 0xFFFFu;
-        if (starts) {
-            starts &= m_first_bits16(d + p); /* every pattern's first bytes are among these */
-        }
-        while (starts) {
-            int b = __builtin_ctz(starts);
-            starts &= starts - 1;
-            if (M_CLASS[d[p + b]] & bit) {
-                return p + b;
-            }
-        }
-    }
-#endif
-    for (; p < n; p++) {
-        if ((M_CLASS[d[p]] & bit) && !(p > 0 && (M_CLASS[d[p - 1]] & M_WORD_BIT))) {
-            return p;
-        }
-    }
+    out[n++] = c;
     return n;
 }
 
+/* 1 when pattern k matches at a start its candidate at c gives */
+static inline int
+m_matches_at(const MText *t, int k, Py_ssize_t c)
+{
+    Py_ssize_t starts[2];
+    int n = m_starts(t, k, c, starts), j;
+    for (j = 0; j < n; j++) {
+        if (MASKERS[k](t, starts[j]) >= 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The patterns of kmask that match somewhere in t (bit k: pattern k), as a re.search of each
+   would tell, plus M_AGO when relative_time is in kmask and t holds an "ago" candidate (the
+   passes below do not run relative_time without one: masking never makes one). One block scan
+   for all of them, a pattern's candidates looked at until it is found (the scan stops when
+   every one is); relative_time, whose \d+ can start at any number, only when t holds an "ago",
+   and then only before the last one, in a second scan. */
+static unsigned
+m_found(const MText *t, unsigned kmask)
+{
+    MScan s;
+    unsigned found = 0, rest = kmask & ~(1u << M_RELATIVE);
+    int relative = (kmask >> M_RELATIVE) & 1;
+    Py_ssize_t ago = -1; /* the last "ago" candidate */
+    if (kmask == 0) {
+        return 0;
+    }
+    for (m_scan_init(&s, t->d, t->n); s.p < t->n; m_scan_step(&s)) {
+        unsigned todo = rest & ~found;
+        uint64_t cands[8];
+        int k;
+        m_candidates(&s, cands);
+        todo &= (unsigned)(cands[0] != 0) | (unsigned)(cands[1] != 0) << 1 | (unsigned)(cands[3] != 0) << 3 |
+                (unsigned)(cands[4] != 0) << 4 | (unsigned)(cands[5] != 0) << 5 | (unsigned)(cands[6] != 0) << 6;
+        while (todo) {
+            uint64_t cand;
+            k = __builtin_ctz(todo);
+            cand = cands[k];
+            todo &= todo - 1;
+            while (cand) {
+                Py_ssize_t c = s.p + __builtin_ctzll(cand);
+                cand &= cand - 1;
+                if (m_matches_at(t, k, c)) {
+                    found |= 1u << k;
+                    break;
+                }
+            }
+        }
+        if (relative) {
+            uint64_t a = cands[M_AGO_ANCHOR];
+            if (a) {
+                ago = s.p + 63 - __builtin_clzll(a);
+            }
+        }
+        else if (found == rest) {
+            return found;
+        }
+    }
+    if (ago > 0) {
+        found |= M_AGO;
+        for (m_scan_init(&s, t->d, ago); s.p < ago; m_scan_step(&s)) {
+            uint64_t cand = s.cur->m[MB_W] & ~M_BEHIND(&s, MB_W) & s.cur->m[MB_D]; /* as m_candidates */
+            while (cand) {
+                Py_ssize_t c = s.p + __builtin_ctzll(cand);
+                cand &= cand - 1;
+                if (m_relative(t, c) >= 0) {
+                    return found | 1u << M_RELATIVE;
+                }
+            }
+        }
+    }
+    return found;
+}
+
 /* One re.sub pass of pattern k over [src, src+n) into out (room for n bytes); returns the
-   output length, or -1 when nothing matched. Matching reads src only, as re.sub does: a match
-   starts only at the start of a word with one of its first bytes (m_next_start; after a word
-   where none starts, the next word). */
+   output length, or -1 when nothing matched. Matching reads src only, as re.sub does: the
+   matcher runs at each start of a candidate (m_candidates, m_starts), in order, from the end
+   of the last match on. */
 static Py_ssize_t
 m_sub(int k, const uint8_t *src, Py_ssize_t n, uint8_t *out)
 {
     MText t = {src, n};
-    Py_ssize_t p = 0, done = 0, o = 0, e;
+    MScan s;
+    Py_ssize_t done = 0, o = 0;
     MMatcher match = MASKERS[k];
-    unsigned bit = 1u << k;
     int any = 0;
-    while ((p = m_next_start(src, n, p, bit)) < n) {
-        Py_ssize_t w;
-        for (w = p + 1; w < n && (M_CLASS[src[w]] & M_WORD_BIT); w++) {
+    for (m_scan_init(&s, src, n); s.p < n; m_scan_step(&s)) {
+        uint64_t cands[8], cand;
+        m_candidates(&s, cands);
+        cand = cands[k];
+        while (cand) {
+            Py_ssize_t starts[2], e;
+            int ns = m_starts(&t, k, s.p + __builtin_ctzll(cand), starts), j;
+            cand &= cand - 1;
+            for (j = 0; j < ns; j++) {
+                if (starts[j] < done || (e = match(&t, starts[j])) < 0) {
+                    continue;
+                }
+                memcpy(out + o, src + done, (size_t)(starts[j] - done));
+                o += starts[j] - done;
+                out[o++] = 0;
+                out[o++] = '~';
+                done = e;
+                any = 1;
+            }
         }
-        if (!m_word_patterns(&t, p, w, bit) || (e = match(&t, p)) < 0) {
-            p = w;
-            continue;
-        }
-        memcpy(out + o, src + done, (size_t)(p - done));
-        o += p - done;
-        out[o++] = 0;
-        out[o++] = '~';
-        p = done = e;
-        any = 1;
     }
     if (!any) {
         return -1;
@@ -2313,9 +2533,16 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             return Py_NewRef(args[0]);
         }
     }
+    /* found: the patterns that match in the data as it is (or did, before the last pass: a pass
+       that changes nothing keeps them). A pass runs for those only; after a pass that changed the
+       data, the later patterns not found yet are looked for again in it (a mask can make a match:
+       the word boundary its token puts before a word), relative_time only when the input has an
+       "ago" (a mask never makes one). */
     for (i = 0; i < nk; i++) {
-        if (!changed && !(found >> kinds[i] & 1)) {
-            continue; /* the data is still the input, where this pattern matches nowhere */
+        Py_ssize_t j;
+        unsigned later = 0;
+        if (!(found >> kinds[i] & 1)) {
+            continue;
         }
         if (bufs[which] == NULL) {
             bufs[which] = PyMem_Malloc((size_t)(n > 0 ? n : 1));
@@ -2325,11 +2552,20 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             }
         }
         len = m_sub(kinds[i], cur, n, bufs[which]);
-        if (len >= 0) {
-            cur = bufs[which];
-            n = len;
-            which = 1 - which;
-            changed = 1;
+        if (len < 0) {
+            continue;
+        }
+        cur = bufs[which];
+        n = len;
+        which = 1 - which;
+        changed = 1;
+        for (j = i + 1; j < nk; j++) {
+            later |= 1u << kinds[j];
+        }
+        later &= ~found & ~(found & M_AGO ? 0u : 1u << M_RELATIVE);
+        if (later) {
+            MText now = {cur, n};
+            found |= m_found(&now, later) & ~M_AGO;
         }
     }
     res = changed ? PyBytes_FromStringAndSize((const char *)cur, n) : Py_NewRef(args[0]);
@@ -2825,6 +3061,36 @@ w_one_of(const uint8_t *t, Py_ssize_t n, Py_ssize_t i, const char *const *lits, 
     return 0;
 }
 
+/* The first occurrence of needle (len >= 1 bytes) in t[from, n), or NULL: memmem, 16 positions at a
+   time where SSE2 is (the positions whose byte is the needle's first and whose byte len - 1 on is
+   its last, then a compare; glibc's memmem is slow for these short needles). */
+static const uint8_t *
+w_find(const uint8_t *t, Py_ssize_t n, Py_ssize_t from, const char *needle, Py_ssize_t len)
+{
+    Py_ssize_t i = from;
+#if defined(__SSE2__)
+    __m128i first = _mm_set1_epi8(needle[0]), last = _mm_set1_epi8(needle[len - 1]);
+    for (; i + 16 + len - 1 <= n; i += 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(t + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(t + i + len - 1));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+        while (m) {
+            Py_ssize_t at = i + __builtin_ctz(m);
+            if (len <= 2 || memcmp(t + at + 1, needle + 1, (size_t)(len - 2)) == 0) {
+                return t + at;
+            }
+            m &= m - 1;
+        }
+    }
+#endif
+    for (; i + len <= n; i++) {
+        if (t[i] == (uint8_t)needle[0] && memcmp(t + i, needle, (size_t)len) == 0) {
+            return t + i;
+        }
+    }
+    return NULL;
+}
+
 static const char *const W_GRADES[] = {"score", "rating", "grade", "mark"};
 static const char *const W_HIGHS[] = {"perfect", "full", "max", "high", "top", "passing"};
 static const char *const W_ROLES[] = {"system", "instruction"};
@@ -2851,7 +3117,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
     case 0: /* from each grade word back: \s+, then the run of \w before it holds a high word */
         for (h = 0; h < 4; h++) {
             Py_ssize_t len = (Py_ssize_t)strlen(W_GRADES[h]);
-            for (i = 0; (hit = memmem(t + i, (size_t)(n - i), W_GRADES[h], (size_t)len)) != NULL;
+            for (i = 0; (hit = w_find(t, n, i, W_GRADES[h], len)) != NULL;
                  i = hit - t + 1) {
                 Py_ssize_t g = hit - t, ws;
                 if (g == 0 || !W_SPACE(t[g - 1])) {
@@ -2865,7 +3131,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
                 }
                 for (hw = 0; hw < 6; hw++) {
                     Py_ssize_t hl = (Py_ssize_t)strlen(W_HIGHS[hw]);
-                    if (j - ws >= hl && memmem(t + ws, (size_t)(j - ws), W_HIGHS[hw], (size_t)hl) != NULL) {
+                    if (j - ws >= hl && w_find(t, j, ws, W_HIGHS[hw], hl) != NULL) {
                         return 1;
                     }
                 }
@@ -2873,7 +3139,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
         }
         return 0;
     case 1:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "score", 5)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "score", 5)) != NULL; i = hit - t + 1) {
             j = hit - t + 5;
             if (j < n && W_SPACE(t[j])) {
                 j = w_spaces(t, n, j);
@@ -2888,14 +3154,14 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
         }
         return 0;
     case 2:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "##", 2)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "##", 2)) != NULL; i = hit - t + 1) {
             if (w_one_of(t, n, w_spaces(t, n, hit - t + 2), W_ROLES, 2)) {
                 return 1;
             }
         }
         return 0;
     case 3:
-        for (i = 0; (hit = memmem(t + i, (size_t)(n - i), "end", 3)) != NULL; i = hit - t + 1) {
+        for (i = 0; (hit = w_find(t, n, i, "end", 3)) != NULL; i = hit - t + 1) {
             Py_ssize_t at = hit - t, b = at;
             while (b > 0 && !W_ALNUM(t[b - 1]) && t[b - 1] != '\n') {
                 b--;
@@ -3319,7 +3585,71 @@ canon_canonical(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return res;
 }
 
+PyDoc_STRVAR(mask_isa_doc,
+"_mask_isa(name=None, /) -> str\n"
+"\n"
+"The instructions mask's block scan uses (one of _mask_isas()); with name, use those from now\n"
+"on (for tests: every version gives the same output) and return the ones used before.");
+
+static PyObject *
+canon_mask_isa(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *name;
+    int k, before = m_isa;
+    if (nargs > 1 || (nargs == 1 && args[0] != Py_None && !PyUnicode_Check(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "_mask_isa() takes at most one str argument");
+        return NULL;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        name = PyUnicode_AsUTF8(args[0]);
+        if (name == NULL) {
+            return NULL;
+        }
+        for (k = 0; k < N_ISAS && (strcmp(M_ISAS[k].name, name) != 0 || !M_ISAS[k].supported()); k++) {
+        }
+        if (k == N_ISAS) {
+            PyErr_Format(PyExc_ValueError, "_mask_isa(): %R is not one of _mask_isas()", args[0]);
+            return NULL;
+        }
+        m_isa = k;
+        m_bits = M_ISAS[k].fn;
+    }
+    return PyUnicode_FromString(M_ISAS[before].name);
+}
+
+PyDoc_STRVAR(mask_isas_doc,
+"_mask_isas() -> tuple[str, ...]\n"
+"\n"
+"The versions of mask's block scan this CPU runs, the widest first (the one chosen at load).");
+
+static PyObject *
+canon_mask_isas(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    PyObject *names = PyList_New(0), *name, *out;
+    int k;
+    if (names == NULL) {
+        return NULL;
+    }
+    for (k = 0; k < N_ISAS; k++) {
+        if (!M_ISAS[k].supported()) {
+            continue;
+        }
+        name = PyUnicode_FromString(M_ISAS[k].name);
+        if (name == NULL || PyList_Append(names, name) < 0) {
+            Py_XDECREF(name);
+            Py_DECREF(names);
+            return NULL;
+        }
+        Py_DECREF(name);
+    }
+    out = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return out;
+}
+
 static PyMethodDef canon_methods[] = {
+    {"_mask_isa", (PyCFunction)(void (*)(void))canon_mask_isa, METH_FASTCALL, mask_isa_doc},
+    {"_mask_isas", canon_mask_isas, METH_NOARGS, mask_isas_doc},
     {"dumps", (PyCFunction)(void (*)(void))canon_dumps, METH_FASTCALL, dumps_doc},
     {"mask", (PyCFunction)(void (*)(void))canon_mask, METH_FASTCALL, mask_doc},
     {"canonical", (PyCFunction)(void (*)(void))canon_canonical, METH_FASTCALL, canonical_doc},
@@ -3357,8 +3687,8 @@ PyInit__canon(void)
     PyObject *m;
 
     init_esc();
-    init_mask_classes();
-    init_mask_lengths();
+    init_mask_bits();
+    init_mask_isa();
     init_words_tables();
     if (nfc_func == NULL) {
         nfc_func = import_attr("unicodedata", "normalize");

@@ -40,6 +40,13 @@ class Scanner:
 def mask(data: bytes, kinds: bytes, /) -> bytes:
     """fingerprint.VolatileMask.python_bytes of data for the built-in patterns numbered kinds."""
 
+def _mask_isas() -> tuple[str, ...]:
+    """The versions of mask's block scan this CPU runs, the widest first (the one chosen at load)."""
+
+def _mask_isa(name: str | None = None, /) -> str:
+    """The version of mask's block scan in use; with name, use that one from now on (for tests) and
+    return the one used before."""
+
 class Words:
     """Which of a set of ASCII words a text holds (built by liveguard.rules.injection._words_tables)."""
 
