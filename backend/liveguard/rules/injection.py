@@ -875,6 +875,59 @@ reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native p
 _FIELDS_NATIVE: bool = _WORDS is not None and _NATIVE_GATES is not None  # not Final, as _WORDS
 
 
+_COMPOSES_AFTER: Final = frozenset((
+    0x9BE, 0x9D7, 0xB3E, 0xB56, 0xB57, 0xBBE, 0xBD7, 0xCC2, 0xCD5, 0xCD6, 0xD3E, 0xD57, 0xDCF, 0xDDF,
+    0xFB5, 0xFB7, 0x102E, 0x1B35, 0x11127, 0x1133E, 0x11357, 0x114B0, 0x114BA, 0x114BD, 0x115AF, 0x11930,
+    *range(0x1161, 0x1176), *range(0x11A8, 0x11C3),  # Hangul vowels and trailing consonants
+))
+"""The characters of no combining class (``unicodedata.combining`` 0) that canonical composition
+may join to the character before them: the second character of a two-character canonical
+decomposition, and the Hangul jamo that compose algorithmically (``tests/test_injection_learn.py``
+derives the set from ``unicodedata`` and checks it; no ASCII character is one)."""
+_READING_MAX: Final = 8
+
+
+def _reading(ch: str) -> bytes | None:
+    """What ``_canon.Words.fields`` reads for the non-ASCII character ``ch`` (``Words.learn``):
+    :func:`normalise` of it, each ASCII character lower-cased and each other one as the byte 0x80
+    (read natively as no letter of any gate word, no spacing mark and no space; as ``\\w`` and
+    ``[\\W_]`` alike by the gate patterns). None, and the text is left to Python, when ``ch``'s
+    :func:`normalise`'d form may depend on its neighbours (its decomposition starts with a combining
+    mark or with a character that composes with the one before it: then :func:`normalise` of a text
+    is not the readings of its characters one after the other), or holds a space or a letter that
+    lower-cases or ``re.IGNORECASE`` folds to ASCII (not the byte 0x80 then), or is longer than 8.
+
+    Otherwise NFKC and NFKD of any text of ASCII and such characters are those of each character
+    in turn (each one's decomposition starts with a starter that composes with nothing before it:
+    no composition and no reordering across characters), and so is the rest of :func:`normalise`
+    (character by character), so a text's reading is :func:`normalise` of the text, lower-cased
+    (``tests/test_injection_learn.py`` checks this on drawn texts)."""
+    first = unicodedata.normalize("NFKD", ch)[0]
+    if unicodedata.combining(first) or ord(first) in _COMPOSES_AFTER:
+        return None
+    text = normalise(ch)
+    if len(text) > _READING_MAX:
+        return None
+    out = bytearray()
+    for part in text:
+        if part.isascii():
+            out += part.lower().encode()
+        elif part.isspace() or part in _FOLD_TO_ASCII or any(low.isascii() for low in part.lower()):
+            return None
+        else:
+            out.append(0x80)
+    return bytes(out)
+
+
+def _learn(words: Words, raw: bytes) -> None:
+    """Teach ``words`` the :func:`_reading` of each non-ASCII character of the JSON text ``raw`` that
+    it has neither learned nor refused (at most 64 a call), so that ``Words.fields`` reads the next
+    fields that hold only those natively instead of leaving them to Python. A character's reading
+    does not depend on the text it is in: what is learned from one run holds for every other."""
+    for ch in words.unknown(raw.translate(None, _ASCII_BYTES).decode("utf-8", "replace")):
+        words.learn(ord(ch), _reading(ch))
+
+
 def _json_scan_core(raw: bytes) -> bool:
     """:func:`_json_may_match_core` of ``raw``: natively when built, otherwise (and for text with
     one of the four letters ``re.IGNORECASE`` folds to ASCII, which the native scanner declines)
@@ -1022,18 +1075,18 @@ def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str
 
 
 def _codes_passing(text: str, passing: int) -> list[str]:
-    """:func:`_codes_masked` of ASCII ``text`` (its own :func:`normalise`'d form) given the
+    """:func:`_codes_masked` of ``text`` (already :func:`normalise`'d) given the
     alternatives whose gate passes on it, as ``_canon.Words.fields`` tells them (bit ``i``:
     :data:`_ALTERNATIVES_MASKED` ``[i]``; bit ``16 + j``: :data:`_SQUASHED_MASKED` ``[j]``, set
     only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order
     (each tried where its alternative's start words are, :func:`_search_ascii`)."""
     found: list[str] = []
-    ascii_ = text.isascii()
-    low = text.lower() if ascii_ else text
+    low = text.lower() if text.isascii() else _lowered(text)
+    same = len(low) == len(text)  # always, but for a letter whose lower case is two (see _search_ascii)
     for n, (code, _first, _gate, rx) in enumerate(_ALTERNATIVES_MASKED):
         if not passing >> n & 1 or code in found:
             continue
-        if _search_ascii(rx, _ALTERNATIVE_STARTS[n], text, low) if ascii_ else rx.search(text) is not None:
+        if _search_ascii(rx, _ALTERNATIVE_STARTS[n], text, low) if same else rx.search(text) is not None:
             found.append(code)
     if passing >> _FIELD_BIT_SQUASHED:
         squashed = _SQUASH.sub("", text)
@@ -1152,8 +1205,16 @@ class EvaluatorInjection:
         passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
         if passing is not None and not passing:
             return None  # every field decided natively: no gate passes
-        if (passing is None or None in passing) and not _values_may_match(values):
-            return None  # a field left to Python: the step's pre-filter first
+        if passing is None or None in passing:  # a field left to Python: the step's pre-filter first
+            try:
+                raw = orjson.dumps(values)
+            except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
+                pass
+            else:
+                if words is not None and not raw.isascii():
+                    _learn(words, raw)  # the next fields with these characters are read natively
+                if not _json_scan(raw):
+                    return None
         hits: list[str] = []
         fields: list[str] = []
         for n, name in enumerate(_FIELDS):
@@ -1164,7 +1225,7 @@ class EvaluatorInjection:
             if gates is None:
                 found = _field_codes(normalise(_text_of(value)))
             elif gates:
-                found = _codes_passing(_text_of(value), gates)
+                found = _codes_passing(normalise(_text_of(value)), gates)
             else:
                 continue
             if found:
