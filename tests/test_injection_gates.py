@@ -192,7 +192,7 @@ def test_every_letter_spaced_match_starts_with_a_start_word(
     word of the alternative it is squashed from, so ``_search_squashed`` (which tries it only
     there) finds what ``search`` finds: drawn matches between drawn text, in any characters (the
     four that ``re.IGNORECASE`` equates with ASCII letters among them)."""
-    m = [k for k, (c, k2, _t) in enumerate(SQUASHED) if (c, k2) == (code, n)][0]
+    m = next(k for k, (c, k2, _t) in enumerate(SQUASHED) if (c, k2) == (code, n))
     rx = injection._SQUASHED_MASKED[m][3]
     assert rx.pattern == injection._squashed(text)
     drawn = data.draw(st.from_regex(rx) | st.from_regex(rx, alphabet=st.characters(max_codepoint=0x7F)))

@@ -133,6 +133,19 @@ _WORDS_ = st.sampled_from(
 _TEXT = st.lists(_WORDS_ | _NON_ASCII | st.text(max_size=3), max_size=12).map("".join)
 
 
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.characters() | _NON_ASCII | st.sampled_from("aZ \n#<|")))
+def test_ascii_lowered_holds_the_ascii_of_lowered_at_the_same_places(text: str) -> None:
+    """Where ``_lowered`` text holds an ASCII character, ``_ascii_lowered`` text holds the same one,
+    and a non-ASCII one where it does: every ASCII word is found at the same places in both."""
+    full, cheap = injection._lowered(text), injection._ascii_lowered(text)
+    if len(full) != len(text):  # "İ" lower-cases to two characters: both searched whole
+        return
+    assert len(cheap) == len(full)
+    for a, b in zip(full, cheap, strict=True):
+        assert (a == b) if a.isascii() else not b.isascii(), (text, a, b)
+
+
 @needs_native
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(_TEXT, min_size=1, max_size=3), field=st.sampled_from(["summary", "args", "result"]))
