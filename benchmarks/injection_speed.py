@@ -10,8 +10,13 @@ Usage::
     PYTHONPATH=backend python benchmarks/injection_speed.py check [--generated 2000] [CORPUS...]
 
 A corpus is a JSONL, LangSmith JSON or Parquet file (``liveguard.readers.inputs``), or
-``generated:N`` (``benchmarks/scale_corpus.py``'s N runs, default seed). Without corpora ``check``
-reads ``benchmarks/detection/data/*.jsonl``, ``golden_datasets/**`` and ``generated:2000``.
+``generated:N`` (``benchmarks/scale_corpus.py``'s N runs, default seed), or ``planted:CORPUS``:
+that corpus with the rule's variants (``tests/test_injection_variants.py``: fullwidth, zero-width
+splits, look-alike letters, letter spacing, four languages, forged data ends) and look-alikes
+written into the strings of one step in three (seeded: the same corpus each time), at any place,
+beyond ``MAX_SCAN_CHARS`` too, with non-ASCII characters around them. Without corpora ``check``
+reads ``benchmarks/detection/data/*.jsonl``, ``golden_datasets/**`` and ``generated:2000``, each
+also planted.
 
 The time is what a Monitor spends in the rule: ``prefetch`` of each run's observations, then
 ``observe`` of each (``time.process_time``; the observations, digests included, are made before).
@@ -41,6 +46,8 @@ DEFAULT_CORPORA = [*sorted((HERE / "detection" / "data").glob("*.jsonl")),
 
 
 def _corpus_path(spec: str, tmp: Path) -> Path:
+    if spec.startswith("planted:"):
+        return _plant(_corpus_path(spec.split(":", 1)[1], tmp), tmp)
     if not spec.startswith("generated:"):
         return Path(spec)
     sys.path.insert(0, str(HERE))
@@ -48,6 +55,55 @@ def _corpus_path(spec: str, tmp: Path) -> Path:
 
     n = int(spec.split(":", 1)[1] or 2000)
     return write_corpus(tmp / f"generated_{n}.jsonl", n, seed=SEED)
+
+
+_AROUND = ("", " ", "\n", "\u00e9t\u00e9 ", "\u2019", "\u200b", "\u4f60\u597d ", "\u2026", "\u00a0", "e\u0301 ",
+           "\u2028", "\U0001f600", "\u0130")
+
+
+def _plant(path: Path, tmp: Path) -> Path:
+    """``path``'s runs with the rule's variants and look-alikes written into one step in three."""
+    import random
+
+    import orjson
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_injection_variants import LOOK_ALIKES, VARIANTS
+
+    from liveguard.model import Trajectory
+    from liveguard.readers.inputs import iter_inputs
+
+    texts = [raw for _, _, raw in VARIANTS] + list(LOOK_ALIKES)
+    rng = random.Random(20261202)
+
+    def plant(value: Any, depth: int = 0) -> Any:
+        if isinstance(value, str):
+            at = rng.choice([0, len(value), rng.randrange(len(value) + 1), 19_990, 20_010])
+            at = min(at, len(value))
+            inserted = rng.choice(_AROUND) + rng.choice(texts) + rng.choice(_AROUND)
+            return value[:at] + inserted + value[at:]
+        if isinstance(value, dict) and value:
+            key = rng.choice(list(value))
+            return {**value, key: plant(value[key], depth + 1)}
+        if isinstance(value, list) and value:
+            n = rng.randrange(len(value))
+            return [*value[:n], plant(value[n], depth + 1), *value[n + 1 :]]
+        return value
+
+    out = tmp / f"planted_{path.stem}.jsonl"
+    with out.open("wb") as f:
+        for _source, run in iter_inputs([path]):
+            if not isinstance(run, Trajectory):
+                continue
+            steps = []
+            for step in run.steps:
+                names = [n for n in ("summary", "output", "args", "result", "error") if getattr(step, n)]
+                if names and rng.random() < 1 / 3:
+                    name = rng.choice(names)
+                    step = step.model_copy(update={name: plant(getattr(step, name))})
+                steps.append(step.model_dump(mode="json", exclude_none=True))
+            f.write(orjson.dumps({**run.model_dump(mode="json", exclude_none=True), "steps": steps}) + b"\n")
+    return out
 
 
 def load(path: Path) -> list[list[Any]]:
@@ -194,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.corpus, args.repeats)))
         return 0
     if args.command == "check":
-        specs = args.corpora or [*(str(p) for p in DEFAULT_CORPORA), f"generated:{args.generated}"]
+        plain = [*(str(p) for p in DEFAULT_CORPORA), f"generated:{args.generated}"]
+        specs = args.corpora or [*plain, *(f"planted:{spec}" for spec in plain)]
         return check(specs)
     bench([str(Path(c).resolve()) if not c.startswith("generated:") else c for c in args.corpora],
           {"before": args.before.resolve(), "after": args.after.resolve()}, args.repeats, args.rounds)
