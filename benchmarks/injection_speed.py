@@ -57,8 +57,8 @@ def _corpus_path(spec: str, tmp: Path) -> Path:
     return write_corpus(tmp / f"generated_{n}.jsonl", n, seed=SEED)
 
 
-_AROUND = ("", " ", "\n", "\u00e9t\u00e9 ", "\u2019", "\u200b", "\u4f60\u597d ", "\u2026", "\u00a0", "e\u0301 ",
-           "\u2028", "\U0001f600", "\u0130")
+_AROUND = ("", " ", "\n", "\u00e9t\u00e9 ", "\u2019", "\u200b", "\u4f60\u597d ", "\u2026", "\u00a0",
+           "e\u0301 ", "\u2028", "\U0001f600", "\u0130")
 
 
 def _plant(path: Path, tmp: Path) -> Path:
@@ -68,10 +68,9 @@ def _plant(path: Path, tmp: Path) -> Path:
     import orjson
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_injection_variants import LOOK_ALIKES, VARIANTS
-
     from liveguard.model import Trajectory
     from liveguard.readers.inputs import iter_inputs
+    from test_injection_variants import LOOK_ALIKES, VARIANTS
 
     texts = [raw for _, _, raw in VARIANTS] + list(LOOK_ALIKES)
     rng = random.Random(20261202)
@@ -96,7 +95,8 @@ def _plant(path: Path, tmp: Path) -> Path:
             if not isinstance(run, Trajectory):
                 continue
             steps = []
-            for step in run.steps:
+            for original in run.steps:
+                step = original
                 names = [n for n in ("summary", "output", "args", "result", "error") if getattr(step, n)]
                 if names and rng.random() < 1 / 3:
                     name = rng.choice(names)
