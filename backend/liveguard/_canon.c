@@ -2352,6 +2352,10 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
  *
  * table: uint32 entries, [state][class] -> next state; masks: nwords64 uint64 per state,
  * the words that end in that state.
+ *
+ * fields() reads a non-ASCII character by its learned reading (learn(): injection._reading, what
+ * injection.normalise makes of it, ASCII lower-cased, any other character as the byte 0x80) and
+ * leaves a text with a character not learned to Python; unknown() lists those of a text.
  */
 
 typedef struct {

@@ -56,12 +56,17 @@ path directly. A recorded run is pre-filtered once, its first steps and then the
 (:meth:`EvaluatorInjection.prefetch`).
 
 With the C accelerator, a step's fields are first read natively (``_canon.Words.fields``): for
-each field made of plain data (str, dict, list, tuple, numbers) with ASCII strings, one pass
-builds :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate patterns
-(:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with none
-is not read again, and the others are searched for those alternatives only
-(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A field it
-leaves to Python (not ASCII, other data) takes the pre-filter and the per-field path above.
+each field made of plain data (str, dict, list, tuple, numbers), one pass builds
+:func:`normalise` of :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate
+patterns (:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with
+none is not read again, and the others are searched for those alternatives only
+(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A non-ASCII
+character is read by its learned reading (:func:`_reading`: :func:`normalise` of it, which does
+not depend on its neighbours for the characters that have one); the rule teaches the native
+reader each new character it meets in a field left to Python (:func:`_learn`), so the next
+fields with it are read natively. A field it leaves to Python (a character not learned or
+without a reading, such as a combining mark; other data) takes the pre-filter and the
+per-field path above.
 
 :func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
 (and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
