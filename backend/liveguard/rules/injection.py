@@ -945,7 +945,8 @@ def _learn(words: Words, raw: bytes) -> None:
     fields that hold only those natively instead of leaving them to Python. A character's reading
     does not depend on the text it is in: what is learned from one run holds for every other."""
     for ch in words.unknown(raw.translate(None, _ASCII_BYTES).decode("utf-8", "replace")):
-        words.learn(ord(ch), _reading(ch))
+        if not words.learn(ord(ch), _reading(ch)):
+            return  # the table is full (65,536 code points): the rest stays with Python
 
 
 def _json_scan_core(raw: bytes) -> bool:
