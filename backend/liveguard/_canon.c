@@ -2588,6 +2588,10 @@ canon_mask(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
  *
  * table: uint32 entries, [state][class] -> next state; masks: nwords64 uint64 per state,
  * the words that end in that state.
+ *
+ * fields() reads a non-ASCII character by its learned reading (learn(): injection._reading, what
+ * injection.normalise makes of it, ASCII lower-cased, any other character as the byte 0x80) and
+ * leaves a text with a character not learned to Python; unknown() lists those of a text.
  */
 
 typedef struct {
@@ -2607,7 +2611,18 @@ typedef struct {
     int pshift;
     Py_ssize_t longest; /* the longest word (the deepest state: its shortest path from the root) */
     Py_ssize_t ngates;
+    /* learned readings of non-ASCII code points (see words_learn): pages[cp >> 8][cp & 255] is 0
+       (not learned), WORDS_REFUSED (no reading: fields() declines the text, as for 0), or
+       1 + the reading's index in readings */
+    uint32_t **pages;
+    uint8_t *readings; /* WORDS_READING bytes each: the length, then the bytes */
+    Py_ssize_t nreadings, capreadings;
 } Words;
+
+#define WORDS_READING 9 /* a reading: its length (0..8), then up to 8 bytes */
+#define WORDS_PAGES (0x110000 >> 8)
+#define WORDS_MAX_READINGS 65536
+#define WORDS_REFUSED 0xFFFFFFFFu
 
 static void
 words_dealloc(Words *self)
@@ -2618,6 +2633,14 @@ words_dealloc(Words *self)
     PyMem_Free(self->gates);
     PyMem_Free(self->ptable);
     PyMem_Free(self->masks4);
+    if (self->pages != NULL) {
+        Py_ssize_t p;
+        for (p = 0; p < WORDS_PAGES; p++) {
+            PyMem_Free(self->pages[p]);
+        }
+        PyMem_Free(self->pages);
+    }
+    PyMem_Free(self->readings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2918,7 +2941,8 @@ typedef struct {
     int max_depth;        /* injection._DEPTH */
     int parts;            /* strings taken */
     int done;             /* max_chars reached: _text_of stops */
-    int declined;         /* a string not ASCII, or a value _texts would read otherwise */
+    int declined;         /* a character not learned, or a value _texts would read otherwise */
+    const Words *words;   /* its learned readings of non-ASCII characters */
 } TextBuf;
 
 static int
@@ -2941,7 +2965,48 @@ tb_reserve(TextBuf *tb, Py_ssize_t more)
     return 0;
 }
 
-/* _text_of's parts.append(text[: MAX_SCAN_CHARS - size]), joined by "\n", lower-cased */
+/*
+ * A string that is not ASCII, cut at n characters: each ASCII character lower-cased, each other
+ * one as its learned reading (words_learn), and declined at the first one not learned.
+ */
+static int
+tb_add_wide(TextBuf *tb, PyObject *text, Py_ssize_t n)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    uint32_t *const *pages = tb->words->pages;
+    Py_ssize_t k;
+    if (pages == NULL) {
+        tb->declined = 1;
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        const uint32_t *page;
+        const uint8_t *reading;
+        uint32_t at;
+        if (c < 128) {
+            tb->buf[tb->len++] = (c >= 'A' && c <= 'Z') ? (uint8_t)(c | 0x20) : (uint8_t)c;
+            continue;
+        }
+        page = pages[c >> 8];
+        if (page == NULL || (at = page[c & 255]) == 0 || at == WORDS_REFUSED) {
+            tb->declined = 1;
+            return 0;
+        }
+        reading = tb->words->readings + (Py_ssize_t)(at - 1) * WORDS_READING;
+        /* room for the reading and one byte for each character left (reserved for one each) */
+        if (reading[0] > 1 && tb_reserve(tb, reading[0] + (n - k)) < 0) {
+            return -1;
+        }
+        memcpy(tb->buf + tb->len, reading + 1, reading[0]);
+        tb->len += reading[0];
+    }
+    return 0;
+}
+
+/* _text_of's parts.append(text[: MAX_SCAN_CHARS - size]), joined by "\n", lower-cased; a string
+   that is not ASCII, normalise'd as its characters' learned readings (tb_add_wide) */
 static int
 tb_add(TextBuf *tb, PyObject *text)
 {
@@ -2950,10 +3015,6 @@ tb_add(TextBuf *tb, PyObject *text)
     uint8_t *dst;
     if (str_ready(text) < 0) {
         return -1;
-    }
-    if (!PyUnicode_IS_ASCII(text)) {
-        tb->declined = 1;
-        return 0;
     }
     n = PyUnicode_GET_LENGTH(text);
     if (n > tb->max_chars - tb->size) {
@@ -2964,6 +3025,16 @@ tb_add(TextBuf *tb, PyObject *text)
     }
     if (tb->parts++ > 0) {
         tb->buf[tb->len++] = '\n';
+    }
+    if (!PyUnicode_IS_ASCII(text)) {
+        if (tb_add_wide(tb, text, n) < 0) {
+            return -1;
+        }
+        tb->size += n;
+        if (tb->size >= tb->max_chars) {
+            tb->done = 1;
+        }
+        return 0;
     }
     src = (const uint8_t *)PyUnicode_DATA(text);
     dst = tb->buf + tb->len;
@@ -3105,7 +3176,9 @@ static const char *const W_TAILS[] = {"of", "run", "data", "input"};
  *    characters (fake_role_marker's ^[\W_]*END...(?:DATA|INPUT), the one alternative this
  *    pattern gates, needs that: ^ is a line start, [\W_] every character but a letter or a digit)
  * Each is what a regex search finds (\s and \w of ASCII text; no backtracking can help: the
- * runs \w*, \s+, \s* and [\s_-]* end where a letter the next part needs begins).
+ * runs \w*, \s+, \s* and [\s_-]* end where a letter the next part needs begins). A byte >= 0x80
+ * stands for a learned non-ASCII character (no space, see words_learn): 0 takes it as \w and 3 as
+ * [\W_], either of which it may be, so the gate passes whenever the regex may find a match.
  */
 static int
 words_pattern(const uint8_t *t, Py_ssize_t n, int k)
@@ -3127,7 +3200,7 @@ words_pattern(const uint8_t *t, Py_ssize_t n, int k)
                 while (j > 0 && W_SPACE(t[j - 1])) {
                     j--;
                 }
-                for (ws = j; ws > 0 && W_WORD(t[ws - 1]); ws--) {
+                for (ws = j; ws > 0 && (W_WORD(t[ws - 1]) || t[ws - 1] >= 0x80); ws--) {
                 }
                 for (hw = 0; hw < 6; hw++) {
                     Py_ssize_t hl = (Py_ssize_t)strlen(W_HIGHS[hw]);
@@ -3432,10 +3505,11 @@ PyDoc_STRVAR(words_fields_doc,
 "fields(values, max_chars, max_depth, /) -> tuple[int | None, ...]\n"
 "\n"
 "For each value of the tuple values (a step's text fields), the alternatives whose gate passes on\n"
-"injection._text_of(value) (bit i: plain alternative i; bit 16 + j: letter-spaced alternative j,\n"
-"only when the text holds a letter-spaced word; 0 for None), or None when the value holds a string\n"
-"that is not ASCII, or data other than str, exact dict, list and tuple, int, float, bool and None\n"
-"(then Python decides); the empty tuple when every item would be 0. Needs the gates given to Words().");
+"injection.normalise(injection._text_of(value)) (bit i: plain alternative i; bit 16 + j: letter-spaced\n"
+"alternative j, only when the text holds a letter-spaced word; 0 for None), or None when the value\n"
+"holds a non-ASCII character not learned (see learn), or data other than str, exact dict, list and\n"
+"tuple, int, float, bool and None (then Python decides); the empty tuple when every item would be 0.\n"
+"Needs the gates given to Words().");
 
 static PyObject *
 words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
@@ -3489,6 +3563,7 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
         tb.parts = tb.done = tb.declined = 0;
         tb.max_chars = max_chars;
         tb.max_depth = (int)max_depth;
+        tb.words = self;
         if (tb_walk(&tb, value, 0) < 0) {
             Py_DECREF(out);
             PyMem_Free(tb.buf);
@@ -3527,8 +3602,129 @@ words_fields(Words *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+PyDoc_STRVAR(words_learn_doc,
+"learn(code, reading, /) -> bool\n"
+"\n"
+"Read the non-ASCII code point code as reading in fields() (up to 8 bytes: ASCII bytes as they are,\n"
+"lower-cased; any other byte stands for a character that is no ASCII one, no space and no letter\n"
+"re.IGNORECASE folds to ASCII), instead of declining the text: the caller vouches that it is what\n"
+"injection.normalise makes of the character wherever it stands. reading None: refused (fields()\n"
+"still declines a text that holds it, and unknown() no longer lists it). False (nothing learned)\n"
+"once 65,536 code points are learned; a code point learned or refused again keeps its first entry.");
+
+static PyObject *
+words_learn(Words *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long code;
+    const char *bytes;
+    Py_ssize_t len, k;
+    uint32_t *page;
+    uint8_t *reading;
+    if (nargs != 2 || !PyLong_Check(args[0]) || !(PyBytes_Check(args[1]) || args[1] == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "learn() takes an int and bytes or None");
+        return NULL;
+    }
+    code = PyLong_AsLong(args[0]);
+    if (code == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    bytes = args[1] == Py_None ? NULL : PyBytes_AS_STRING(args[1]);
+    len = args[1] == Py_None ? 0 : PyBytes_GET_SIZE(args[1]);
+    if (code < 128 || code > 0x10FFFF || len > WORDS_READING - 1) {
+        PyErr_SetString(PyExc_ValueError, "learn(): a non-ASCII code point and up to 8 bytes");
+        return NULL;
+    }
+    if (self->pages == NULL) {
+        self->pages = PyMem_Calloc(WORDS_PAGES, sizeof(uint32_t *));
+        if (self->pages == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    page = self->pages[code >> 8];
+    if (page != NULL && page[code & 255] != 0) {
+        Py_RETURN_TRUE;
+    }
+    if (self->nreadings >= WORDS_MAX_READINGS) {
+        Py_RETURN_FALSE;
+    }
+    if (page == NULL) {
+        page = self->pages[code >> 8] = PyMem_Calloc(256, sizeof(uint32_t));
+        if (page == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    if (bytes == NULL) {
+        page[code & 255] = WORDS_REFUSED;
+        self->nreadings++; /* counted: the table stays bounded */
+        Py_RETURN_TRUE;
+    }
+    if (self->nreadings == self->capreadings) {
+        Py_ssize_t cap = self->capreadings ? self->capreadings * 2 : 256;
+        uint8_t *grown = PyMem_Realloc(self->readings, (size_t)(cap * WORDS_READING));
+        if (grown == NULL) {
+            return PyErr_NoMemory();
+        }
+        self->readings = grown;
+        self->capreadings = cap;
+    }
+    reading = self->readings + self->nreadings * WORDS_READING;
+    reading[0] = (uint8_t)len;
+    for (k = 0; k < len; k++) {
+        uint8_t c = (uint8_t)bytes[k];
+        reading[1 + k] = c >= 0x80 ? 0x80 : (c >= 'A' && c <= 'Z') ? (uint8_t)(c | 0x20) : c;
+    }
+    page[code & 255] = (uint32_t)++self->nreadings;
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(words_unknown_doc,
+"unknown(text, /) -> str\n"
+"\n"
+"The non-ASCII characters of text that are neither learned nor refused (see learn), each once, in\n"
+"the order they first appear, at most 64.");
+
+#define WORDS_UNKNOWN_MAX 64
+
+static PyObject *
+words_unknown(Words *self, PyObject *text)
+{
+    Py_UCS4 out[WORDS_UNKNOWN_MAX];
+    Py_ssize_t n, i, nout = 0, k;
+    int kind;
+    const void *data;
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "unknown() needs str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (str_ready(text) < 0) {
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    kind = PyUnicode_KIND(text);
+    data = PyUnicode_DATA(text);
+    for (i = 0; i < n && nout < WORDS_UNKNOWN_MAX; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        const uint32_t *page;
+        if (c < 128) {
+            continue;
+        }
+        page = self->pages != NULL ? self->pages[c >> 8] : NULL;
+        if (page != NULL && page[c & 255] != 0) {
+            continue;
+        }
+        for (k = 0; k < nout && out[k] != c; k++) {
+        }
+        if (k == nout) {
+            out[nout++] = c;
+        }
+    }
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, nout);
+}
+
 static PyMethodDef words_methods[] = {
     {"present", (PyCFunction)words_present, METH_O, words_present_doc},
+    {"learn", (PyCFunction)(void (*)(void))words_learn, METH_FASTCALL, words_learn_doc},
+    {"unknown", (PyCFunction)words_unknown, METH_O, words_unknown_doc},
     {"fields", (PyCFunction)(void (*)(void))words_fields, METH_FASTCALL, words_fields_doc},
     {NULL, NULL, 0, NULL},
 };

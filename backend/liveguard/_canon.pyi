@@ -57,7 +57,13 @@ class Words:
         """The presence masks of the words in injection._lowered(text), plain and with every
         spacing mark removed, and whether injection._SPACED finds a letter-spaced word."""
     def fields(self, values: tuple[object, ...], max_chars: int, max_depth: int, /) -> tuple[int | None, ...]:
-        """For each value, the alternatives whose gate passes on injection._text_of(value) (bit i:
-        plain alternative i, bit 16 + j: letter-spaced alternative j; 0 for None), or None (the
-        value is not ASCII, or not plain data: Python decides); () when every item would be 0.
-        Needs the gates (injection._native_gates)."""
+        """For each value, the alternatives whose gate passes on injection.normalise of
+        injection._text_of(value) (bit i: plain alternative i, bit 16 + j: letter-spaced
+        alternative j; 0 for None), or None (the value holds a non-ASCII character not learned,
+        or is not plain data: Python decides); () when every item would be 0. Needs the gates
+        (injection._native_gates)."""
+    def learn(self, code: int, reading: bytes | None, /) -> bool:
+        """Read the non-ASCII code point ``code`` as ``reading`` in fields() (injection._reading);
+        None: refused. False once 65,536 code points are learned."""
+    def unknown(self, text: str, /) -> str:
+        """The non-ASCII characters of ``text`` neither learned nor refused, each once, at most 64."""
