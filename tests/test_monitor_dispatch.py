@@ -43,7 +43,8 @@ def test_the_monitor_calls_every_rule_as_a_rule_base_in_build_order() -> None:
     """Every rule of every family (loop guard, allow-set, defects, step text, step limits) is
     handed its observations as a ``RuleBase``: the built-in rules directly, any other
     through a ``ForeignRule``; per kind, in the order ``build`` gave them."""
-    allow = AllowSet.parse({"graph": "g", "transitions": {"__start__": ["a"], "a": ["b", "__end__"], "b": ["a"]}})
+    transitions = {"__start__": ["a"], "a": ["b", "__end__"], "b": ["a"]}
+    allow = AllowSet.parse({"graph": "g", "transitions": transitions})
     policy = Policy(scan_text=True, run_steps=50)
     monitor = Monitor(policy, allow)
     rules = monitor._rules
