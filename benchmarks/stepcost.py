@@ -127,7 +127,7 @@ def _instructions(tree: Path, path: Path, stage: str, passes: int) -> int:
     """Instructions executed by a child that sets up, warms ``stage`` up and runs it ``passes``
     times, under valgrind (cachegrind, no cache simulation): a count the machine's load does
     not move."""
-    env = dict(os.environ, PYTHONPATH=str(tree / "backend"))
+    env = dict(os.environ, PYTHONPATH=str(tree / "backend"), PYTHONHASHSEED="0")  # the same dict layouts
     valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     out = subprocess.run([*valgrind, sys.executable, __file__, "--child", str(path), "--stage", stage,
                           "--passes", str(passes)],
