@@ -36,6 +36,7 @@ __all__ = [
     "is_tool_message",
     "is_user_input",
     "is_user_message",
+    "is_user_turn",
     "tool_call_args",
     "tool_call_name",
     "tool_calls",
@@ -46,7 +47,7 @@ __all__ = [
 UNKNOWN_TOOL: Final = "unknown_tool"
 """The tool name of a tool step whose tool could not be named."""
 
-_MISSING: Any = object()
+_MISSING: Final[Any] = object()
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -106,11 +107,14 @@ def is_user_message(message: Any) -> bool:
 def is_user_input(step: Step) -> bool:
     """A message step that is the user's input: node ``"user"`` (or ``"human"``), or an
     output that is a user message. The content rules key the replies on it."""
-    if step.tool is not None:
-        return False
-    if step.node in USER_NODES:
+    return step.tool is None and is_user_turn(step.node, step.output)
+
+
+def is_user_turn(node: str, output: Any) -> bool:
+    """:func:`is_user_input` of a step without a tool, from its node and its output (the
+    Monitor has both at hand)."""
+    if node in USER_NODES:
         return True
-    output = step.output
     return output is not None and not isinstance(output, str | int | float | bool) and is_user_message(output)
 
 

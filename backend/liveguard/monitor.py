@@ -50,14 +50,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from xxhash import xxh3_128_digest as _xxh3_raw
+from xxhash import xxh3_128_digest
 
 from liveguard.errors import FingerprintError, SnapshotError
 from liveguard.fingerprint import _DECLINE, DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
-from liveguard.messages import content, is_user_input, tool_call_name, tool_calls
+from liveguard.messages import content, is_user_turn, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import (
@@ -66,8 +66,10 @@ from liveguard.rules.base import (
     OBSERVATION_KINDS,
     REQUEST,
     TOOL,
+    ForeignRule,
     Observation,
     Rule,
+    RuleBase,
     unhex,
 )
 from liveguard.rules.build import build
@@ -79,6 +81,9 @@ __all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory"]
 
 SNAPSHOT_VERSION = 1
 """Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
+
+_xxh3_raw: Final[Callable[[bytes], bytes]] = xxh3_128_digest
+"""xxh3-128, raw (a ``Final`` name: compiled by mypyc, a static, not a module look-up per step)."""
 
 
 
@@ -120,7 +125,7 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
-        return self._run((obs,))
+        return self._run([obs])
 
     def observe_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> list[Violation]:
         """Feed a recorded run: every digest first, one batched prefetch, then the rules.
@@ -142,7 +147,7 @@ class Monitor:
             prefetch(observations)
         return self._run(observations)
 
-    def _run(self, observations: Iterable[Observation]) -> list[Violation]:
+    def _run(self, observations: list[Observation]) -> list[Violation]:
         """Hand observations to the rules of their kind, in order (holding parallel turns)."""
         found: list[Violation] = []
         by_kind = self._by_kind
@@ -271,21 +276,52 @@ class Monitor:
         return self._observation(step, self._index, advance=False).key
 
     def _observation(self, step: Step, index: int, advance: bool = True) -> Observation:
-        """The step's observation, its digest keyed on what it answers (module docstring)."""
-        obs = self._plain(step, index)
-        if obs.kind == CONTENTLESS:
-            return obs
-        if obs.kind == MESSAGE and is_user_input(step):
-            obs.user = True
-            if advance:
-                self._request = obs.digest
-            return obs
-        carries = step.tool is None and step.args is not None  # a step that carries its input
-        if obs.kind == TOOL and obs.failed:
-            # An identical call with an identical failure is the same state whatever was asked:
-            # it counts across requests (a successful call is keyed on the request it serves).
-            return obs
-        context = self._digest(step.args) if carries else self._request
+        """The step's observation: its kind and its own digest, keyed on what it answers
+        (module docstring). Each of the step's fields is read once."""
+        # A Step keeps its fields in its ``__dict__`` (pydantic); read there, each costs a dict
+        # look-up instead of an attribute look-up through the model's ``__getattr__`` hook.
+        fields: dict[str, Any] = step.__dict__
+        node: str = fields["node"]
+        tool: str | None = fields.get("tool")
+        if tool is not None:
+            args = fields.get("args")
+            if isinstance(args, str):
+                args = _maybe_json(args)
+            result, error = fields.get("result"), fields.get("error")
+            nonretryable = _nonretryable(result) or _nonretryable(error)
+            obs = Observation(index, node, TOOL, self._digest((tool, args, result, error)), tool=tool,
+                              nonretryable=nonretryable, step=step, failed=error is not None)
+            if obs.failed:
+                # An identical call with an identical failure is the same state whatever was asked:
+                # it counts across requests (a successful call is keyed on the request it serves).
+                return obs
+            context = self._request  # a tool step never carries its input: it is keyed on the request
+        else:
+            output = fields.get("output")
+            calls = None if output is None else tool_calls(output)
+            if calls:
+                obs = Observation(index, node, REQUEST, self._digest(calls), tool=tool_call_name(calls[0]),
+                                  step=step, calls=len(calls))
+            else:
+                summary, error = fields.get("summary"), fields.get("error")
+                payload: Any = None
+                if summary is not None:
+                    payload = summary
+                elif output is not None:
+                    payload = output
+                elif error is None:
+                    return Observation(index, node, CONTENTLESS, b"", step=step)
+                if error is None:
+                    obs = Observation(index, node, MESSAGE, self._digest(payload), content=payload, step=step)
+                else:
+                    obs = Observation(index, node, MESSAGE, self._digest((payload, error)), step=step)
+                if is_user_turn(node, output):
+                    obs.user = True
+                    if advance:
+                        self._request = obs.digest
+                    return obs
+            carried = fields.get("args")  # a step that carries its input is keyed on it
+            context = self._request if carried is None else self._digest(carried)
         if context:
             obs.digest = _xxh3_raw(context + obs.digest)
         return obs
@@ -300,35 +336,6 @@ class Monitor:
             except _DECLINE:
                 pass
         return self._raw_digest(payload)
-
-    def _plain(self, step: Step, index: int) -> Observation:
-        """The step's observation before keying: its kind and its own digest."""
-        node = step.node
-        tool = step.tool
-        if tool is not None:
-            args = step.args
-            if isinstance(args, str):
-                args = _maybe_json(args)
-            result, error = step.result, step.error
-            nonretryable = _nonretryable(result) or _nonretryable(error)
-            return Observation(index, node, TOOL, self._digest((tool, args, result, error)), tool=tool,
-                               nonretryable=nonretryable, step=step, failed=error is not None)
-        output = step.output
-        calls = None if output is None else tool_calls(output)
-        if calls:
-            return Observation(index, node, REQUEST, self._digest(calls), tool=tool_call_name(calls[0]),
-                               step=step, calls=len(calls))
-        if step.summary is not None:
-            payload: Any = step.summary
-        elif output is not None:
-            payload = output
-        elif step.error is None:
-            return Observation(index, node, CONTENTLESS, b"", step=step)
-        else:
-            payload = None
-        if step.error is None:
-            return Observation(index, node, MESSAGE, self._digest(payload), content=payload, step=step)
-        return Observation(index, node, MESSAGE, self._digest((payload, step.error)), step=step)
 
 
 _FINGERPRINTERS: dict[tuple[frozenset[str], tuple[str, ...]], Fingerprinter] = {}
@@ -349,14 +356,18 @@ def _fingerprinter(ignore: frozenset[str], volatile: tuple[str, ...]) -> Fingerp
 
 _FINGERPRINTERS[(DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE)] = Fingerprinter(volatile=DEFAULT_VOLATILE)
 
-_Pick = Callable[[tuple[Rule, ...]], tuple[Rule, ...]]
+_Pick = Callable[[tuple[RuleBase, ...]], tuple[RuleBase, ...]]
 _Layout = tuple[tuple[_Pick, ...], tuple[int, int, int, int], tuple[int, ...]]
 _LAYOUTS: dict[tuple[type, ...], _Layout] = {}
 """Per sequence of rule classes: how to pick the rules of each kind, and those with ``prefetch``."""
 
 
-def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tuple[Any, ...]]:
+def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[RuleBase, ...], ...], tuple[Any, ...]]:
     """``(rules per kind, prefetch methods)`` for a Monitor's rules.
+
+    A rule that does not derive from :class:`~liveguard.rules.base.RuleBase` is handed its
+    observations through a :class:`~liveguard.rules.base.ForeignRule`, so the Monitor calls
+    every rule as a ``RuleBase`` (compiled: through the method table), in the same order.
 
     The layout depends only on the rules' classes (``kinds`` is declared per class, and
     ``prefetch`` is a method), so it is computed once per sequence of classes, read from the
@@ -370,7 +381,8 @@ def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tu
         if len(_LAYOUTS) < 256:  # a handful in practice (one per policy/allow-set shape)
             _LAYOUTS[classes] = layout
     picks, (message, tool, request, contentless), prefetch = layout
-    chosen = [pick(rules) for pick in picks]
+    calls = tuple([rule if isinstance(rule, RuleBase) else ForeignRule(rule) for rule in rules])
+    chosen = [pick(calls) for pick in picks]
     by_kind = (chosen[message], chosen[tool], chosen[request], chosen[contentless])
     found = [rules[i].prefetch for i in prefetch]  # type: ignore[attr-defined]
     return by_kind, tuple(found)
@@ -399,7 +411,7 @@ def _picker(indices: list[int]) -> _Pick:
     return lambda rules: ()
 
 
-_NO_TURN: list[Any] = []
+_NO_TURN: Final[list[Any]] = []
 """The Monitor's ``_turn`` while no parallel turn is open (shared and never appended to:
 a Monitor allocates its own list only when a turn opens)."""
 
@@ -415,6 +427,11 @@ def _nonretryable(value: Any) -> bool:
     if value is None:
         return False
     if isinstance(value, str):
+        # Only JSON object text can say so (``_maybe_json`` parses text whose first character
+        # past leading white space is "{" or "["): other text is not searched at all.
+        head = value[:1]
+        if head != "{" and (not head.isspace() or value.lstrip()[:1] != "{"):
+            return False
         if "retryable" not in value:
             return False
         parsed = _maybe_json(value)

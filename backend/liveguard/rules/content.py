@@ -15,7 +15,7 @@ turn, never a tuple per step, and digests are the observations' raw 16-byte valu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
@@ -25,16 +25,19 @@ from liveguard.rules.base import (
     TOOL,
     Observation,
     Pack,
+    RuleBase,
     Unpack,
     agent_of,
+    count_digest,
     digest_prefix,
+    has_digest,
     unhex,
 )
 
 __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
 
-class Stall:
+class Stall(RuleBase):
     """no_progress_stall: N consecutive message steps with identical node + content.
 
     Any other step in between (a tool step, a tool-call request, another node)
@@ -90,7 +93,7 @@ class Stall:
         self._node, self._digest = unpack(node), unhex(unpack(key))
 
 
-class RepeatedContent:
+class RepeatedContent(RuleBase):
     """repeated_content: the same node + content N times in the last M message steps, with
     nothing new coming back in between.
 
@@ -122,12 +125,11 @@ class RepeatedContent:
         self._new = 0  # new observations so far
         self._by_node: dict[str, int] = {}  # ... of them, from each node
 
-    def _arrived(self, obs: Observation) -> None:
+    def _arrived(self, digest: bytes, node: str) -> None:
         seen, counts = self._seen, self._counts
-        digest = obs.digest
-        known = digest in counts
+        had = counts.get(digest, 0)  # 0: not among the last _SEEN observations
+        counts[digest] = had + 1
         seen.append(digest)
-        counts[digest] = counts.get(digest, 0) + 1
         if len(seen) > _SEEN:
             oldest = seen[0]
             del seen[0]
@@ -136,26 +138,31 @@ class RepeatedContent:
                 counts[oldest] = left
             else:
                 del counts[oldest]
-        if not known:
+        if not had:
             self._new += 1
-            by_node, agent = self._by_node, agent_of(obs.node)
+            by_node, agent = self._by_node, agent_of(node)
             by_node[agent] = by_node.get(agent, 0) + 1
             if len(by_node) > _MAX_NODES:  # unbounded node names: keep the table bounded
                 by_node.clear()
 
     def observe(self, obs: Observation) -> list[Violation] | None:
-        if obs.kind != MESSAGE or obs.user:
-            if obs.kind == TOOL or obs.user:
-                self._arrived(obs)
+        kind, digest, node = obs.kind, obs.digest, obs.node
+        if kind != MESSAGE or obs.user:
+            if kind == TOOL or obs.user:
+                self._arrived(digest, node)
             return None
-        self._arrived(obs)
-        items, digest, node = self._items, obs.digest, obs.node
+        self._arrived(digest, node)
+        items = self._items
         epoch = self._new - self._by_node.get(agent_of(node), 0)
         if len(items) >= _ITEM * self._size:
             del items[:_ITEM]
-        items += (digest, node, obs.index, epoch)
+        # one field at a time: no tuple built per step (the window is the same flat list)
+        items.append(digest)
+        items.append(node)
+        items.append(obs.index)
+        items.append(epoch)
         limit = self._limit
-        if items[::_ITEM].count(digest) < limit:  # fewer of this digest, fewer of the rest
+        if count_digest(items, digest, 0, _ITEM) < limit:  # fewer of this digest, fewer of the rest
             return None
         steps = [items[i + 2] for i in range(0, len(items), _ITEM)
                  if items[i] == digest and items[i + 1] == node and items[i + 3] == epoch]
@@ -209,11 +216,11 @@ class RepeatedContent:
             items += (unhex(unpack(key)), unpack(node), index, epoch)
 
 
-_ITEM = 4
+_ITEM: Final = 4
 """RepeatedContent's window fields per step: digest, node, index, epoch."""
-_SEEN = 64
+_SEEN: Final = 64
 """Observation digests RepeatedContent remembers to tell a new one from one seen before."""
-_MAX_NODES = 4096
+_MAX_NODES: Final = 4096
 
 
 _SORTED: dict[tuple[int, ...], tuple[int, ...]] = {}
@@ -227,11 +234,11 @@ def _sorted(periods: tuple[int, ...]) -> tuple[int, ...]:
     return ordered
 
 
-_STRIDE = 5
+_STRIDE: Final = 5
 """ContentCycle's history fields per step: digest, node, kind, tool, index."""
 
 
-class ContentCycle:
+class ContentCycle(RuleBase):
     """content_cycle: a block of 2–4 steps repeated back to back (A→B→A→B, A→B→C→A→B→C).
 
     Incremental: for each period p, ``match[p]`` counts how many consecutive
@@ -263,10 +270,15 @@ class ContentCycle:
         if obs.kind == CONTENTLESS:  # nothing to compare
             return None
         history, digest = self._history, obs.digest
-        if not self._live and digest not in history[::_STRIDE]:
+        if not self._live and not has_digest(history, digest, 0, _STRIDE):
             if len(history) >= self._cap:
                 del history[:_STRIDE]
-            history += (digest, obs.node, obs.kind, obs.tool, obs.index)
+            # one field at a time: no tuple built per step (the history is the same flat list)
+            history.append(digest)
+            history.append(obs.node)
+            history.append(obs.kind)
+            history.append(obs.tool)
+            history.append(obs.index)
             return None
         match, node = self._match, obs.node
         size = len(history) // _STRIDE

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from liveguard.model import Violation
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack
+from liveguard.rules.base import TOOL, Observation, Pack, RuleBase, Unpack
 
 __all__ = ["ToolEntropyCollapse"]
 
 
-class ToolEntropyCollapse:
+class ToolEntropyCollapse(RuleBase):
     """Soft: a run that used several tools ends hammering one.
 
     The tail is one flat list (index, node, tool, ...) of the last ``recent`` calls.
@@ -43,7 +43,9 @@ class ToolEntropyCollapse:
         if len(tail) >= self._size:
             self._start.add(tail[2])  # leaves the tail: part of the start now
             del tail[:3]
-        tail += (obs.index, obs.node, obs.tool)
+        tail.append(obs.index)  # one field at a time: no tuple built per step
+        tail.append(obs.node)
+        tail.append(obs.tool)
         self._calls += 1
         return None
 

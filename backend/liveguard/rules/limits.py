@@ -11,12 +11,12 @@ from typing import Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation, Pack, Unpack
+from liveguard.rules.base import Observation, Pack, RuleBase, Unpack
 
 __all__ = ["StepLimits"]
 
 
-class StepLimits:
+class StepLimits(RuleBase):
     """Fires once per scope, on the first step beyond ``run_steps`` / ``thread_steps``."""
 
     code = "step_limit"

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation, Pack, Unpack
+from liveguard.rules.base import Observation, Pack, RuleBase, Unpack
 
 __all__ = ["NodeRevisits"]
 
-_UNSET: Any = object()
-_MAX_CACHED = 4096
+_UNSET: Final[Any] = object()
+_MAX_CACHED: Final = 4096
 """Bound on the per-rule cache of node limits (node names are not bounded)."""
 
 
-class NodeRevisits:
+class NodeRevisits(RuleBase):
     """Counts visits per node over the last ``policy.window`` steps (all kinds).
 
     Fires once on the crossing (the visit that makes the count exceed the limit),
@@ -46,7 +46,10 @@ class NodeRevisits:
             limit = self._limit(node)
         if limit is None:
             return None
-        count = window.count(node)
+        count = 0  # window.count(node), compiled: each name compared as a str
+        for name in window:
+            if name == node:
+                count += 1
         if count != limit + 1:
             return None
         return [

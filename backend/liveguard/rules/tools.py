@@ -9,21 +9,30 @@ threshold and window below reads exactly as "tool steps".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import TOOL, Observation, Pack, Unpack, digest_prefix, unhex
+from liveguard.rules.base import TOOL, Observation, Pack, RuleBase, Unpack, count_digest, digest_prefix, unhex
 
 __all__ = ["ToolNoProgress"]
 
-_MAX_ENTRIES = 256
+_MAX_ENTRIES: Final = 256
 """Hard bound on remembered (turn, signature) pairs, whatever a turn's width."""
-_STRIDE = 4
+_STRIDE: Final = 4
 """Fields per entry in the flat entry list: turn, signature, step index, counted."""
 
 
-class ToolNoProgress:
+def _drop_before(entries: list[Any], oldest: int) -> None:
+    """Drop the entries of turns up to ``oldest`` (they lead the list, oldest first)."""
+    while entries:
+        turn: int = entries[0]
+        if turn > oldest:
+            return
+        del entries[:_STRIDE]
+
+
+class ToolNoProgress(RuleBase):
     """Fires when a tool signature reaches its repeat threshold within the window of turns.
 
     The signature includes the result (or error), so a poll that goes running,
@@ -84,17 +93,20 @@ class ToolNoProgress:
         # A turn of one (every sequential step): ``_close([obs])`` inline. A lone signature
         # is either new (progress: counted) or a repeat (no progress: counted too).
         number = self._turns = self._turns + 1
-        entries, oldest = self._entries, number - self._widest
-        while entries and entries[0] <= oldest:
-            del entries[:_STRIDE]
+        entries = self._entries
+        _drop_before(entries, number - self._widest)
         sig = obs.digest
-        entries += (number, sig, obs.index, True)
+        # one field at a time: no tuple built per step (the entries are the same flat list)
+        entries.append(number)
+        entries.append(sig)
+        entries.append(obs.index)
+        entries.append(True)
         if len(entries) > _STRIDE * _MAX_ENTRIES:
             del entries[:_STRIDE]
         tool = obs.tool
         if tool not in self._tools:  # _check's test for the usual tool, inline
             limits = self._defaults
-            if entries[1::_STRIDE].count(sig) < (limits[2] if obs.nonretryable else limits[0]):
+            if count_digest(entries, sig, 1, _STRIDE) < (limits[2] if obs.nonretryable else limits[0]):
                 return None
         hit = self._check(number, sig, obs)
         return None if hit is None else [hit]
@@ -112,9 +124,8 @@ class ToolNoProgress:
 
     def _close(self, turn: list[Observation]) -> list[Violation] | None:
         number = self._turns = self._turns + 1
-        entries, oldest = self._entries, number - self._widest
-        while entries and entries[0] <= oldest:
-            del entries[:_STRIDE]
+        entries = self._entries
+        _drop_before(entries, number - self._widest)
         known = set(entries[1::_STRIDE])
         mine: dict[bytes, Observation] = {}
         for obs in turn:
@@ -141,7 +152,7 @@ class ToolNoProgress:
         repeats, window, nonretryable = limits
         threshold = nonretryable if obs.nonretryable else repeats
         entries = self._entries
-        if entries[1::_STRIDE].count(sig) < threshold:  # fewer entries, fewer counted ones
+        if count_digest(entries, sig, 1, _STRIDE) < threshold:  # fewer entries, fewer counted ones
             return None
         recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
                   if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
@@ -177,7 +188,7 @@ class ToolNoProgress:
         entries = self._entries
         entries.clear()
         for t, sig, index, c in saved:
-            entries += (t, unhex(unpack(sig)), index, bool(c))
+            entries += (int(t), unhex(unpack(sig)), index, bool(c))  # turns compared as ints
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]
         pending = [Observation.unpack(obs, unpack) for obs in turn]

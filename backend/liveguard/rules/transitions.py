@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import Observation, Pack, Unpack
+from liveguard.rules.base import Observation, Pack, RuleBase, Unpack
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -22,7 +22,7 @@ _START = "__start__"
 _END = "__end__"
 
 
-class TransitionRules:
+class TransitionRules(RuleBase):
     """Checks each hop against the allow-set and counts total visits per node."""
 
     __slots__ = ("_allowed", "_known", "_last", "_policy", "_prev", "_visits")
