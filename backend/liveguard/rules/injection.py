@@ -95,6 +95,7 @@ import orjson
 
 from liveguard.fingerprint import _native
 from liveguard.model import Step, Violation
+from liveguard.rules.base import RuleBase
 
 if TYPE_CHECKING:
     from liveguard._canon import Scanner, Words
@@ -1188,7 +1189,7 @@ the eighth, then the rest: a run with a trigger word in its first step (the task
 runs) costs one step's serialisation."""
 
 
-class EvaluatorInjection:
+class EvaluatorInjection(RuleBase):
     """A step-text rule: one soft finding per step that addresses the evaluator.
 
     Its only state is what :meth:`prefetch` cleared: given a whole recorded run at once
