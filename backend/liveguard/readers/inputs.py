@@ -13,6 +13,7 @@ local engine's workers never copies or pickles the runs' bytes, only finds where
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -84,13 +85,20 @@ _BLOCK = 1 << 20
 cheap as iterating the file object (the parent process does this for every run)."""
 
 
+def _open(path: Path) -> io.FileIO | Record:
+    """The file, unbuffered, or the error record that says it cannot be opened."""
+    try:
+        return io.FileIO(path, "r")
+    except OSError as exc:
+        return str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
+
+
 def _jsonl_lines(path: Path, block_size: int = _BLOCK) -> Iterator[Record]:
     """``(file:line, line)`` for every non-blank line, each line exactly as iterating the file
     in binary mode yields it (only ``\n`` ends a line, and it stays on the line)."""
-    try:
-        handle = path.open("rb", buffering=0)
-    except OSError as exc:
-        yield str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
+    handle = _open(path)
+    if isinstance(handle, tuple):
+        yield handle
         return
     name = str(path)
     with handle:
@@ -128,10 +136,9 @@ def _jsonl_refs(path: Path, block_size: int = _REF_BLOCK) -> Iterator[Record]:
     """:func:`_jsonl_lines` by reference: the same sources, each line a :class:`LineRef`. The
     file is read into one reused buffer only to find where lines end (no copy of a line, no
     new memory per block)."""
-    try:
-        handle = path.open("rb", buffering=0)
-    except OSError as exc:
-        yield str(path), TrajectoryReadError(str(path), f"cannot open: {exc.strerror or exc}")
+    handle = _open(path)
+    if isinstance(handle, tuple):
+        yield handle
         return
     name = str(path)
     buf = bytearray(block_size)
