@@ -41,3 +41,18 @@ def test_a_line_that_can_no_longer_be_read_is_an_error_row_at_its_source(tmp_pat
     for row in rows[1:]:
         assert row.error is not None
         assert "cannot read" in row.error
+
+
+def test_reader_reasons_keep_their_words_and_locations_are_still_digested() -> None:
+    """The readers' own reasons are not taken for a pydantic location (whose keys may be the
+    run's private text): only those exact words stay; anything else before a colon is digested."""
+    from liveguard.errors import redact_location
+
+    for reason in ("cannot read: the file changed while it was read", "cannot open: No such file",
+                   "reading stopped: Input/output error", "invalid JSON: unexpected character"):
+        assert redact_location(reason) == reason
+    for private in ("cannot read my diary", "steps.0.cannot open"):
+        redacted = redact_location(f"{private}: Extra inputs are not permitted")
+        assert "diary" not in redacted
+        assert "cannot open" not in redacted
+        assert redacted.endswith(": Extra inputs are not permitted")

@@ -85,14 +85,14 @@ def safe_key(key: object) -> str:
 _DOTTED_LOC = re.compile(r"^(?P<loc>[^:\s][^:]*?): (?P<msg>.*)$", re.DOTALL)
 
 
-_READER_REASONS = ("invalid JSON", "cannot open", "cannot read", "reading stopped")
+_READER_REASONS = frozenset({"invalid JSON", "cannot open", "cannot read", "reading stopped"})
 """Reasons the readers write before a colon: words of ours, not a location in the run."""
 
 
 def redact_location(reason: str) -> str:
     """``steps.0.<key>: message`` (a pydantic location) with private keys digested."""
     match = _DOTTED_LOC.match(reason)
-    if match is None or match["loc"].startswith(_READER_REASONS):
+    if match is None or match["loc"] in _READER_REASONS:
         return reason
     loc = ".".join(safe_key(part) for part in match["loc"].split("."))
     return f"{loc}: {match['msg']}"
