@@ -56,3 +56,33 @@ def test_reader_reasons_keep_their_words_and_locations_are_still_digested() -> N
         assert "diary" not in redacted
         assert "cannot open" not in redacted
         assert redacted.endswith(": Extra inputs are not permitted")
+
+
+def test_one_scorer_shared_by_threads_reads_each_line_whole(tmp_path: Path) -> None:
+    """A scorer's line buffer is shared: threads scoring by reference at once (a read releases
+    the GIL while another thread parses) still parse each run from its own line."""
+    import threading
+
+    from liveguard.testing import ping_pong, trajectory
+
+    lines = []
+    for i in range(40):  # runs of different sizes, so a line read over another is seen
+        run = trajectory(f"r{i}", ping_pong(rounds=1 + i % 7), graph="g")
+        lines.append(run.model_dump_json().encode() + b" " * (i * 997) + b"\n")
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b"".join(lines))
+    records = list(iter_records([path], by_reference=True))
+    scorer = Scorer(ScoreOptions(judges=False))
+    expected = [row.json_bytes() for row in scorer.score_chunk(records)]
+    got: list[list[bytes]] = [[] for _ in range(4)]
+
+    def work(k: int) -> None:
+        for _ in range(5):
+            got[k].append(b"".join(row.json_bytes() for row in scorer.score_chunk(records)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(out == b"".join(expected) for outs in got for out in outs)

@@ -253,16 +253,15 @@ class Scorer:
     def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
         from liveguard.rows import RunRow
 
-        raw: bytes | memoryview | Trajectory | TrajectoryReadError
         try:
-            if isinstance(payload, LineRef):  # the line is read here, into the reader's buffer
-                try:
-                    raw = self._lines.view(payload)
-                except OSError as exc:
-                    raw = TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
+            if isinstance(payload, LineRef):  # read into the reader's buffer, parsed from there
+                with self._lines.lock:  # one line in the buffer at a time, whatever the threads
+                    try:
+                        item = self._read(source, self._lines.view(payload))
+                    except OSError as exc:
+                        item = TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
             else:
-                raw = payload
-            item = self._read(source, raw)
+                item = self._read(source, payload)
         except Exception as exc:  # batch isolation: a reader bug is this record's error row
             return self._error_row(source, _content(source, payload), exc, None)
         if isinstance(item, TrajectoryReadError):

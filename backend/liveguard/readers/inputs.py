@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,10 +178,12 @@ class LineReader:
     has one): :meth:`view` returns the line as a view of that buffer, valid until the next
     call, for a parse that copies what it keeps (no new memory per line)."""
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "lock")
 
     def __init__(self) -> None:
         self._buf = bytearray(1 << 20)
+        self.lock = threading.Lock()
+        """Held from :meth:`view` until the view is no longer read (a scorer shared by threads)."""
 
     def view(self, ref: LineRef) -> memoryview:
         """The line's bytes; ``OSError`` when they cannot be read (the file went away, or shrank
