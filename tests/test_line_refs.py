@@ -86,3 +86,27 @@ def test_one_scorer_shared_by_threads_reads_each_line_whole(tmp_path: Path) -> N
     for t in threads:
         t.join()
     assert all(out == b"".join(expected) for outs in got for out in outs)
+
+
+def test_a_pipe_is_read_by_copy_even_when_references_are_asked_for(tmp_path: Path) -> None:
+    """`liveguard score /dev/stdin < runs.jsonl`: a pipe cannot be read again at an offset, so
+    its lines come as bytes, and every run is scored."""
+    import os
+    import threading
+
+    fifo = tmp_path / "runs.fifo"
+    os.mkfifo(fifo)
+    lines = _hostile_lines()[:3]
+
+    def feed() -> None:
+        with fifo.open("wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    records = list(iter_records([fifo], by_reference=True))
+    writer.join()
+    assert [payload for _, payload in records] == [line + b"\n" for line in lines]
+    rows = Scorer(ScoreOptions(judges=False)).score_chunk(records)
+    assert len(rows) == len(lines)
+    assert not any(row.error and "cannot read" in row.error for row in rows)

@@ -78,7 +78,8 @@ def iter_records(paths: Iterable[str | Path], *, by_reference: bool = False) -> 
 
             yield from _guarded(f, read_parquet(f))
         else:
-            yield from _jsonl_refs(f) if by_reference else _jsonl_lines(f)
+            # by reference only where a worker can read a line again: a regular file, not a pipe
+            yield from _jsonl_refs(f) if by_reference and f.is_file() else _jsonl_lines(f)
 
 
 _BLOCK = 1 << 20
