@@ -31,7 +31,7 @@ from liveguard.allowset import AllowSet
 from liveguard.errors import TrajectoryReadError, redact_location
 from liveguard.model import Expected, Step, Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.readers.inputs import LineReader, LineRef, read_ref
+from liveguard.readers.inputs import LineReader, LineRef, read_ref, unreadable
 from liveguard.readers.jsonl import parse_line
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ class Scorer:
                     try:
                         item = self._read(source, self._lines.view(payload))
                     except OSError as exc:
-                        item = TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
+                        item = unreadable(source, exc)
             else:
                 item = self._read(source, payload)
         except Exception as exc:  # batch isolation: a reader bug is this record's error row

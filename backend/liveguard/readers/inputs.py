@@ -36,6 +36,7 @@ __all__ = [
     "iter_inputs",
     "iter_records",
     "read_ref",
+    "unreadable",
 ]
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -174,6 +175,7 @@ def _jsonl_refs(path: Path, block_size: int = _REF_BLOCK) -> Iterator[Record]:
 _SPACE = frozenset(b" \t\n\r\x0b\x0c")
 """The bytes ``bytes.strip`` removes: a line that starts with none of them is not blank."""
 
+
 class LineReader:
     r"""Reads the lines :class:`LineRef`\ s point to into one reused buffer (a scoring process
     has one): :meth:`view` returns the line as a view of that buffer, valid until the next
@@ -192,14 +194,19 @@ class LineReader:
         if len(self._buf) < ref.length:
             self._buf = bytearray(max(ref.length, 2 * len(self._buf)))  # a new one: old views stay valid
         view = memoryview(self._buf)[: ref.length]
-        fd = os.open(ref.path, os.O_RDONLY)
-        try:
-            got = _preadv(fd, view, ref.offset)
-        finally:
-            os.close(fd)
-        if got != ref.length:
-            raise OSError(f"the file changed while it was read ({got} of {ref.length} bytes at {ref.offset})")
+        _read_into(ref, view)
         return view
+
+
+def _read_into(ref: LineRef, view: memoryview) -> None:
+    """Fill ``view`` (``ref.length`` bytes) with the line; ``OSError`` when it cannot be read."""
+    fd = os.open(ref.path, os.O_RDONLY)
+    try:
+        got = _preadv(fd, view, ref.offset)
+    finally:
+        os.close(fd)
+    if got != ref.length:
+        raise OSError(f"the file changed while it was read ({got} of {ref.length} bytes at {ref.offset})")
 
 
 def _preadv(fd: int, view: memoryview, offset: int) -> int:
@@ -217,12 +224,19 @@ def _preadv(fd: int, view: memoryview, offset: int) -> int:
     return len(data)
 
 
+def unreadable(source: str, exc: OSError) -> TrajectoryReadError:
+    """The read error of a referenced line that could not be read, located at ``source``."""
+    return TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
+
+
 def read_ref(source: str, ref: LineRef) -> bytes | TrajectoryReadError:
-    """The line ``ref`` points to, as bytes, or a read error located at ``source``."""
+    """The line ``ref`` points to, as bytes of its own, or a read error located at ``source``."""
+    line = bytearray(ref.length)
     try:
-        return bytes(LineReader().view(ref))
+        _read_into(ref, memoryview(line))
     except OSError as exc:
-        return TrajectoryReadError(source, f"cannot read: {exc.strerror or exc}")
+        return unreadable(source, exc)
+    return bytes(line)
 
 
 def _guarded(path: Path, items: Iterable[Trajectory | TrajectoryReadError]) -> Iterator[Record]:
