@@ -256,8 +256,10 @@ class _Gate:
         self._notify(visit, item)
 
     def _notify(self, visit: Visit, item: Any) -> None:
-        """Call the notifiers, unless this interrupt was raised (and stored) before: a replay."""
-        from liveguard.notify import Coords, notify_all
+        """Queue the notifiers (unless this interrupt was raised and stored before: a replay); they
+        run off the step, once the hold is stored (:func:`liveguard.notify.notify_later`)."""
+        from liveguard.approval._wake import hold_stored
+        from liveguard.notify import Coords, notify_later
 
         if not self.notifiers or item is None:
             return
@@ -265,8 +267,9 @@ class _Gate:
         if visit.stored_id is not None and held == visit.stored_id:
             return  # the same hold, replayed (a run without an answer): the person was woken already
         value = item.value if isinstance(item.value, Mapping) else {}
-        notify_all(self.notifiers, value, Coords(thread_id=visit.thread, checkpoint_ns=visit.node_ns,
-                                                 interrupt_id=held or None))
+        notify_later(self.notifiers, value, Coords(thread_id=visit.thread, checkpoint_ns=visit.node_ns,
+                                                   interrupt_id=held or None),
+                     ready=hold_stored(visit, held) if held else None)
 
     # -- entry points ----------------------------------------------------------------------
     def _begin(self, config: Any) -> Visit:
