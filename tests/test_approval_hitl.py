@@ -28,7 +28,7 @@ from liveguard.approval import UNATTRIBUTED, approval_gate, approval_send
 from liveguard.checkpoints import aopen_saver, open_saver
 from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
 from liveguard.model import Step, Trajectory
-from liveguard.notify import Coords, WebhookNotifier
+from liveguard.notify import Coords, WebhookNotifier, flush
 from test_notify import SECRET, Hook, Sleeps
 
 REQUEST = TypeAdapter(lc.HITLRequest)
@@ -187,6 +187,7 @@ def test_a_held_draft_wakes_the_webhook_once_per_hold(url: str, hooks: list[Hook
     with open_saver(url) as saver:
         graph = _graph(saver, notifiers=[_webhook(hook.url)])
         held = graph.invoke({}, cfg("woken"))["__interrupt__"][0]
+        assert flush(30)  # the notifiers run off the step, once the hold is stored
         assert len(hook.requests) == 1
         body = json.loads(hook.requests[0][1])
         assert (body["kind"], body["thread_id"]) == ("liveguard.approval", "woken")
@@ -195,12 +196,15 @@ def test_a_held_draft_wakes_the_webhook_once_per_hold(url: str, hooks: list[Hook
         assert DRAFT not in hook.requests[0][1].decode()
         again = graph.invoke(None, cfg("woken"))  # a run without an answer: the same hold, replayed
         assert again["__interrupt__"][0].id == held.id
+        assert flush(30)
         assert len(hook.requests) == 1, "a replayed hold woke the person again"
         reasked = graph.invoke(Command(resume={"decisions": "approve"}), cfg("woken"))["__interrupt__"][0]
+        assert flush(30)
         assert len(hook.requests) == 2
         assert json.loads(hook.requests[1][1])["interrupt_id"] == reasked.id != held.id
         done = graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "ann"}), cfg("woken"))
         assert done["sent"] == [DRAFT]
+        assert flush(30)
         assert len(hook.requests) == 2
 
 
@@ -229,6 +233,7 @@ def test_a_dead_webhook_or_a_failing_notifier_leaves_the_hold_pending(
         graph = _graph(saver, notifiers=[dead, broken])
         out = graph.invoke({}, cfg("dead"))
         (held,) = out["__interrupt__"]
+        assert flush(30)
         assert out["sent"] == []
         assert claims(saver) == []
         assert graph.get_state(cfg("dead")).interrupts[0].id == held.id
@@ -258,8 +263,50 @@ def test_the_async_gate_wakes_the_webhook_once(url: str, hooks: list[Hook]) -> N
             return held, done
 
     held, done = asyncio.run(scenario())
+    assert flush(30)
     assert [json.loads(body)["interrupt_id"] for _h, body in hook.requests] == [held.id]
     assert done["sent"] == [DRAFT]
+
+
+def test_a_trickling_webhook_never_delays_the_hold(url: str, hooks: list[Hook],
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 28, case 5: the receiver trickles its answer (a byte every 0.1 s, until released).
+    The step returned and the hold is stored while it still trickles, and the attempt ends at
+    its own deadline (``timeout=1``), before the receiver does: nothing waited for it."""
+    caplog.set_level(logging.WARNING, logger="liveguard.notify")
+    hook = Hook([200], trickle=True)
+    hooks.append(hook)
+    webhook = WebhookNotifier(url=hook.url, secret=SECRET, timeout=1, retries=0)
+    with open_saver(url) as saver:
+        graph = _graph(saver, notifiers=[webhook])
+        held = graph.invoke({}, cfg("slow"))["__interrupt__"][0]
+        assert not hook.finished.is_set(), "the approval step waited for the webhook"
+        assert graph.get_state(cfg("slow")).interrupts[0].id == held.id
+        assert flush(30), "the attempt was not cut off at its deadline"
+        assert not hook.finished.is_set(), "the attempt waited for the trickling receiver"
+        assert [json.loads(body)["interrupt_id"] for _h, body in hook.requests] == [held.id]
+        assert "thread=slow" in caplog.text and "failed=timeout attempts=1" in caplog.text
+        hook.release.set()
+        done = graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "ann"}), cfg("slow"))
+        assert done["sent"] == [DRAFT]
+
+
+def test_the_person_is_woken_after_the_hold_is_stored(url: str, hooks: list[Hook]) -> None:
+    """Issue 28, case 5: the hold is stored first, then the person is notified; whoever answers
+    the webhook at once finds the thread waiting (it used to be woken before the hold was stored)."""
+    with open_saver(url) as saver:
+        reader = _graph(saver)
+        seen: list[list[str]] = []
+
+        def answer_at_once(headers: dict[str, str]) -> None:
+            seen.append([i.id for i in reader.get_state(cfg("eager")).interrupts])
+
+        hook = Hook([200], on_request=answer_at_once)
+        hooks.append(hook)
+        graph = _graph(saver, notifiers=[_webhook(hook.url)])
+        held = graph.invoke({}, cfg("eager"))["__interrupt__"][0]
+        assert flush(30)
+        assert seen == [[held.id]]
 
 
 def test_a_notifier_must_be_callable() -> None:
