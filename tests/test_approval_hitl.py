@@ -285,7 +285,8 @@ def test_a_trickling_webhook_never_delays_the_hold(url: str, hooks: list[Hook],
         assert flush(30), "the attempt was not cut off at its deadline"
         assert not hook.finished.is_set(), "the attempt waited for the trickling receiver"
         assert [json.loads(body)["interrupt_id"] for _h, body in hook.requests] == [held.id]
-        assert "thread=slow" in caplog.text and "failed=timeout attempts=1" in caplog.text
+        assert "thread=slow" in caplog.text
+        assert "failed=timeout attempts=1" in caplog.text
         hook.release.set()
         done = graph.invoke(Command(resume={"decisions": [{"type": "approve"}], "by": "ann"}), cfg("slow"))
         assert done["sent"] == [DRAFT]

@@ -10,6 +10,12 @@ the JSON way (``\\u001b``), so the data is unchanged for a parser and inert on a
 The CLI writes all its standard output through :class:`VisibleWriter`, which does the latter
 to everything written (valid in JSON, visible on a terminal); line breaks and tabs pass.
 
+XML and HTML files (the JUnit file, the HTML report) pass run data through :func:`visible_xml`,
+which writes every character XML 1.0 forbids (C0 controls but tab, line feed and carriage
+return; lone surrogates; ``\ufffe`` and ``\uffff``), DEL and the C1 controls the same visible
+way (``\x00``, ``\x1b``, ``\ud800``): the file stays well-formed and nothing raw reaches a
+reader.
+
 What is escaped: C0 controls (except a line break and a tab in multi-line text), DEL, C1
 controls (``\\x80``-``\\x9f``: ``\\x9b`` starts a sequence on some terminals), line and
 paragraph separators, bidi marks, embeddings, overrides and isolates, zero-width spaces and
@@ -22,7 +28,7 @@ import io
 import re
 from typing import Final, TextIO
 
-__all__ = ["VisibleWriter", "visible", "visible_json"]
+__all__ = ["VisibleWriter", "visible", "visible_json", "visible_xml"]
 
 _UNSAFE_CHARS: Final = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb"
@@ -32,6 +38,7 @@ _UNSAFE_MULTILINE: Final = re.compile(f"[{_UNSAFE_CHARS}]")
 _UNSAFE_JSON: Final = re.compile(
     "[\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
 )
+_UNSAFE_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _NAMED: Final = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -53,6 +60,12 @@ def visible(text: object, *, multiline: bool = False) -> str:
     value = text if isinstance(text, str) else str(text)
     pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE
     return pattern.sub(_escape, value)
+
+
+def visible_xml(text: object) -> str:
+    """``str(text)`` with every character XML 1.0 forbids (and DEL, C1) written as an escape."""
+    value = text if isinstance(text, str) else str(text)
+    return _UNSAFE_XML.sub(_escape, value)
 
 
 def _escape_json(match: re.Match[str]) -> str:

@@ -38,9 +38,11 @@ __all__ = [
     "add_inputs",
     "add_window",
     "all_rows",
+    "cannot_write",
     "iter_rows",
     "langsmith_client",
     "load_allow_sets",
+    "output_path",
     "positive_int",
 ]
 
@@ -53,6 +55,26 @@ DEFAULT_PATHS = "expected_paths"
 
 class UsageError(Exception):
     """Bad input or usage: one line on stderr, exit 2."""
+
+
+def output_path(path: str | Path, flag: str) -> Path:
+    """An output file named on the command line, checked before any work: exit 2 (one line) when it
+    names a directory or its folder does not exist. What only the write can tell (permissions, a
+    read-only or full disk) is :func:`cannot_write`'s, at the write."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag} {target}: is a directory; name a file")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {target}: {folder}/ does not exist or is not a directory")
+    return target
+
+
+def cannot_write(flag: str, path: str | Path, exc: OSError) -> UsageError:
+    """The one-line usage error (exit 2) for an output that could not be written."""
+    why = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if exc.filename is not None and str(exc.filename) != str(path) else ""
+    return UsageError(f"{flag} {path}: cannot write: {why}{where}")
 
 
 def load_allow_sets(args: argparse.Namespace) -> dict[str, AllowSet]:

@@ -14,9 +14,18 @@ from typing import Any, TextIO
 
 import orjson
 
-from liveguard.cli._common import UsageError, add_engine, add_inputs, add_window, all_rows
+from liveguard.cli._common import (
+    UsageError,
+    add_engine,
+    add_inputs,
+    add_window,
+    all_rows,
+    cannot_write,
+    output_path,
+)
 from liveguard.gate import GateDecision, decide
 from liveguard.rows import RunRow
+from liveguard.terminal import visible_xml
 
 __all__ = ["decision_of", "register", "run"]
 
@@ -35,10 +44,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    junit = output_path(args.junit, "--junit") if args.junit else None  # before scoring: fail fast
     rows = all_rows(args)
     decision = decision_of(args, rows)
-    if args.junit:
-        _junit(decision, rows, args.junit)
+    if junit is not None:
+        data = junit_xml(decision, rows)
+        try:
+            junit.write_bytes(data)
+        except OSError as exc:
+            raise cannot_write("--junit", junit, exc) from None
     if args.format == "json":
         out.write(orjson.dumps(_decision_json(decision, rows), option=orjson.OPT_INDENT_2).decode() + "\n")
         return decision.exit_code
@@ -126,8 +140,13 @@ def _decision_json(decision: GateDecision, rows: list[RunRow]) -> dict[str, Any]
     }
 
 
-def _junit(decision: GateDecision, rows: list[RunRow], path: str) -> None:
-    """``gate --junit FILE``: one test case per run (failure: not passed; error: unreadable)."""
+def junit_xml(decision: GateDecision, rows: list[RunRow]) -> bytes:
+    """``gate --junit FILE``: one test case per run (failure: not passed; error: unreadable).
+
+    Every name, message and text is passed through :func:`liveguard.terminal.visible_xml`: a
+    run id or graph name with a NUL, an ESC or a lone surrogate is written as a visible escape,
+    and the file stays well-formed XML 1.0.
+    """
     from xml.etree import ElementTree as ET
 
     suite = ET.Element("testsuite", name="liveguard gate", tests=str(len(rows)))
@@ -154,6 +173,11 @@ def _junit(decision: GateDecision, rows: list[RunRow], path: str) -> None:
     suite.set("errors", str(errors))
     root = ET.Element("testsuites", name="liveguard")
     root.append(suite)
+    for element in root.iter():  # one place for every value: nothing XML 1.0 forbids gets through
+        element.attrib = {visible_xml(k): visible_xml(v) for k, v in element.attrib.items()}
+        if element.text is not None:
+            element.text = visible_xml(element.text)
     tree = ET.ElementTree(root)
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"

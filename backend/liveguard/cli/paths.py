@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from liveguard.allowset import AllowSetError, check_allowset, derive_transitions, load_allowset
-from liveguard.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from liveguard.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cannot_write, output_path
 
 __all__ = ["register"]
 
@@ -78,7 +77,11 @@ def _derive(args: argparse.Namespace, out: TextIO) -> int:
         {"graph": name, "transitions": transitions}, sort_keys=False, default_flow_style=None
     )
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        target = output_path(args.output, "-o")
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise cannot_write("-o", target, exc) from None
     else:
         out.write(text)
     return EXIT_OK

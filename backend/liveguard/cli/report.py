@@ -3,7 +3,7 @@
 FILE is the overview; its pages (run lists, one drill-down page per run) go to a folder
 beside it (:func:`liveguard.report.site.pages_dir`). The command refuses to overwrite an
 input. Exit 0 once written (``--fail-on rollback|hold``: as the gate does), 2 when the input
-was refused or a run could not be read.
+was refused, a run could not be read, or the report cannot be written (one line).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from liveguard.cli._common import (
     add_inputs,
     add_window,
     all_rows,
+    cannot_write,
+    output_path,
 )
 from liveguard.cli.gate import decision_of
 
@@ -55,7 +57,7 @@ def _same_file(a: Path, b: Path) -> bool:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from liveguard.report.site import pages_dir, write_report
 
-    target = Path(args.output)
+    target = output_path(args.output, "-o")  # before scoring: a directory or no folder is exit 2
     folder = pages_dir(target)
     inputs: list[Path] = []
     allow_dir = args.paths_dir or (DEFAULT_PATHS if Path(DEFAULT_PATHS).is_dir() else None)
@@ -79,6 +81,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         files = write_report(rows, decision, args.allow_sets, target, policy=args.policy or "workflow",
                              inputs=args.paths, progress=progress)
+    except OSError as exc:  # a read-only folder, a full disk, a page name taken by a folder
+        raise cannot_write("-o", target, exc) from None
     finally:
         gc.unfreeze()  # main() may run inside a longer-lived process
         if progress is not None:

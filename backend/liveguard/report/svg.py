@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from liveguard.allowset import END, START
 from liveguard.report.aggregate import GraphData
 from liveguard.report.layout import ARROW, MARGIN, Box, EdgeShape, fmt, layout, node_lines, shape_edges
+from liveguard.terminal import visible_xml
 
 __all__ = ["COLORS", "esc", "graph_svg", "legend"]
 
@@ -34,8 +35,10 @@ COLORS: Mapping[str, str] = {
 
 
 def esc(value: object) -> str:
-    """``value`` as text, escaped for HTML and SVG (attribute values included)."""
-    return html.escape(str(value), quote=True)
+    """``value`` as text, escaped for HTML and SVG (attribute values included); a character XML
+    1.0 forbids (NUL, ESC, a lone surrogate ...), DEL or a C1 control is written as a visible
+    escape (:func:`liveguard.terminal.visible_xml`), never raw."""
+    return html.escape(visible_xml(value), quote=True)
 
 
 # -- drawing --------------------------------------------------------------------------------------
