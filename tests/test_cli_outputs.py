@@ -62,14 +62,14 @@ def one_error_line(lines: list[str], flag: str) -> str:
 
 
 # -- case 7: exit 2, one line -----------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["directory", "no folder", "folder is a file"])
+@pytest.mark.parametrize("kind", ["directory", "folder is a file", "below a file"])
 def test_gate_junit_to_a_path_that_cannot_be_a_file_is_exit_2(
     runs: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
     """Checked before scoring: the one line is the only line."""
     (runs.parent / "a-dir").mkdir()
-    target = {"directory": "a-dir", "no folder": "missing/out.xml",
-              "folder is a file": "runs.jsonl/out.xml"}[kind]
+    target = {"directory": "a-dir", "folder is a file": "runs.jsonl/out.xml",
+              "below a file": "runs.jsonl/ci/out.xml"}[kind]
     status, lines = cli("gate", str(runs), "@nj", "--jobs", "1", "--junit", target, capsys=capsys)
     assert status == 2
     assert len(lines) == 1, lines
@@ -113,9 +113,10 @@ def test_paths_derive_to_a_directory_is_exit_2(runs: Path, capsys: pytest.Captur
 def test_gate_junit_with_control_characters_in_names_is_well_formed(
     runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, lines = cli("gate", str(runs), "@nj", "--jobs", "1", "--junit", "out.xml", capsys=capsys)
+    """Written into a folder it creates (as ``report -o`` does)."""
+    status, lines = cli("gate", str(runs), "@nj", "--jobs", "1", "--junit", "ci/out.xml", capsys=capsys)
     assert status == 3, lines  # HOLD: 3 runs, fewer than --min-runs
-    raw = (runs.parent / "out.xml").read_bytes()
+    raw = (runs.parent / "ci" / "out.xml").read_bytes()
     assert b"\x00" not in raw
     assert b"\x1b" not in raw
     suite = ET.fromstring(raw).find("testsuite")

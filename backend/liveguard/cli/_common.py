@@ -44,6 +44,7 @@ __all__ = [
     "load_allow_sets",
     "output_path",
     "positive_int",
+    "write_output",
 ]
 
 EXIT_OK = 0
@@ -59,15 +60,27 @@ class UsageError(Exception):
 
 def output_path(path: str | Path, flag: str) -> Path:
     """An output file named on the command line, checked before any work: exit 2 (one line) when it
-    names a directory or its folder does not exist. What only the write can tell (permissions, a
-    read-only or full disk) is :func:`cannot_write`'s, at the write."""
+    names a directory or lies below a file. Missing folders are created when it is written
+    (:func:`write_output`); what only the write can tell (permissions, a read-only or full disk)
+    is :func:`cannot_write`'s, at the write."""
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{flag} {target}: is a directory; name a file")
-    folder = target.parent
-    if not folder.is_dir():
-        raise UsageError(f"{flag} {target}: {folder}/ does not exist or is not a directory")
+    for folder in target.parents:  # the nearest one that exists must be a folder
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"{flag} {target}: {folder} is not a directory")
+            break
     return target
+
+
+def write_output(target: Path, data: bytes, flag: str) -> None:
+    """Write ``data`` to ``target`` (creating its folders); a failure is exit 2 with one line."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except OSError as exc:
+        raise cannot_write(flag, target, exc) from None
 
 
 def cannot_write(flag: str, path: str | Path, exc: OSError) -> UsageError:

@@ -20,8 +20,8 @@ from liveguard.cli._common import (
     add_inputs,
     add_window,
     all_rows,
-    cannot_write,
     output_path,
+    write_output,
 )
 from liveguard.gate import GateDecision, decide
 from liveguard.rows import RunRow
@@ -48,11 +48,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     rows = all_rows(args)
     decision = decision_of(args, rows)
     if junit is not None:
-        data = junit_xml(decision, rows)
-        try:
-            junit.write_bytes(data)
-        except OSError as exc:
-            raise cannot_write("--junit", junit, exc) from None
+        write_output(junit, junit_xml(decision, rows), "--junit")
     if args.format == "json":
         out.write(orjson.dumps(_decision_json(decision, rows), option=orjson.OPT_INDENT_2).decode() + "\n")
         return decision.exit_code

@@ -10,7 +10,7 @@ import sys
 from typing import Any, TextIO
 
 from liveguard.allowset import AllowSetError, check_allowset, derive_transitions, load_allowset
-from liveguard.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, cannot_write, output_path
+from liveguard.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, output_path, write_output
 
 __all__ = ["register"]
 
@@ -77,11 +77,7 @@ def _derive(args: argparse.Namespace, out: TextIO) -> int:
         {"graph": name, "transitions": transitions}, sort_keys=False, default_flow_style=None
     )
     if args.output:
-        target = output_path(args.output, "-o")
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise cannot_write("-o", target, exc) from None
+        write_output(output_path(args.output, "-o"), text.encode("utf-8"), "-o")
     else:
         out.write(text)
     return EXIT_OK
