@@ -52,7 +52,8 @@ commands:
 
 exit status:
   0 done; 1 score --strict with a failing run, or paths check with an error finding;
-  2 bad input or usage (gate and report also refuse duplicate run ids and unreadable runs);
+  2 bad input or usage, or an output file that cannot be written (gate and report also
+  refuse duplicate run ids and unreadable runs);
   gate (and report --fail-on): PROMOTE 0, HOLD 3, ROLLBACK 4; 70 a bug in liveguard itself.
 
 Progress goes to stderr, only when stderr is a terminal. The environment is read once
