@@ -378,6 +378,20 @@ def test_a_trickling_receiver_is_cut_off_at_the_attempt_deadline(hook_factory: A
     assert not hook.finished.is_set(), "the notifier waited for the trickling receiver"
 
 
+def test_the_webhook_can_be_called_from_a_thread_running_an_event_loop(hook_factory: Any) -> None:
+    """A synchronous call inside ``async def`` (a user's own node) still delivers, off that loop."""
+    import asyncio
+
+    hook = hook_factory([200])
+
+    async def inside() -> NotifyOutcome:
+        return notifier(hook.url)(payload(), COORDS)
+
+    assert asyncio.run(inside()) == NotifyOutcome(ok=True, attempts=1, status=200)
+    ((headers, body),) = hook.requests
+    assert verify(SECRET, body, headers)
+
+
 # ------------------------------------------------------------------------------ off the critical path
 def test_notify_later_returns_at_once_and_flush_waits_for_the_worker() -> None:
     """The caller never waits for a notifier; the payload is copied when queued."""
