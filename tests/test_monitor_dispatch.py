@@ -3,7 +3,7 @@
 The per-step path is compiled by mypyc in the shipped build; these tests pin the shapes it
 relies on (every rule called as a ``RuleBase``, windows counted without slices, tool output
 that is not JSON object text never searched), on whichever build runs them. Speed itself is
-measured in ``benchmarks/`` (``benchmarks/RESULTS.md``, "The Monitor per step on real runs").
+measured in ``benchmarks/`` (``benchmarks/RESULTS-archive.md``, "The Monitor per step on real runs").
 """
 
 from __future__ import annotations
