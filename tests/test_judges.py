@@ -224,7 +224,7 @@ def test_kill_switch_skips_without_any_request(
     monkeypatch.setenv("LLM_KILL_SWITCH", "1")
 
     async def run() -> None:
-        async with JudgeClient(Settings.from_env().judge_config()) as gateway:
+        async with JudgeClient(JudgeConfig.from_settings(Settings.from_env())) as gateway:
             assert gateway.skip_reason == "kill_switch"
             with pytest.raises(JudgeSkipped) as info:
                 await gateway.judge("step", {"task": "t"})
@@ -242,7 +242,7 @@ def test_no_key_skips_without_any_request(fake_openai: FakeOpenAI, monkeypatch: 
     monkeypatch.setenv("OPENAI_API_KEY", "   ")  # blank counts as unset
 
     async def run() -> None:
-        async with JudgeClient(Settings.from_env().judge_config()) as gateway:
+        async with JudgeClient(JudgeConfig.from_settings(Settings.from_env())) as gateway:
             assert gateway.skip_reason == "no_api_key"
             with pytest.raises(JudgeSkipped, match="no_api_key"):
                 await gateway.judge("outcome", {"outcome": "done"})

@@ -58,9 +58,9 @@ def test_floor_follows_the_compiled_graph() -> None:
 def test_floor_from_the_chain_equals_the_floor_of_the_compiled_graph(judges: bool) -> None:
     """The scorer's floor (no LangGraph) has the compiled graph's nodes, order, functions,
     async-ness, reducers, initial values and channels."""
-    from liveguard.judges import JudgeClient
+    from liveguard.judges import JudgeClient, JudgeConfig
 
-    client = JudgeClient(Scorer(ScoreOptions(judges=judges)).settings.judge_config())
+    client = JudgeClient(JudgeConfig.from_settings(Scorer(ScoreOptions(judges=judges)).settings))
     chain = eval_graph.eval_chain(client=client, structural_only=not judges)
     ours = Floor.from_chain(chain, eval_graph.EvalState)
     theirs = Floor.from_graph(eval_graph.build_eval_graph(client=client, structural_only=not judges))

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import CheckpointOpenError, CheckpointURLError
 from liveguard.settings import Settings, pause_dir
 
 __all__ = [
@@ -126,14 +126,6 @@ _PG_UNPEND = _SQLITE_UNPEND.replace("?", "%s")
 _PG_UPDATE = _SQLITE_UPDATE.replace("?", "%s")
 _PG_DELETE = _SQLITE_DELETE.replace("?", "%s")
 _PG_PEND = _SQLITE_PEND.replace("?", "%s")
-
-
-class CheckpointURLError(LiveguardError, ValueError):
-    """A checkpoint URL that names no supported saver."""
-
-
-class CheckpointOpenError(LiveguardError):
-    """The checkpoint database named by a valid URL cannot be opened or read (the environment's fault)."""
 
 
 @dataclass(frozen=True)

@@ -13,24 +13,24 @@
     ├── TargetError (also ValueError)              a ``MODULE:ATTR`` target cannot be loaded
     ├── UnknownThreadError (also LookupError)      a thread the checkpointer has nothing for
     ├── ClusterUnreachableError (also ConnectionError)  a Ray address that cannot be reached
-    ├── CheckpointURLError (also ValueError)       liveguard.checkpoints: a URL naming no saver
-    ├── CheckpointOpenError                        liveguard.checkpoints: the database cannot be opened
-    ├── ApprovalError (also ValueError)            liveguard.approval: a resume answer that is no decision
-    │   └── ApprovalClaimError                     liveguard.approval: the decision could not be recorded
-    ├── ApprovalConflict                           liveguard.approval: another worker decided first
-    ├── JudgeSkipped                               liveguard.judges: the judges are off
+    ├── CheckpointURLError (also ValueError)       a checkpoint URL naming no saver
+    ├── CheckpointOpenError                        the checkpoint database cannot be opened
+    ├── ApprovalError (also ValueError)            a resume answer that is no decision
+    │   └── ApprovalClaimError                     the decision could not be recorded
+    ├── ApprovalConflict                           another worker decided first
+    ├── JudgeSkipped                               the judges are off
     ├── EvaluatorArgumentError (also TypeError, ValueError)
-    │                                              liveguard.integrations.langsmith: a bad factory argument
-    ├── SemanticUnavailable                        liveguard.semantic: the extra or model is missing
-    ├── EmbeddingError                             liveguard.semantic: an embedding request failed
+    │                                              a bad ``create_*_evaluator`` argument
+    ├── SemanticUnavailable                        the semantic extra or model is missing
+    ├── EmbeddingError                             an embedding request failed
     └── LivenessError                              a run stopped making progress
         └── NoProgressError (also RuntimeError)    carries the Violation that fired
 
 Live guards raise ``NoProgressError``; catching ``LivenessError`` catches every
-liveness stop, present and future. The classes without a module named above are defined
-here; the others are defined beside the code that raises them (their modules import this
-one, so this one cannot import them back) and are listed here so that this tree is the
-whole hierarchy (a test checks that it is).
+liveness stop, present and future. Every class of the tree is defined here, and only here
+(a test checks it); the modules that raise one import it from here and re-export it where
+it was defined before (``liveguard.approval.ApprovalError``, ``liveguard.judges.JudgeSkipped``,
+...). This module imports nothing of liveguard at run time: every layer may import it.
 """
 
 from __future__ import annotations
@@ -44,14 +44,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AllowSetError",
+    "ApprovalClaimError",
+    "ApprovalConflict",
+    "ApprovalError",
+    "CheckpointOpenError",
+    "CheckpointURLError",
     "ClusterUnreachableError",
+    "EmbeddingError",
+    "EvaluatorArgumentError",
     "FingerprintError",
+    "JudgeSkipped",
     "LiveguardError",
     "LivenessError",
     "NoProgressError",
     "NotifierError",
     "PolicyError",
     "ResultError",
+    "SemanticUnavailable",
     "SnapshotError",
     "TargetError",
     "TrajectoryReadError",
@@ -189,3 +198,62 @@ class TargetError(LiveguardError, ValueError):
 
 class ClusterUnreachableError(LiveguardError, ConnectionError):
     """The Ray cluster named by an address cannot be reached (the message names the address)."""
+
+
+class CheckpointURLError(LiveguardError, ValueError):
+    """A checkpoint URL that names no supported saver."""
+
+
+class CheckpointOpenError(LiveguardError):
+    """The checkpoint database named by a valid URL cannot be opened or read (the environment's fault)."""
+
+
+class ApprovalError(LiveguardError, ValueError):
+    """A resume answer that is not a valid decision, or an approval step that cannot run."""
+
+
+class ApprovalClaimError(ApprovalError):
+    """The decision could not be recorded (a database error): nothing was decided, the draft still waits."""
+
+
+class ApprovalConflict(LiveguardError):
+    """Another worker already decided this interrupt; this one sends nothing."""
+
+    def __init__(self, thread_id: str, decided_by: str, action: str, decided_at: str) -> None:
+        self.thread_id = thread_id
+        self.decided_by = decided_by
+        self.action = action
+        self.decided_at = decided_at
+        super().__init__(
+            f"thread {thread_id}: this approval was already decided "
+            f"({action} by {decided_by} at {decided_at})"
+        )
+
+
+class JudgeSkipped(LiveguardError):
+    """The judges are off (``reason``: ``kill_switch`` or ``no_api_key``); no request was made."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"LLM judges skipped: {reason}")
+
+
+class EvaluatorArgumentError(LiveguardError, TypeError, ValueError):
+    """A ``create_*_evaluator`` argument of the wrong type or out of range.
+
+    Raised when the evaluator is built; the message starts with the factory and the
+    argument (``create_gate_evaluator(window=...): ...``). It is a ``TypeError`` and a
+    ``ValueError`` as well, so callers catching either keep working.
+    """
+
+
+class SemanticUnavailable(LiveguardError):
+    """The semantic layer cannot run: the extra or the model package is missing, or invalid."""
+
+
+class EmbeddingError(LiveguardError):
+    """An embedding request failed; ``code`` is a short error code (never text from the step)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(f"embedding failed: {code}")

@@ -208,7 +208,7 @@ def eval_chain(
     """The eval graph's nodes, in :data:`NODES` order, as ``(name, function)``: what
     :func:`build_eval_graph` compiles, and what the scoring floor
     (:class:`~liveguard.engine.floor.Floor`) runs without importing LangGraph at all."""
-    from liveguard.judges import JudgeClient
+    from liveguard.judges import JudgeClient, JudgeConfig
 
     if panel_size < 1 or not 0.0 <= margin <= 1.0:
         raise ValueError("panel_size must be >= 1 and margin within [0, 1]")
@@ -216,7 +216,7 @@ def eval_chain(
         settings = settings if settings is not None else Settings.from_env()
     if client is None:
         assert settings is not None
-        client = JudgeClient(settings.judge_config())
+        client = JudgeClient(JudgeConfig.from_settings(settings))
     use_anomaly = anomaly if anomaly is not None else (settings is None or settings.trajectory_anomaly)
     nodes = _Nodes(client, panel_size, margin, use_anomaly, structural_only)
     chain: list[tuple[str, Callable[..., Any]]] = [
@@ -451,11 +451,11 @@ def evaluate_trajectory(
     """
 
     async def run() -> Verdict:
-        from liveguard.judges import JudgeClient
+        from liveguard.judges import JudgeClient, JudgeConfig
 
         given = client if client is not None else gateway
         cfg = settings if settings is not None else Settings.from_env()
-        judge_client = given if given is not None else JudgeClient(cfg.judge_config())
+        judge_client = given if given is not None else JudgeClient(JudgeConfig.from_settings(cfg))
         try:
             return await aevaluate_trajectory(
                 trajectory, allow_set=allow_set, policy=policy, outcome=outcome, settings=cfg,

@@ -12,7 +12,7 @@ module may import it: ``fingerprint`` reads :data:`NATIVE_CANON_DISABLED` from h
 Precedence, written once (:func:`resolve`): an explicit argument, then the run's
 metadata, then the default.
 
-Variables: ``AGENT_EVAL_*`` judge settings (see :class:`~liveguard.judges.JudgeConfig`),
+Variables: ``AGENT_EVAL_*`` judge settings (read by ``JudgeConfig.from_settings``),
 ``LLM_KILL_SWITCH``, ``AGENT_EVAL_LOOP_GUARD`` (``0``: the loop-guard rule family off),
 ``AGENT_EVAL_TRAJECTORY_ANOMALY`` (``0``: the anomaly judge call off; the allow-set
 rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``), ``AGENT_EVAL_SEMANTIC``
@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
 
 if TYPE_CHECKING:
-    from liveguard.judges import JudgeConfig
     from liveguard.policy import Policy
 
 __all__ = ["ENV_NAMES", "NATIVE_CANON_DISABLED", "NO_CANON_ENV", "PAUSE_ENV", "Settings", "pause_dir",
@@ -137,11 +136,6 @@ class Settings:
         # tuned for the embedder" (liveguard.rules.semantic.threshold_of).
         threshold = type(base).model_fields["semantic_threshold"].default
         return policy | {"semantic_embedder": name, "semantic_threshold": threshold}
-
-    def judge_config(self) -> JudgeConfig:
-        from liveguard.judges import JudgeConfig
-
-        return JudgeConfig.from_env(self.env)
 
     def rule_families_off(self) -> list[MissingEvidence]:
         """``rule_family_off:<family>`` evidence for the families the environment switched off."""

@@ -98,13 +98,7 @@ request a person sees), ``_visit`` (where one run of the node runs, what it read
 :func:`resume_approval`) is one generator body driven by :mod:`liveguard._twin`.
 """
 
-from liveguard.approval._common import (
-    KIND,
-    UNATTRIBUTED,
-    ApprovalClaimError,
-    ApprovalConflict,
-    ApprovalError,
-)
+from liveguard.approval._common import KIND, UNATTRIBUTED
 from liveguard.approval._decision import (
     STRICT_RESUME_KEY as STRICT_RESUME_KEY,
 )
@@ -122,6 +116,7 @@ from liveguard.approval._node import HISTORY_WAIT as HISTORY_WAIT
 from liveguard.approval._node import ApprovalState, approval_gate, draft_digest, read_thread
 from liveguard.approval._reasons import reasons_for
 from liveguard.approval._send import approval_send
+from liveguard.errors import ApprovalClaimError, ApprovalConflict, ApprovalError
 
 __all__ = [
     "KIND",

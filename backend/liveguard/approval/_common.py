@@ -1,4 +1,4 @@
-"""What the parts of the approval step share: the interrupt kind, config keys, the claims won, the errors."""
+"""What the parts of the approval step share: the interrupt kind, config keys, the claims won."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import logging
 from typing import Final
 
 from liveguard import hitl
-from liveguard.errors import LiveguardError
 
 log = logging.getLogger("liveguard.approval")
 
@@ -21,25 +20,3 @@ SENDS: Final = ("approve", "edit")
 WON: set[tuple[str, str]] = set()
 """Claims this process won and has not sent on yet: ``(thread, claim key)``. Only the
 process that won a decision's claim may send on it (:func:`approval_send`)."""
-
-
-class ApprovalError(LiveguardError, ValueError):
-    """A resume answer that is not a valid decision, or an approval step that cannot run."""
-
-
-class ApprovalClaimError(ApprovalError):
-    """The decision could not be recorded (a database error): nothing was decided, the draft still waits."""
-
-
-class ApprovalConflict(LiveguardError):
-    """Another worker already decided this interrupt; this one sends nothing."""
-
-    def __init__(self, thread_id: str, decided_by: str, action: str, decided_at: str) -> None:
-        self.thread_id = thread_id
-        self.decided_by = decided_by
-        self.action = action
-        self.decided_at = decided_at
-        super().__init__(
-            f"thread {thread_id}: this approval was already decided "
-            f"({action} by {decided_by} at {decided_at})"
-        )

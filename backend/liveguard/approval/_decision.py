@@ -7,7 +7,8 @@ from typing import Any, Final
 
 from liveguard import hitl
 from liveguard._twin import Body, Op, arun, run
-from liveguard.approval._common import CONF, KIND, ApprovalError
+from liveguard.approval._common import CONF, KIND
+from liveguard.errors import ApprovalError
 
 
 def parse_decision(

@@ -20,15 +20,12 @@ from liveguard.approval._common import (
     TASK_ID_KEY,
     UNATTRIBUTED,
     WON,
-    ApprovalClaimError,
-    ApprovalConflict,
-    ApprovalError,
     log,
 )
 from liveguard.approval._decision import parse_decision
 from liveguard.approval._verdict import aevaluate, evaluate, hold_request, trajectory_of
 from liveguard.approval._visit import Visit, ancestors, node_of, stored_request, where
-from liveguard.errors import TrajectoryReadError
+from liveguard.errors import ApprovalClaimError, ApprovalConflict, ApprovalError, TrajectoryReadError
 from liveguard.model import Trajectory, Verdict
 from liveguard.readers.checkpoints import (
     read_saver_thread,

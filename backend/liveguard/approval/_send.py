@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from liveguard import _twin
 from liveguard._twin import Body, Op, blocking
-from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, WON, ApprovalConflict, ApprovalError, log
+from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, WON, log
+from liveguard.errors import ApprovalConflict, ApprovalError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig

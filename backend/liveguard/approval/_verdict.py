@@ -45,10 +45,10 @@ def evaluate(trajectory: Trajectory, settings: Settings, allow_set: Any, policy:
 async def aevaluate(trajectory: Trajectory, settings: Settings, allow_set: Any, policy: Any) -> Verdict:
     """Async :func:`evaluate`: a fresh task with an empty context and its own judge client."""
     from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph
-    from liveguard.judges import JudgeClient
+    from liveguard.judges import JudgeClient, JudgeConfig
 
     async def run() -> Verdict:
-        client = JudgeClient(settings.judge_config())
+        client = JudgeClient(JudgeConfig.from_settings(settings))
         try:
             return await aevaluate_trajectory(
                 trajectory, allow_set=allow_set, policy=policy, settings=settings,

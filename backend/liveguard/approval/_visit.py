@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, TASK_ID_KEY, ApprovalError
+from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, TASK_ID_KEY
+from liveguard.errors import ApprovalError
 
 _INTERRUPT: Final = "__interrupt__"
 

@@ -116,7 +116,9 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     # Validates the environment once, up front: a bad override is a usage error.
     default = settings.policy(PRESETS["workflow"]())
     explicit = settings.policy(PRESETS[args.policy]()) if args.policy else None
-    settings.judge_config()
+    from liveguard.judges import JudgeConfig
+
+    JudgeConfig.from_settings(settings)
     allow_sets = load_allow_sets(args)
     args.allow_sets = allow_sets  # the report draws them
     for line in env_notes(args):
@@ -170,7 +172,9 @@ def env_notes(args: argparse.Namespace) -> list[str]:
     if not args.judges:
         notes.append("judges: off (--no-judges): structural only")
     else:
-        hint = settings.judge_config().skip_hint()
+        from liveguard.judges import JudgeConfig
+
+        hint = JudgeConfig.from_settings(settings).skip_hint()
         if hint:
             notes.append(f"judges: not run ({hint}); unjudged runs do not pass")
     return notes

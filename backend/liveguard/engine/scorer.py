@@ -31,7 +31,7 @@ from liveguard.allowset import AllowSet
 from liveguard.errors import TrajectoryReadError, redact_location
 from liveguard.model import Expected, Step, Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.readers.inputs import LineReader, LineRef, read_ref, unreadable
+from liveguard.readers.inputs import LineReader, LineRef, Payload, Record, read_ref, unreadable
 from liveguard.readers.jsonl import parse_line
 
 if TYPE_CHECKING:
@@ -41,12 +41,6 @@ if TYPE_CHECKING:
     from liveguard.settings import Settings
 
 __all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
-
-Payload = bytes | LineRef | Trajectory | TrajectoryReadError
-"""A raw JSONL line (parsed by the scorer) or a reference to one (read by the scorer), or a
-run already read, or a read error."""
-Record = tuple[str, Payload]
-"""``(source, payload)``: ``source`` is ``file:line`` (or ``file:index``)."""
 
 MAX_ERROR_CHARS = 300
 _MIN_REDACT = 3
@@ -82,7 +76,9 @@ class ScoreOptions:
         return Settings.from_env(dict(self.env) if self.env is not None else None)
 
     def judge_config(self) -> JudgeConfig:
-        return self.settings().judge_config()
+        from liveguard.judges import JudgeConfig
+
+        return JudgeConfig.from_settings(self.settings())
 
 
 def _collect(obj: Any, out: set[str], depth: int = 0) -> None:
@@ -133,7 +129,7 @@ class Scorer:
 
         self.options = options
         self.settings = settings = options.settings()
-        config = settings.judge_config()
+        config = options.judge_config()
         if options.judge_concurrency is not None:
             config = config.model_copy(update={"concurrency": max(1, options.judge_concurrency)})
         self.gateway: JudgeClient = self._gateway(config)

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, S
 from typing import TYPE_CHECKING, Any, Final
 
 from liveguard.allowset import AllowSet
-from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.errors import EvaluatorArgumentError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE, decide
 from liveguard.judges import JudgeConfig
 from liveguard.messages import field
@@ -84,15 +84,6 @@ Evaluator = Callable[..., EvaluatorResult]
 AsyncEvaluator = Callable[..., Awaitable[EvaluatorResult]]
 GateEvaluator = Callable[..., GateResult]
 AsyncGateEvaluator = Callable[..., Awaitable[GateResult]]
-
-
-class EvaluatorArgumentError(LiveguardError, TypeError, ValueError):
-    """A ``create_*_evaluator`` argument of the wrong type or out of range.
-
-    Raised when the evaluator is built; the message starts with the factory and the
-    argument (``create_gate_evaluator(window=...): ...``). It is a ``TypeError`` and a
-    ``ValueError`` as well, so callers catching either keep working.
-    """
 
 
 # ============================================================================ feedback
@@ -324,7 +315,7 @@ async def _averdict(
     from liveguard.judges import JudgeClient
 
     default = policy if policy is not None else settings.policy(Policy())
-    client = JudgeClient(judge_config if judge_config is not None else settings.judge_config())
+    client = JudgeClient(judge_config if judge_config is not None else JudgeConfig.from_settings(settings))
     try:
         return await aevaluate_trajectory(
             trajectory,
@@ -466,7 +457,7 @@ def _gate_score(
     # judges=False is an explicit structural-only evaluation: no judge is called, and a
     # clean run may pass on the deterministic floor (the output says "structural only").
     settings = Settings.from_env()  # the edge: read once, when the evaluator is built
-    config = None if judges else settings.judge_config().model_copy(update={"kill_switch": True})
+    config = None if judges else JudgeConfig.from_settings(settings).model_copy(update={"kill_switch": True})
 
     async def score(trajectories: list[Trajectory]) -> GateResult:
         verdicts = [await _averdict(t, policy, allow_sets, config, settings=settings,

@@ -39,7 +39,8 @@ strict parsing, :class:`JudgeResult`), ``_client`` (:class:`JudgeClient`). Impor
 from ``liveguard.judges``.
 """
 
-from liveguard.judges._client import JudgeClient, JudgeSkipped
+from liveguard.errors import JudgeSkipped
+from liveguard.judges._client import JudgeClient
 from liveguard.judges._config import JudgeConfig, key_for
 from liveguard.judges._parse import MAX_REASON_CHARS, ErrorCode, JudgeResult, parse_answer
 from liveguard.judges._prompts import (

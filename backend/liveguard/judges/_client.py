@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import JudgeSkipped
 from liveguard.judges._config import JudgeConfig
 from liveguard.judges._parse import ErrorCode, JudgeResult, parse_answer
 from liveguard.judges._prompts import Level, build_messages, check_level
@@ -24,15 +24,6 @@ _SDK_FIRST_BACKOFF = 0.5
 _SDK_MAX_BACKOFF = 8.0
 
 _log = logging.getLogger("liveguard.judges")
-
-
-class JudgeSkipped(LiveguardError):
-    """The judges are off (``reason``: ``kill_switch`` or ``no_api_key``); no request was made."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"LLM judges skipped: {reason}")
-
 
 
 class _Attempts:
@@ -238,4 +229,3 @@ def _content(completion: ChatCompletion) -> str | None:
         return completion.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         return None
-

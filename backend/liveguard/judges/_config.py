@@ -5,12 +5,15 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from liveguard.errors import PolicyError
+
+if TYPE_CHECKING:
+    from liveguard.settings import Settings
 
 _ENV_NAMES: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -110,6 +113,11 @@ class JudgeConfig(BaseModel):
         return self
 
     @classmethod
+    def from_settings(cls, settings: Settings) -> JudgeConfig:
+        """The judges' configuration from ``settings`` (the environment read once, at the edge)."""
+        return cls.from_env(settings.env)
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str]) -> JudgeConfig:
         """Defaults overridden by the environment; raise :class:`PolicyError` naming a bad variable.
 
@@ -117,7 +125,7 @@ class JudgeConfig(BaseModel):
         ``AGENT_EVAL_BASE_URL``; ``DEEPSEEK_API_KEY`` only to api.deepseek.com;
         ``OPENAI_API_KEY`` only to api.openai.com. Empty variables count as unset.
         ``env`` is a mapping of variables (:attr:`liveguard.settings.Settings.env`; the usual
-        caller is :meth:`Settings.judge_config`); this never reads the process environment.
+        caller is :meth:`from_settings`); this never reads the process environment.
         """
         values: dict[str, Any] = {}
         for name, var in _ENV_NAMES.items():

@@ -19,19 +19,17 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Trajectory
 from liveguard.readers.jsonl import parse_line
 
-if TYPE_CHECKING:
-    from liveguard.engine.scorer import Record
-
 __all__ = [
     "INPUT_SUFFIXES",
     "LineReader",
     "LineRef",
+    "Payload",
+    "Record",
     "input_files",
     "iter_inputs",
     "iter_records",
@@ -63,6 +61,13 @@ class LineRef:
     path: str
     offset: int
     length: int
+
+
+Payload = bytes | LineRef | Trajectory | TrajectoryReadError
+"""A raw JSONL line (parsed by the scorer) or a reference to one (read by the scorer), or a
+run already read, or a read error."""
+Record = tuple[str, Payload]
+"""``(source, payload)``: ``source`` is ``file:line`` (or ``file:index``)."""
 
 
 def iter_records(paths: Iterable[str | Path], *, by_reference: bool = False) -> Iterator[Record]:

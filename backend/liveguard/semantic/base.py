@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from liveguard.errors import LiveguardError
+from liveguard.errors import EmbeddingError, SemanticUnavailable
 
 if TYPE_CHECKING:  # numpy is imported where vectors are made, so that this module loads without it
     import numpy as np
@@ -22,18 +22,6 @@ if TYPE_CHECKING:  # numpy is imported where vectors are made, so that this modu
 __all__ = ["Embedder", "EmbeddingCache", "EmbeddingError", "SemanticUnavailable"]
 
 _CHUNK = 256  # texts per embed() call when filling in bulk
-
-
-class SemanticUnavailable(LiveguardError):
-    """The semantic layer cannot run: the extra or the model package is missing, or invalid."""
-
-
-class EmbeddingError(LiveguardError):
-    """An embedding request failed; ``code`` is a short error code (never text from the step)."""
-
-    def __init__(self, code: str) -> None:
-        self.code = code
-        super().__init__(f"embedding failed: {code}")
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from liveguard.judges import JudgeConfig
+from liveguard.judges._config import JudgeConfig
 from liveguard.semantic.base import EmbeddingError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class OpenAIEmbedder:
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIEmbedder:
         """The judges' configuration and ``AGENT_EVAL_EMBEDDING_MODEL`` from ``settings``."""
-        return cls(settings.judge_config(), model=settings.embedding_model)
+        return cls(JudgeConfig.from_settings(settings), model=settings.embedding_model)
 
     def _bound(self) -> OpenAI:
         with self._lock:
