@@ -251,6 +251,8 @@ def _write(path: Path, text: str, apply: bool, log: list[str]) -> None:
 
 
 def _module_file(dotted: str) -> Path | None:
+    if dotted == "liveguard":
+        return PKG / "__init__.py"
     rel = Path(*dotted.split(".")[1:])
     for candidate in (PKG / rel / "__init__.py", PKG / rel.with_suffix(".py")):
         if candidate.exists():
@@ -272,6 +274,13 @@ def module_all(dotted: str) -> list[str] | None:
             if isinstance(value, ast.List | ast.Tuple):
                 return [e.value for e in value.elts if isinstance(e, ast.Constant)]
     return None
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    """ruff's isort order (and RUF022's): CONSTANTS, then Classes, then the rest."""
+    if name.isupper() and len(name) > 1:
+        return (0, name)
+    return (1, name) if name[:1].isupper() else (2, name)
 
 
 def write_packages(apply: bool, log: list[str]) -> None:
@@ -297,11 +306,11 @@ def write_packages(apply: bool, log: list[str]) -> None:
                  f"{FACADE_MARK} {impl}.", ""]
         if names:
             lines.append(f"from {impl} import (")
-            lines.extend(f"    {n}," for n in sorted(names))
+            lines.extend(f"    {n}," for n in sorted(names, key=_isort_key))
             lines.append(")")
             lines.append("")
         lines.append("__all__ = [")
-        lines.extend(f'    "{n}",' for n in sorted(names))
+        lines.extend(f'    "{n}",' for n in sorted(names, key=_isort_key))
         lines.append("]")
         _write(target, "\n".join(lines) + "\n", apply, log)
 
@@ -458,8 +467,29 @@ class Rewriter:
         return self.renames(text)
 
 
+def _ruff() -> str | None:
+    for candidate in (ROOT / ".venv" / "bin" / "ruff", Path(sys.executable).parent / "ruff"):
+        if candidate.exists():
+            return str(candidate)
+    return shutil.which("ruff")
+
+
+def sort_imports(paths: list[Path], log: list[str]) -> None:
+    """Imports re-sorted in the rewritten Python files (ruff's isort and ``__all__`` order), when
+    ruff is there; otherwise say so (``ruff check --select I001,RUF022 --fix`` does it later)."""
+    if not paths:
+        return
+    ruff = _ruff()
+    if ruff is None:
+        log.append("ruff not found: run `ruff check --select I001,RUF022 --fix` on the rewritten files")
+        return
+    subprocess.run([ruff, "check", "--quiet", "--select", "I001,RUF022", "--fix", "--exit-zero",
+                    *map(str, paths)], cwd=ROOT, check=False, capture_output=True)
+
+
 def rewrite_files(apply: bool, log: list[str]) -> None:
     rewriter = Rewriter()
+    changed_py: list[Path] = []
     for path in _files():
         try:
             before = path.read_text(encoding="utf-8")
@@ -471,6 +501,10 @@ def rewrite_files(apply: bool, log: list[str]) -> None:
             log.append(f"rewrite {path.relative_to(ROOT)} ({changed} lines)")
             if apply:
                 path.write_text(after, encoding="utf-8")
+                if path.suffix == ".py":
+                    changed_py.append(path)
+    if apply:
+        sort_imports(changed_py, log)
 
 
 # ----------------------------------------------------------------------------- docs/api.md
