@@ -137,7 +137,10 @@ RENAMES: dict[str, str] = {
 PROTECTED_LITERALS = frozenset({
     "liveguard.approval", "liveguard.hitl", "liveguard.notify", "liveguard.judges",
 })
-"""Logger names and the approval interrupt's ``kind``: when quoted exactly, not module paths."""
+"""Logger names and the approval interrupt's ``kind``: quoted exactly, or after one of
+:data:`PROTECTED_CONTEXT` on their line, they are not module paths."""
+
+PROTECTED_CONTEXT = ("logger", "logged", "getlogger", "caplog", "kind")
 
 ROOTS: list[str] = [
     "backend", "tests", "benchmarks", "scripts", "examples", "graphs", "docs",
@@ -361,8 +364,9 @@ class Rewriter:
             if name in PROTECTED_LITERALS and before in "\"'" and after == before:
                 return name  # a logger name or the approval kind, quoted exactly
             line_start = text.rfind("\n", 0, start) + 1
-            if name in PROTECTED_LITERALS and "logger" in text[line_start:start].lower():
-                return name
+            context = text[line_start:start].lower()
+            if name in PROTECTED_LITERALS and after != "." and any(w in context for w in PROTECTED_CONTEXT):
+                return name  # `kind` | `liveguard.approval`; logged (`liveguard.notify`: ...)
             return self._new_module(name)
 
         text = self._dotted.sub(repl, text)
