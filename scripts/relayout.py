@@ -70,6 +70,7 @@ MOVES: list[tuple[str, str]] = [
     ("allowset.py", "core/allowset.py"),
     ("monitor.py", "core/_monitor.py"),
     ("rules", "core/rules"),
+    ("semantic/spin.py", "evaluate/spin.py"),  # the periodic judge: it asks the judges
     ("semantic", "core/semantic"),
     ("judges/_config.py", "core/_endpoint.py"),
     # evaluate
@@ -412,9 +413,11 @@ class Rewriter:
 
     def _import_from(self, node: ast.ImportFrom, base: str, rel: str) -> list[str] | None:
         user_facing = rel.startswith(USER_FACING)
-        # a facade's names that are not public go to the implementation (code only)
+        # a facade's names that are not public go to the implementation (code only); the
+        # package itself always imports the implementation (a facade is the face: a layer up)
         if base in self.facades and not user_facing:
-            if any(a.name not in self.facade_all[base] for a in node.names):
+            inside = rel.startswith("backend/liveguard/")
+            if inside or any(a.name not in self.facade_all[base] for a in node.names):
                 return self._render(self.facades[base], node.names)
             return None
         if base in self.facades or (base not in self.modules and base != "liveguard" and not any(
