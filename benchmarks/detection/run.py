@@ -68,6 +68,7 @@ import asyncio
 import hashlib
 import importlib.util
 import json
+import logging
 import statistics
 import sys
 import time
@@ -461,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cassette", type=Path, default=None,
                         help=f"the recorded answers (default {cassette.CASSETTE.name})")
     args = parser.parse_args(argv)
+    logging.getLogger("liveguard.judges").setLevel(logging.ERROR)  # unusable answers are counted below
     _choose_embedder(args.embedder, args.semantic_threshold)
     labels = [row for row in load_labels()
               if (args.split == "all" or row["split"] == args.split)
