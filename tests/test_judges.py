@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from fake_openai import FakeOpenAI, RecordedRequest, Reply, free_port
@@ -471,3 +473,11 @@ def test_logs_carry_no_payload_reason_or_key(
         text = record.getMessage() + repr(record.__dict__)
         assert "SECRET-123" not in text
         assert "sk-KEY-456" not in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(content=st.text(max_size=400) | st.builds(lambda body: f"```json\n{body}\n```", st.text(max_size=200)))
+def test_parse_answer_never_raises(content: str) -> None:
+    """The judge's text is untrusted: any content is a score or an error code, fenced or not."""
+    parsed = parse_answer(content)
+    assert isinstance(parsed, str | tuple)

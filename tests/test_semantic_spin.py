@@ -6,10 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, check_trajectory
 from liveguard.judges import PROMPT_VERSION, SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
-from liveguard.semantic.spin import MAX_STEP_CHARS, cut_middle, spin_checks, spin_payload
+from liveguard.semantic.spin import (
+    BETWEEN_CHARS,
+    MAX_STEP_CHARS,
+    MAX_TASK_CHARS,
+    cut_middle,
+    spin_checks,
+    spin_payload,
+)
 
 LOOP = [
     ("coder", "Here is add(): def add(a, b): return a - b"),
@@ -177,3 +187,40 @@ def test_a_failed_check_is_missing_evidence_never_a_pass(fake_openai: FakeOpenAI
     assert score.score is None
     assert score.reason == "judge_error:http_4xx"
     assert score.evidence["error"] == "http_4xx"
+
+
+# -- fuzzed: the spin check reads agent text ------------------------------------------------------
+
+_TEXT = st.text(max_size=3000)
+_VALUE = (st.none() | _TEXT | st.dictionaries(st.text(max_size=8), _TEXT, max_size=3)
+          | st.lists(_TEXT, max_size=3))
+_STEP = st.builds(
+    Step, node=st.sampled_from(["user", "agent", "tools", "Orchestrator (thought)", "x"]),
+    summary=st.none() | _TEXT, output=_VALUE, tool=st.none() | st.sampled_from(["search", "book"]),
+    args=_VALUE, result=_VALUE, error=st.none() | _TEXT)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=_TEXT, limit=st.integers(min_value=0, max_value=4000))
+def test_cut_middle_keeps_both_ends_within_its_limit(text: str, limit: int) -> None:
+    cut = cut_middle(text, limit)
+    if len(text) <= limit:
+        assert cut == text
+    else:
+        assert len(cut) <= max(limit, len(" […999999 characters cut…] "))
+        keep = cut.split(" […", 1)
+        assert text.startswith(keep[0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(_STEP, min_size=1, max_size=80), data=st.data())
+def test_the_payload_is_bounded_json_for_any_steps(steps: list[Step], data: st.DataObject) -> None:
+    """Whatever the steps hold, the payload is JSON, names only indices in range, and its
+    texts fit the prompt's budget (the data block is never cut mid-JSON)."""
+    suspected = data.draw(st.integers(min_value=0, max_value=len(steps) - 1))
+    matched = data.draw(st.none() | st.integers(min_value=-3, max_value=len(steps) + 3))
+    payload, sent = spin_payload(steps, suspected, matched)
+    text = json.dumps(payload, ensure_ascii=False)
+    assert sent[-1] == suspected
+    assert all(0 <= i <= suspected for i in sent)
+    assert len(text) < 3 * MAX_TASK_CHARS * 2 + BETWEEN_CHARS * 2  # escapes at most double a text
