@@ -61,10 +61,9 @@ def test_soft_findings_trigger_checks_and_a_hard_one_stops_them(fake_openai: Fak
     request = fake_openai.requests[0]
     assert request.content("system") == SPIN_CHECK_PROMPT  # its own prompt, not the trajectory one
     sent = sent_payload(request.content("user"))
-    assert sent["task"] is None  # no user message in this run
-    assert (sent["matched"]["i"], sent["suspected"]["i"]) == (1, 3)
-    assert [r["i"] for r in sent["between"]] == [2]
-    assert sent["suspected"]["text"] == LOOP[3][1]
+    assert sent["agent_task"] is None  # no user message in this run
+    assert [(r["i"], r.get("mark")) for r in sent["steps"]] == [(1, "matched"), (2, None), (3, "suspected")]
+    assert sent["steps"][-1]["text"] == LOOP[3][1]
 
 
 def sent_payload(content: str) -> dict:  # type: ignore[type-arg]
@@ -102,17 +101,18 @@ def test_the_judge_reads_the_task_the_matched_step_and_every_observation_between
     step between, tool calls with their arguments and results included (issue 30: tool calls
     and their results never reached the judge; it saw the last 6 rounds across all nodes)."""
     payload, sent = spin_payload(BOOKING, 6, 1)
-    assert payload["task"] == BOOKING[0].summary
+    assert payload["agent_task"] == BOOKING[0].summary
     assert sent == [1, 2, 3, 4, 5, 6]
-    assert (payload["matched"]["i"], payload["suspected"]["i"]) == (1, 6)
-    between = {item["i"]: item for item in payload["between"]}
+    assert [item["i"] for item in payload["steps"]] == sent
+    assert (payload["steps"][0]["mark"], payload["steps"][-1]["mark"]) == ("matched", "suspected")
+    between = {item["i"]: item for item in payload["steps"][1:-1]}
     assert between[2]["tool"] == "search_direct_flight"
     assert json.loads(between[2]["args"]) == {"destination": "SEA", "origin": "JFK"}
     assert "HAT069" in between[2]["result"]
     assert between[4] == {"i": 4, "node": "user", "user": True, "text": "Yes, book it."}
     assert between[5]["result"] == "Error: gift card balance is not enough"
     given, _ = spin_payload(BOOKING, 6, 1, task="Book a flight")
-    assert given["task"] == "Book a flight"
+    assert given["agent_task"] == "Book a flight"
 
 
 def test_a_step_matched_far_back_brings_every_step_between() -> None:
@@ -121,9 +121,13 @@ def test_a_step_matched_far_back_brings_every_step_between() -> None:
     steps = [Step(node="a", summary=f"note {i}: " + "word " * 400) for i in range(60)]
     payload, sent = spin_payload(steps, 55, 4)
     assert sent == list(range(4, 56))
-    assert len(payload["between"]) == 50
-    assert "omitted_between" not in payload
-    assert all(len(item["text"]) <= MAX_STEP_CHARS for item in payload["between"])
+    assert len(payload["steps"]) == 52  # the matched step, the 50 between, the suspected step
+    assert "steps_left_out" not in payload
+    assert all(len(item["text"]) <= MAX_STEP_CHARS for item in payload["steps"][1:-1])
+    many, sent = spin_payload(steps * 3, 175, 2)  # 172 steps between: the middle ones left out
+    assert many["steps_left_out"] == 172 - 58
+    assert sent[:3] == [2, 3, 4]
+    assert sent[-3:] == [173, 174, 175]
 
 
 def test_long_rounds_are_cut_from_the_middle_so_both_ends_stay() -> None:
@@ -155,9 +159,10 @@ def test_a_tool_call_suspicion_asks_the_judge_with_the_calls_between(fake_openai
     assert [s.evidence["finding_step"] for s in scores] == [3]
     assert scores[0].evidence["matched_step"] == 1
     sent = sent_payload(fake_openai.requests[0].content("user"))
-    assert sent["task"] == steps[0].summary
-    assert sent["matched"]["tool"] == sent["suspected"]["tool"] == "web_search"
-    assert "survivor winners list birthdates" in sent["matched"]["args"]
+    assert sent["agent_task"] == steps[0].summary
+    matched, suspected = sent["steps"][0], sent["steps"][-1]
+    assert matched["tool"] == suspected["tool"] == "web_search"
+    assert "survivor winners list birthdates" in matched["args"]
 
 
 def test_periodic_checks_every_k_message_steps(fake_openai: FakeOpenAI) -> None:

@@ -60,10 +60,11 @@ SYSTEM_PROMPTS: Final[Mapping[Level, str]] = MappingProxyType(
 
 SPIN_CHECK_PROMPT: Final[str] = (
     f"{_ROLE} You answer one question about it: is the same state coming back with nothing new "
-    "in between? The data block holds the agent's task (\"task\"), the step suspected of "
-    "repeating (\"suspected\"), the earlier step it seems to repeat (\"matched\"), and every "
-    "step between them in order (\"between\": messages, tool calls with their arguments, tool "
-    "results and errors, user messages; a long text keeps its start and its end). "
+    "in between? The data block holds the agent's task (\"agent_task\") and the run's steps in "
+    "order (\"steps\"): the earlier step (\"mark\": \"matched\") that the last step (\"mark\": "
+    "\"suspected\") seems to repeat, and every step between them: messages, tool calls with "
+    "their arguments, tool results and errors, user messages (\"user\": true). A long text "
+    "keeps its start and its end; \"steps_left_out\" counts steps left out from the middle. "
     "The same state is the same request, action, page, draft, complaint or error again, perhaps "
     "in other words. Something new is a result, id, page, number or answer that had not come "
     "back before. Weigh what came back (tool results, pages, other agents' replies, the user's "

@@ -157,14 +157,17 @@ def task_of(steps: Sequence[Step]) -> str | None:
 def spin_payload(
     steps: Sequence[Step], suspected: int, matched: int | None, *, task: str | None = None,
 ) -> tuple[dict[str, Any], list[int]]:
-    """(what the judge reads, the step indices it reads): the task, the ``suspected`` step,
-    the ``matched`` step and every step between (module docstring)."""
+    """(what the judge reads, the step indices it reads): ``agent_task``, the run's task; and
+    ``steps``, in order: the ``matched`` step (``"mark": "matched"``), every step between, the
+    ``suspected`` step (``"mark": "suspected"``); ``steps_left_out``: how many steps between
+    were left out from the middle (module docstring). The keys sort in reading order (the
+    judges' payload is sorted-key JSON)."""
     text = task if task is not None else task_of(steps)
-    payload: dict[str, Any] = {"task": cut_middle(text, MAX_TASK_CHARS) if text is not None else None}
+    ordered: list[dict[str, Any]] = []
     sent: list[int] = []
     start = suspected
     if matched is not None and 0 <= matched < suspected:
-        payload["matched"] = _render(matched, steps[matched], MAX_TASK_CHARS)
+        ordered.append({"mark": "matched", **_render(matched, steps[matched], MAX_TASK_CHARS)})
         sent.append(matched)
         start = matched
     between = list(range(start + 1, suspected))
@@ -174,10 +177,12 @@ def spin_payload(
         omitted = len(between) - most
         between = between[: most // 2] + between[len(between) - (most - most // 2):]
     limit = max(MIN_STEP_CHARS, min(MAX_STEP_CHARS, BETWEEN_CHARS // max(1, len(between))))
-    payload["between"] = [_render(i, steps[i], limit) for i in between]
+    ordered += [_render(i, steps[i], limit) for i in between]
+    ordered.append({"mark": "suspected", **_render(suspected, steps[suspected], MAX_TASK_CHARS)})
+    payload: dict[str, Any] = {
+        "agent_task": cut_middle(text, MAX_TASK_CHARS) if text is not None else None, "steps": ordered}
     if omitted:
-        payload["omitted_between"] = omitted
-    payload["suspected"] = _render(suspected, steps[suspected], MAX_TASK_CHARS)
+        payload["steps_left_out"] = omitted
     sent += [*between, suspected]
     return payload, sent
 
@@ -196,8 +201,8 @@ async def spin_check(
         evidence.update(finding_step=finding.step, finding_node=finding.node)
         if matched is not None:
             evidence["matched_step"] = matched
-    if "omitted_between" in payload:
-        evidence["omitted"] = payload["omitted_between"]
+    if "steps_left_out" in payload:
+        evidence["omitted"] = payload["steps_left_out"]
     skip = gateway.skip_reason
     if skip is not None:
         return LevelScore(level="trajectory", reason=level_skip_reason(skip), source="spin_check",
