@@ -57,9 +57,9 @@ def test_every_emitted_code_is_registered_with_its_severity() -> None:
 
 def test_the_derived_sets_are_the_ones_in_use_and_unchanged() -> None:
     assert LIVENESS_CODES == MODEL_LIVENESS == {*LOOP_GUARD, "illegal_transition", "excessive_loop",
-                                                "semantic_repeat"}
+                                                "semantic_repeat", "tool_same_error"}
     assert LOOP_GUARD_CODES == BUILD_LOOP_GUARD == LOOP_GUARD
     assert TRANSITION_CODES == BUILD_TRANSITIONS == {"illegal_transition", "excessive_loop", "dead_end"}
     assert LOOP_CODES == REPORT_LOOP == {*LOOP_GUARD, "excessive_loop"}
-    assert codes_of(family="semantic", liveness=True) == {"semantic_repeat"}
+    assert codes_of(family="semantic", liveness=True) == {"semantic_repeat", "tool_same_error"}
     assert all(CODES[c].severity != "soft" for c in LIVENESS_CODES)  # a soft code never rolls back

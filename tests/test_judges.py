@@ -14,11 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from fake_openai import FakeOpenAI, RecordedRequest, Reply, free_port
 from liveguard import LiveguardError, PolicyError
 from liveguard.judges import (
+    ANSWER_SCHEMA,
     MAX_PAYLOAD_CHARS,
     MAX_REASON_CHARS,
     PROMPT_VERSION,
@@ -28,7 +31,9 @@ from liveguard.judges import (
     JudgeResult,
     JudgeSkipped,
     Level,
+    build_messages,
     parse_answer,
+    prompt_digest,
 )
 from liveguard.settings import Settings
 
@@ -84,7 +89,8 @@ def test_scores_are_parsed_and_the_request_is_well_formed(fake_openai: FakeOpenA
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.body["model"] == "judge-model"
-    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.body["response_format"] == {  # structured outputs first
+        "type": "json_schema", "json_schema": {"name": "judgement", "strict": True, "schema": ANSWER_SCHEMA}}
     assert request.body["temperature"] == 0
     assert request.content("system") == SYSTEM_PROMPTS[level]
     assert data_of(request.content("user")) == '{"steps": [1, 2], "task": "add"}'  # sorted keys
@@ -200,13 +206,68 @@ def test_unusable_answers_are_codes_not_exceptions(fake_openai: FakeOpenAI, repl
         ('{"score": 2, "confidence": 0.5}', "schema"),  # missing beats out of range
         ('{"score": true, "confidence": 0.5, "reason": "r"}', "schema"),
         ('{"score": 0.5, "confidence": 0.5, "reason": 7}', "schema"),
-        ('```json\n{"score": 0.5, "confidence": 0.5, "reason": "r"}\n```', "malformed_json"),
+        ('```json\n{"score": 0.5, "confidence": 0.5, "reason": "r"}\n```', (0.5, 0.5, "r")),  # issue 30
+        ('\n```\n{"score": 0.5, "confidence": 0.5, "reason": "r"}\n```\n', (0.5, 0.5, "r")),
+        ('```JSON\r\n{"score": 0.2, "confidence": 0.5, "reason": "r"}```', (0.2, 0.5, "r")),
+        ('Here you go:\n```json\n{"score": 0.5, "confidence": 0.5, "reason": "r"}\n```', "malformed_json"),
+        ('```json\n{"score": 0.5, "confidence": 0.5, "reason": "r"}\n```\nHope it helps', "malformed_json"),
+        ('```json\n{"score": 2, "confidence": 0.5, "reason": "r"}\n```', "out_of_range"),
+        ("```json\n```", "malformed_json"),
         ("[" * 100_000, "malformed_json"),
         (None, "malformed_json"),
     ],
 )
 def test_parse_answer(content: str | None, expected: object) -> None:
     assert parse_answer(content) == expected
+
+
+def test_a_fenced_answer_is_a_score_not_malformed_json(fake_openai: FakeOpenAI) -> None:
+    """Issue 30: a local model's answer in ```json fences was read as malformed_json, so the
+    run was unjudged and the gate held."""
+    fake_openai.enqueue(Reply.text('```json\n{"score": 0.2, "confidence": 0.7, "reason": "loops"}\n```'))
+    result = judge(config(fake_openai))
+    assert (result.score, result.confidence, result.reason, result.error) == (0.2, 0.7, "loops", None)
+
+
+REFUSAL = {"error": {"message": "This response_format type is unavailable now",
+                     "type": "invalid_request_error"}}
+
+
+def test_an_endpoint_refusing_structured_outputs_is_asked_in_json_mode(fake_openai: FakeOpenAI) -> None:
+    """Structured outputs where the endpoint takes them; one that refuses them (a 400 naming
+    response_format, as DeepSeek's API answers) is asked again at once in JSON mode, and
+    from then on, without a second refusal."""
+    fake_openai.enqueue(Reply.error(400, REFUSAL), Reply.json(GOOD), Reply.json(GOOD))
+
+    async def run() -> list[JudgeResult]:
+        async with JudgeClient(config(fake_openai)) as gateway:
+            return [await gateway.judge("step", {"task": "t"}), await gateway.judge("step", {"task": "t"})]
+
+    first, second = asyncio.run(run())
+    assert (first.score, first.error, first.requests) == (0.9, None, 2)
+    assert (second.score, second.requests) == (0.9, 1)
+    formats = [r.body["response_format"]["type"] for r in fake_openai.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]
+
+
+def test_any_other_400_is_not_a_refusal_of_structured_outputs(fake_openai: FakeOpenAI) -> None:
+    fake_openai.enqueue(Reply.error(400))
+    result = judge(config(fake_openai))
+    assert (result.error, result.requests) == ("http_4xx", 1)
+    assert len(fake_openai.requests) == 1
+
+
+def test_the_prompt_digest_sets_the_random_token_aside() -> None:
+    """The key of a recorded answer: the same messages give the same digest whatever token
+    the data block drew; another payload or another system prompt gives another."""
+    payload = {"task": "book", "steps": ["BEGIN_RUN_DATA x"]}
+    first, again = build_messages("trajectory", payload), build_messages("trajectory", payload)
+    assert first[1]["content"] != again[1]["content"]  # fresh random tokens
+    assert prompt_digest(first) == prompt_digest(again) == prompt_digest(
+        build_messages("trajectory", payload, token="f" * 24))
+    assert prompt_digest(first) != prompt_digest(build_messages("trajectory", {**payload, "task": "fly"}))
+    assert prompt_digest(first) != prompt_digest(build_messages("trajectory", payload, check="spin_check"))
+    assert len(prompt_digest(first)) == 64
 
 
 def test_long_reasons_are_truncated(fake_openai: FakeOpenAI) -> None:
@@ -412,3 +473,11 @@ def test_logs_carry_no_payload_reason_or_key(
         text = record.getMessage() + repr(record.__dict__)
         assert "SECRET-123" not in text
         assert "sk-KEY-456" not in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(content=st.text(max_size=400) | st.builds(lambda body: f"```json\n{body}\n```", st.text(max_size=200)))
+def test_parse_answer_never_raises(content: str) -> None:
+    """The judge's text is untrusted: any content is a score or an error code, fenced or not."""
+    parsed = parse_answer(content)
+    assert isinstance(parsed, str | tuple)

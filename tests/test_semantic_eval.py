@@ -12,10 +12,9 @@ from typing import Any
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, Trajectory
 from liveguard.eval_graph import evaluate_trajectory
-from liveguard.judges import JudgeClient, JudgeConfig
+from liveguard.judges import SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
 from liveguard.readers.jsonl import write_jsonl
 from liveguard.semantic import EmbeddingError, register_embedder
-from liveguard.semantic.spin import SPIN_TASK
 
 REVIEW = [
     ("coder", "Here is add(): def add(a, b): return a - b"),
@@ -47,7 +46,7 @@ def client(fake: FakeOpenAI) -> JudgeClient:
 
 
 def spin_requests(fake: FakeOpenAI) -> list[Any]:
-    return [r for r in fake.requests if SPIN_TASK in r.content("user")]
+    return [r for r in fake.requests if r.content("system") == SPIN_CHECK_PROMPT]
 
 
 def test_a_soft_finding_gets_one_spin_check_recorded_with_provenance(fake_openai: FakeOpenAI) -> None:
@@ -59,7 +58,8 @@ def test_a_soft_finding_gets_one_spin_check_recorded_with_provenance(fake_openai
     assert spin["trigger"] == "soft_finding"
     assert spin["source"] == "spin_check:judge-m"
     assert spin["score"] == 0.9
-    assert spin["steps"] == [0, 1, 2, 3]
+    assert spin["steps"] == [1, 2, 3]  # the step matched (1), those between, the suspected step (3)
+    assert spin["matched_step"] == 1
     assert verdict.passed  # judged, clean of hard findings, above the mark
 
 

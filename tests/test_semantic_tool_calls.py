@@ -202,3 +202,144 @@ def test_guard_leaves_a_live_agent_searching_new_dates_alone() -> None:
     out = guard(graph, policy=SEMANTIC).invoke({"messages": [HumanMessage("find me a flight")]},
                                                {"configurable": {"thread_id": "search"}})
     assert out["messages"][-1].content == "nothing found"
+
+
+# -- issue 30, item 4: the same error from the same tool, with varying arguments ----------------
+
+PAYMENT_ERROR = "Error: payment amount does not add up, total price is 1203, but paid 833"
+
+
+def book(payment: str, result: str = PAYMENT_ERROR, amount: int = 833) -> Step:
+    args = {"cabin": "business", "flights": FLIGHTS[:2],
+            "payment_methods": [{"id": payment, "amount": amount}]}
+    return Step(node="tools", tool="book_reservation", args=args, result=result)
+
+
+def think(thought: str) -> Step:
+    return Step(node="tools", tool="think", args={"thought": thought}, result="")
+
+
+def same_error_findings(steps: list[Step], policy: Policy = SEMANTIC) -> list[tuple[str, int, Any]]:
+    return [(v.severity, v.step, v.detail["steps"]) for v in check_trajectory(steps, policy)
+            if v.code == "tool_same_error"]
+
+
+def retried_payments() -> list[Step]:
+    """tau-bench task009: book_reservation re-sent with other payment splits, the same error
+    each time, only the agent's own thoughts between."""
+    return [
+        Step(node="user", summary="Yes, please proceed with this arrangement. Thank you!"),
+        book("gift_card_1", amount=833),
+        think("I need to adjust the payment amounts so they add up to $833."),
+        book("gift_card_2", amount=833),
+        think("I need to ensure the payment methods add up to the total cost of $833."),
+        book("certificate_3", amount=833),
+        Step(node="model", summary="It seems there is still an issue with the payment."),
+    ]
+
+
+def test_the_same_error_three_times_with_varying_arguments_is_a_loop() -> None:
+    """main: no hard finding at all (each call's arguments differ, so tool_no_progress counts
+    one; their results are the same, so no reworded call is new either)."""
+    assert same_error_findings(retried_payments()) == [("hard", 5, [1, 3, 5])]
+    assert "tool_same_error" in {v.code for v in check_trajectory(retried_payments(), SEMANTIC) if v.hard}
+    structural = SEMANTIC.model_copy(update={"semantic": False})
+    assert not [v for v in check_trajectory(retried_payments(), structural) if v.hard]
+
+
+def test_the_same_error_needs_the_semantic_layer_and_is_registered() -> None:
+    from liveguard.codes import CODES, LIVENESS_CODES
+
+    assert CODES["tool_same_error"].family == "semantic"
+    assert "tool_same_error" in LIVENESS_CODES
+
+
+def test_different_errors_between_are_not_the_same_error_again() -> None:
+    """tau-bench task023 (progress): gift card, certificate, gift card: each attempt a
+    different error, a user's new answer between."""
+    steps = [
+        book("gift_card_6941833", "Error: gift card balance is not enough"),
+        Step(node="model", summary="The gift card balance is not enough. Another payment method?"),
+        Step(node="user", summary="Let's use the Gift Card with the $200 balance, please."),
+        book("gift_card_1646646", "Error: gift card balance is not enough"),
+        Step(node="user", summary="Yes, that combination will work."),
+        book("certificate_2345996", "Error: certificate cannot be used to update reservation"),
+        Step(node="user", summary="Yes, let's use the gift card with the $200 balance for the transaction."),
+        book("gift_card_1646646", "Error: gift card balance is not enough"),
+    ]
+    assert same_error_findings(steps) == []
+    assert not [v for v in check_trajectory(steps, SEMANTIC) if v.hard]
+
+
+def test_a_new_result_between_the_same_errors_starts_the_chain_again() -> None:
+    """A lookup that brings something new between two failures: the agent learned something,
+    so the next failure is not the same state coming back."""
+    steps = retried_payments()
+    steps.insert(4, Step(node="tools", tool="get_user_details", args={"user_id": "mia_li_3668"},
+                         result='{"payment_methods": {"gift_card_2": {"amount": 198}}}'))
+    assert same_error_findings(steps) == []
+    assert not [v for v in check_trajectory(steps, SEMANTIC) if v.hard]
+
+
+def test_a_user_answer_between_the_same_errors_starts_the_chain_again() -> None:
+    steps = retried_payments()
+    steps[4] = Step(node="user", summary="Try the certificate of $500 first, then the gift cards.")
+    assert same_error_findings(steps) == []
+
+
+def test_the_same_failing_call_unchanged_is_tool_no_progress_not_the_same_error() -> None:
+    """Identical arguments each time: the structural rule's, not this one's (varying arguments)."""
+    steps = [book("gift_card_1"), think("Let me retry."), book("gift_card_1"), think("Retry once more."),
+             book("gift_card_1")]
+    assert same_error_findings(steps) == []
+    assert "tool_no_progress" in {v.code for v in check_trajectory(steps, SEMANTIC) if v.hard}
+
+
+def test_the_same_error_chain_is_thread_state() -> None:
+    """One step per invoke, through the JSON snapshot: the same finding at the same step,
+    and the snapshot holds digests, never the error's text."""
+    snapshot: Any = None
+    found = []
+    for index, step in enumerate(retried_payments()):
+        monitor = Monitor(SEMANTIC) if snapshot is None else Monitor.restore(snapshot, SEMANTIC)
+        found += [(v.code, index) for v in monitor.observe(step) if v.code == "tool_same_error"]
+        snapshot = json.loads(json.dumps(monitor.snapshot()))
+    assert found == [("tool_same_error", 5)]
+    assert "payment amount" not in json.dumps(snapshot)
+
+
+# -- issue 30, item 4: a reworded query with nothing new back is a suspicion ----------------------
+
+def search(query: str, result: str) -> Step:
+    return Step(node="tools", tool="web_search", args={"query": query}, result=result)
+
+
+PAGE = "Survivor winners list: All seasons - GoldDerby. Season 1 Richard Hatch, Season 2 Tina Wesson."
+
+
+def suspicions(steps: list[Step]) -> list[tuple[str, int, Any]]:
+    return [(v.severity, v.step, v.detail["matched_step"]) for v in check_trajectory(steps, SEMANTIC)
+            if v.code == "semantic_repeat" and v.detail.get("kind") == "tool_call" and not v.hard]
+
+
+def test_a_reworded_query_with_the_same_page_back_is_a_suspicion() -> None:
+    """main: nothing (the queries' word triples differ, so the call is not re-read)."""
+    steps = [search("survivor winners birthdates", PAGE),
+             Step(node="model", summary="No birthdates there. Let me search again."),
+             search("birthdates of all survivor winners", PAGE)]
+    assert suspicions(steps) == [("soft", 2, 0)]
+    assert not [v for v in check_trajectory(steps, SEMANTIC) if v.hard]  # only the judge makes it hard
+
+
+def test_a_reworded_query_with_a_new_page_back_is_no_suspicion() -> None:
+    steps = [search("survivor winners birthdates", PAGE),
+             search("birthdates of all survivor winners", "Richard Hatch, born April 8, 1961; Tina Wesson, "
+                    "born December 26, 1960.")]
+    assert suspicions(steps) == []
+
+
+def test_another_id_with_the_same_answer_is_no_suspicion() -> None:
+    """Another input (a new id or number in the arguments) is another request, not a rewording."""
+    steps = [Step(node="tools", tool="find_user", args={"name": "Yusuf", "zip": zip_code},
+                  result="Error: User not found") for zip_code in ("91163", "91164")]
+    assert suspicions(steps) == []

@@ -79,6 +79,8 @@ CODES: Final[Mapping[str, Code]] = _registry(
     # the semantic layer
     Code("semantic_repeat", "semantic", "hard_or_soft", liveness=True,  # only its hard form
          meaning="a reworded repeat (hard: two in the window, or confirmed by the spin check)"),
+    Code("tool_same_error", "semantic", "hard", liveness=True,
+         meaning="the same error from the same tool, with varying arguments, with nothing new between"),
     Code("role_drift", "semantic", "soft", meaning="a node's messages drifted from its role"),
     Code("semantic_unavailable", "semantic", "soft", meaning="the embedder failed (missing evidence)"),
     # limits, defects, the evaluator's own guard, the judges

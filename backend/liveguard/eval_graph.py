@@ -365,7 +365,10 @@ class _Nodes:
         from liveguard.semantic.spin import spin_checks
 
         found = findings(state, "loop_guard")
-        return await spin_checks(state["trajectory"].steps, found, policy, self.client)
+        run = state["trajectory"]
+        given = (run.metadata or {}).get("input")  # the run's input, when its reader kept it
+        return await spin_checks(run.steps, found, policy, self.client,
+                                 task=given if isinstance(given, str) and given.strip() else None)
 
     def aggregate(self, state: EvalState) -> dict[str, Any]:
         return aggregate_update(state, self.client.config.model, self.structural_only)

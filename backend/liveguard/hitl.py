@@ -221,6 +221,7 @@ _CODE_WORDS: Final[Mapping[str, str]] = {
     "excessive_loop": "a node ran more often than the allow-set allows",
     "dead_end": "the run ended on a node the allow-set does not allow to end",
     "semantic_repeat": "the messages repeated themselves in other words",
+    "tool_same_error": "the same tool kept failing with the same error, with nothing new between",
     "tool_entropy_collapse": "the run kept calling the same few tools",
     "evaluator_injection_suspected": "the run's text looks like an instruction to the evaluator",
 }

@@ -2,6 +2,7 @@
 
     PYTHONPATH=backend .venv/bin/python benchmarks/detection/run.py [--configs ...] [--json FILE]
         [--sources SOURCE ...] [--split dev|test|all] [--runs] [--embedder NAME [--semantic-threshold T]]
+        [--export-prompts FILE] [--cassette FILE]
 
 (``--split dev`` for tuning: the test half is for the reported figures; ``--runs`` prints
 each run's label and first flagged step per configuration; ``--embedder static`` scores the
@@ -13,12 +14,20 @@ configurations, through liveguard's public API only:
 * ``structural``: ``liveguard.check_trajectory`` with the source's policy (``POLICIES``).
 * ``semantic``: the same with ``semantic=True`` (``liveguard score --semantic
   --no-judges``): the semantic layer without judges.
-* ``semantic+judge``: ``liveguard.evaluate_trajectory`` with the source's policy,
-  ``semantic=True``, and a ``JudgeClient`` pointed at the local scripted OpenAI-compatible server of
-  ``tests/fake_openai.py`` (``liveguard score --semantic`` with a judge). The script's rule:
-  a spin check (a request whose prompt carries ``spin_check:``) is answered "spins"
-  (score 0); every other judge question is answered "fine" (score 1). The answers never
-  depend on the labels.
+* ``semantic+recorded judge``: the semantic layer with its spin checks answered by a real
+  LLM, recorded (``cassette.py``: ``judge_cassette.jsonl``, keyed by the prompt's digest) and
+  replayed by the local OpenAI-compatible server of ``tests/fake_openai.py`` to the real
+  judge client (``JudgeClient``, the real ``openai`` client). The run's hard findings are the
+  eval graph's (``liveguard score --semantic`` with a judge): ``check_trajectory`` with the
+  semantic layer; when nothing is hard, ``liveguard.semantic.spin.spin_checks`` (what the eval
+  graph's ``detect_defects`` asks) and ``spin_confirmations`` (what ``aggregate`` makes
+  hard). The step, trajectory and outcome judges are not asked: they never make a finding
+  hard. A prompt with no recorded answer **fails the run of run.py** (exit status 1, the
+  prompts listed): re-export and re-record after any prompt change
+  (``--export-prompts FILE``, then ``record.py``). An unusable recorded answer (not the
+  answer's JSON) is missing evidence, as in the eval graph: counted, never a finding.
+  Reported beside the table: judge calls and tokens per run (the answerer's usage when it
+  was recorded, else 4 characters a token).
 * ``structural-bare``: ``structural`` with the bare presets, for comparison:
   ``Policy.tool_agent()`` (only ``model``/``tools``/``agent`` exempt) for the tool agents,
   the same Who&When policy, no dev-tuned threshold.
@@ -59,19 +68,25 @@ import asyncio
 import hashlib
 import importlib.util
 import json
+import logging
 import statistics
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import cassette  # noqa: E402  (benchmarks/detection/cassette.py, beside this file)
+
 ROOT = HERE.parents[1]
 DATA = HERE / "data"
 LABELS = HERE / "labels.jsonl"
-CONFIGS = ("structural", "semantic", "semantic+judge", "identical3", "reference", "structural-bare")
+RECORDED = "semantic+recorded judge"
+CONFIGS = ("structural", "semantic", RECORDED, "identical3", "reference", "structural-bare")
 LOOPING = frozenset({"loop", "stall"})
 
 
@@ -238,32 +253,42 @@ class Reference:
         return lo - 1
 
 
-class ScriptedJudge:
-    """``semantic+judge``: the eval graph with a judge served by the local fake server."""
+class RecordedJudge:
+    """``semantic+recorded judge``: the semantic layer, and its spin checks asked of the
+    recorded answers (``cassette.Replay``), or of nothing while their prompts are collected
+    (``cassette.Collect``, ``--export-prompts``)."""
 
-    SPINS: ClassVar[dict[str, Any]] = {"score": 0.0, "confidence": 0.9, "reason": "the rounds spin in place"}
-    FINE: ClassVar[dict[str, Any]] = {"score": 1.0, "confidence": 0.9, "reason": "fine"}
-
-    def __init__(self) -> None:
-        fake = _load_module("liveguard_fake_openai", ROOT / "tests" / "fake_openai.py")
-        self._reply = fake.Reply
-        self.server = fake.FakeOpenAI(responder=self._respond, keep_alive=True).start()
-        self.asked: dict[str, int] = defaultdict(int)
-
-    def _respond(self, request: Any) -> Any:
-        text = json.dumps(request.messages)
-        kind = "spin_check" if "spin_check:" in text else "other"
-        self.asked[kind] += 1
-        return self._reply.json(self.SPINS if kind == "spin_check" else self.FINE)
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.calls: dict[str, int] = {}
+        self.tokens: dict[str, int] = {}
+        self.unusable = 0
 
     def __call__(self, run: Any) -> int | None:
-        from liveguard import evaluate_trajectory
-        from liveguard.judges import JudgeClient, JudgeConfig
+        from liveguard import check_trajectory
+        from liveguard.semantic.spin import spin_confirmations
 
-        config = JudgeConfig(base_url=self.server.base_url, api_key="scripted", model="scripted-judge",
-                             max_retries=0, timeout=30.0)
-        verdict = evaluate_trajectory(run, policy=policy_of(run, semantic=True), client=JudgeClient(config))
-        return _first_hard(verdict.violations)
+        policy = policy_of(run, semantic=True)
+        violations = check_trajectory(run.steps, policy)
+        first = _first_hard(violations)
+        if first is not None:  # the eval graph asks no spin check once a hard finding fired
+            self.calls[run.run_id] = self.tokens[run.run_id] = 0
+            return first
+        calls, tokens = self.server.requests, getattr(self.server, "tokens", 0)
+        spins = asyncio.run(self._checks(run, violations, policy))
+        self.calls[run.run_id] = self.server.requests - calls
+        self.tokens[run.run_id] = getattr(self.server, "tokens", 0) - tokens
+        self.unusable += sum(1 for spin in spins if spin.score is None)
+        return _first_hard(spin_confirmations(spins))
+
+    async def _checks(self, run: Any, violations: list[Any], policy: Any) -> list[Any]:
+        from liveguard.judges import JudgeClient, JudgeConfig
+        from liveguard.semantic.spin import spin_checks
+
+        config = JudgeConfig(base_url=self.server.base_url, api_key="recorded", model="recorded-judge",
+                             max_retries=0, timeout=60.0)
+        async with JudgeClient(config) as client:
+            return await spin_checks(run.steps, violations, policy, client)
 
     def close(self) -> None:
         self.server.close()
@@ -271,18 +296,24 @@ class ScriptedJudge:
 
 # -- scoring and the table --------------------------------------------------------------
 
-def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Sequence[str]) -> dict[str, Any]:
+def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Sequence[str], *,
+          collect: bool = False, cassette_path: Path | None = None) -> dict[str, Any]:
+    """Every configuration's first flagged step per run. ``collect``: the recorded judge's
+    server only collects the spin-check prompts (``scored["prompts"]``); else it replays
+    ``cassette_path`` (default ``judge_cassette.jsonl``) and a prompt it lacks fails the run."""
+    cassette_path = cassette_path or cassette.CASSETTE
     results: dict[str, dict[str, int | None]] = {}
     timings: dict[str, float] = {}
-    judge: ScriptedJudge | None = None
+    judge: RecordedJudge | None = None
     detectors: dict[str, Callable[[Any], int | None]] = {}
     for name in configs:
         if name == "structural":
             detectors[name] = structural
         elif name == "semantic":
             detectors[name] = semantic
-        elif name == "semantic+judge":
-            judge = ScriptedJudge()
+        elif name == RECORDED:
+            server = cassette.Collect() if collect else cassette.Replay(cassette.load(cassette_path))
+            judge = RecordedJudge(server)
             detectors[name] = judge
         elif name == "identical3":
             detectors[name] = identical3
@@ -295,7 +326,7 @@ def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Seque
     embedded: dict[str, int] = {}
     try:
         for name, detect in detectors.items():
-            layer = name in ("semantic", "semantic+judge")
+            layer = name in ("semantic", RECORDED)
             before = _embedded() if layer else 0  # loads the model once, before the clock starts
             started = time.perf_counter()
             results[name] = {row["run_id"]: detect(runs[row["run_id"]]) for row in labels}
@@ -305,8 +336,39 @@ def score(labels: Sequence[dict[str, Any]], runs: dict[str, Any], configs: Seque
     finally:
         if judge is not None:
             judge.close()
-    return {"results": results, "timings": timings, "embedded": embedded,
-            "judge_requests": dict(judge.asked) if judge is not None else {}}
+    out: dict[str, Any] = {"results": results, "timings": timings, "embedded": embedded}
+    if judge is not None:
+        server = judge.server
+        if isinstance(server, cassette.Collect):
+            out["prompts"] = server.prompts
+        else:
+            if server.missing:
+                raise MissingAnswers(server.missing, cassette_path)
+            runs_scored = max(1, len(judge.calls))
+            out["judge"] = {
+                "calls": sum(judge.calls.values()), "tokens": sum(judge.tokens.values()),
+                "calls_per_run": round(sum(judge.calls.values()) / runs_scored, 2),
+                "tokens_per_run": round(sum(judge.tokens.values()) / runs_scored),
+                "max_calls_run": max(judge.calls.values(), default=0),
+                "unusable_answers": judge.unusable, "tokens_estimated_calls": server.estimated,
+                "distinct_prompts": len(server.used),
+            }
+    return out
+
+
+class MissingAnswers(SystemExit):
+    """Spin-check prompts the cassette has no answer for: the recorded judge cannot be scored."""
+
+    def __init__(self, missing: dict[str, Any], path: Path) -> None:
+        from liveguard.judges import PROMPT_VERSION
+
+        shown = "\n  ".join(sorted(missing)[:10])
+        super().__init__(
+            f"run.py: FAILED: {len(missing)} spin-check prompt(s) have no recorded answer in {path} "
+            f"(prompt version {PROMPT_VERSION}); the recorded judge cannot be scored.\n  {shown}"
+            f"{chr(10) + '  ...' if len(missing) > 10 else ''}\n"
+            "Export them (run.py --split <half> --export-prompts FILE), have a model answer them "
+            "blind, and import the answers (benchmarks/detection/record.py).")
 
 
 def _embedded() -> int:
@@ -394,7 +456,13 @@ def main(argv: list[str] | None = None) -> int:
                              "default local, MiniLM), e.g. static; with its own tuned threshold")
     parser.add_argument("--semantic-threshold", type=float, default=None,
                         help="the semantic configurations' threshold (default: the embedder's own)")
+    parser.add_argument("--export-prompts", type=Path, default=None,
+                        help="write the recorded judge's spin-check prompts of the scored runs to FILE "
+                             "(one line per distinct prompt: digest and messages, nothing else) and stop")
+    parser.add_argument("--cassette", type=Path, default=None,
+                        help=f"the recorded answers (default {cassette.CASSETTE.name})")
     args = parser.parse_args(argv)
+    logging.getLogger("liveguard.judges").setLevel(logging.ERROR)  # unusable answers are counted below
     _choose_embedder(args.embedder, args.semantic_threshold)
     labels = [row for row in load_labels()
               if (args.split == "all" or row["split"] == args.split)
@@ -405,8 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     missing = sorted({row["run_id"] for row in labels} - set(runs))
     if missing:
         raise SystemExit(f"run.py: {len(missing)} labelled run(s) not in data/: {missing[:5]}")
+    if args.export_prompts is not None:
+        return export_prompts(labels, runs, args.export_prompts)
     started = time.perf_counter()
-    scored = score(labels, runs, args.configs)
+    scored = score(labels, runs, args.configs, cassette_path=args.cassette)
     summary = summarise(labels, scored)
     counts: dict[str, int] = defaultdict(int)
     for row in labels:
@@ -417,8 +487,12 @@ def main(argv: list[str] | None = None) -> int:
           f"({', '.join(f'{k} {v:.1f} s' for k, v in scored['timings'].items())})")
     if scored["embedded"]:
         print(f"texts embedded (shared cache, once per distinct text): {scored['embedded']}")
-    if scored["judge_requests"]:
-        print(f"scripted judge requests: {dict(scored['judge_requests'])}")
+    if "judge" in scored:
+        j = scored["judge"]
+        print(f"recorded judge: {j['calls']} spin checks ({j['calls_per_run']} per run, at most "
+              f"{j['max_calls_run']}), {j['tokens']} tokens ({j['tokens_per_run']} per run; "
+              f"{j['tokens_estimated_calls']} calls estimated at 4 characters a token), "
+              f"{j['distinct_prompts']} distinct prompts, {j['unusable_answers']} unusable answers")
     print()
     print(table(labels, summary))
     if args.runs:
@@ -428,7 +502,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['run_id']} {row['split']} {row['label']} start={row.get('loop_start', '-')} {flags}")
     if args.json is not None:
         args.json.write_text(json.dumps({"summary": summary, "first_flag": scored["results"],
-                                         "timings": scored["timings"]}, indent=1, default=str))
+                                         "timings": scored["timings"], "judge": scored.get("judge")},
+                                        indent=1, default=str))
+    return 0
+
+
+def export_prompts(labels: Sequence[dict[str, Any]], runs: dict[str, Any], path: Path) -> int:
+    """Write every distinct spin-check prompt of ``labels``' runs to ``path``: ``{"digest",
+    "messages"}`` per line, the messages exactly as the model is to see them (no label, no run
+    id), in the order first asked."""
+    scored = score(labels, runs, [RECORDED], collect=True)
+    lines = [cassette.exported(digest, messages) for digest, messages in scored["prompts"].items()]
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    chars = sum(len(str(m.get("content", ""))) for line in lines for m in line["messages"])
+    print(f"{len(lines)} distinct spin-check prompts of {len(labels)} runs written to {path} "
+          f"({chars} characters of messages)")
     return 0
 
 

@@ -48,7 +48,7 @@ from liveguard.engine.scorer import Record, ScoreOptions, Scorer
 from liveguard.errors import ClusterUnreachableError, TrajectoryReadError
 
 if TYPE_CHECKING:
-    from liveguard.judges import JudgeClient, JudgeConfig, JudgeResult
+    from liveguard.judges import Check, JudgeClient, JudgeConfig, JudgeResult
     from liveguard.model import Level
     from liveguard.rows import RunRow
 
@@ -164,12 +164,13 @@ class _LimitedJudgeClient:
         from liveguard.judges import JudgeClient
 
         class Limited(JudgeClient):
-            async def judge(self, level: Level, payload: Mapping[str, Any]) -> JudgeResult:
+            async def judge(self, level: Level, payload: Mapping[str, Any], *,
+                            check: Check | None = None) -> JudgeResult:
                 if self.skip_reason is not None or limiter is None:
-                    return await super().judge(level, payload)
+                    return await super().judge(level, payload, check=check)
                 await limiter.acquire.remote()
                 try:
-                    return await super().judge(level, payload)
+                    return await super().judge(level, payload, check=check)
                 finally:
                     limiter.release.remote()
 

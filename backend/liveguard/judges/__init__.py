@@ -35,29 +35,38 @@ The ``openai`` package is imported on first use, never when this module is impor
 
 One module per idea: ``_prompts`` (the system prompts, the data block, :data:`PROMPT_VERSION`),
 ``_config`` (:class:`JudgeConfig`, which key goes to which host), ``_parse`` (the answer's
-strict parsing, :class:`JudgeResult`), ``_client`` (:class:`JudgeClient`). Import the names
+strict parsing, bare or in one ```json fence, :class:`JudgeResult`), ``_client``
+(:class:`JudgeClient`: structured outputs where the endpoint takes them). Import the names
 from ``liveguard.judges``.
 """
 
 from liveguard.errors import JudgeSkipped
 from liveguard.judges._client import JudgeClient
 from liveguard.judges._config import JudgeConfig, key_for
-from liveguard.judges._parse import MAX_REASON_CHARS, ErrorCode, JudgeResult, parse_answer
+from liveguard.judges._parse import ANSWER_SCHEMA, MAX_REASON_CHARS, ErrorCode, JudgeResult, parse_answer
 from liveguard.judges._prompts import (
+    CHECK_PROMPTS,
     MAX_PAYLOAD_CHARS,
     PROMPT_VERSION,
+    SPIN_CHECK_PROMPT,
     SYSTEM_PROMPTS,
+    Check,
     Level,
     build_messages,
     data_block,
     payload_text,
+    prompt_digest,
 )
 
 __all__ = [
+    "ANSWER_SCHEMA",
+    "CHECK_PROMPTS",
     "MAX_PAYLOAD_CHARS",
     "MAX_REASON_CHARS",
     "PROMPT_VERSION",
+    "SPIN_CHECK_PROMPT",
     "SYSTEM_PROMPTS",
+    "Check",
     "ErrorCode",
     "JudgeClient",
     "JudgeConfig",
@@ -69,4 +78,5 @@ __all__ = [
     "key_for",
     "parse_answer",
     "payload_text",
+    "prompt_digest",
 ]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from liveguard.errors import JudgeSkipped
 from liveguard.judges._config import JudgeConfig
-from liveguard.judges._parse import ErrorCode, JudgeResult, parse_answer
-from liveguard.judges._prompts import Level, build_messages, check_level
+from liveguard.judges._parse import ANSWER_SCHEMA, ErrorCode, JudgeResult, parse_answer
+from liveguard.judges._prompts import Check, Level, build_messages, check_level
 
 if TYPE_CHECKING:
     import httpx2
@@ -24,6 +24,20 @@ _SDK_FIRST_BACKOFF = 0.5
 _SDK_MAX_BACKOFF = 8.0
 
 _log = logging.getLogger("liveguard.judges")
+
+_STRUCTURED: Any = {"type": "json_schema",
+                    "json_schema": {"name": "judgement", "strict": True, "schema": ANSWER_SCHEMA}}
+"""Structured outputs: the answer's schema, for an endpoint that holds the model to it."""
+_JSON_MODE: Any = {"type": "json_object"}
+"""JSON mode, for an endpoint that refuses a schema (DeepSeek's API)."""
+
+
+def _refuses_schema(exc: Exception) -> bool:
+    """A 400 or 422 that names ``response_format`` or ``json_schema``: the endpoint does
+    not take structured outputs (any other 4xx is the request's own fault)."""
+    status = getattr(exc, "status_code", None)
+    text = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}".lower()
+    return status in (400, 422) and ("response_format" in text or "json_schema" in text)
 
 
 class _Attempts:
@@ -79,6 +93,9 @@ class JudgeClient:
         retries = self.config.max_retries
         backoff = sum(min(_SDK_FIRST_BACKOFF * 2.0**n, _SDK_MAX_BACKOFF) for n in range(retries))
         self._deadline = (retries + 1) * self.config.timeout + backoff
+        self.structured = True
+        """Ask for structured outputs (``json_schema``); False once the endpoint refused them,
+        then JSON mode (``json_object``) for the client's life."""
 
     @property
     def skip_reason(self) -> str | None:
@@ -88,13 +105,17 @@ class JudgeClient:
     def model_name(self) -> str:
         return self.config.model
 
-    async def judge(self, level: Level, payload: Mapping[str, Any]) -> JudgeResult:
-        """Ask the judge about ``payload`` at ``level``.
+    async def judge(self, level: Level, payload: Mapping[str, Any], *,
+                    check: Check | None = None) -> JudgeResult:
+        """Ask the judge about ``payload`` at ``level`` (with ``check``'s own system prompt
+        when given: ``"spin_check"``).
 
         A failed request or an unusable answer is a result with an error code, never an
-        exception; :class:`JudgeSkipped` is raised when the judges are off.
+        exception; :class:`JudgeSkipped` is raised when the judges are off. Structured
+        outputs are asked for first; an endpoint that refuses them (a 400 naming
+        ``response_format``) is asked again at once in JSON mode, and from then on.
         """
-        messages = build_messages(level, payload)
+        messages = build_messages(level, payload, check=check)
         reason = self.skip_reason
         if reason is not None:
             _log.debug("judge skipped level=%s reason=%s", level, reason)
@@ -112,12 +133,17 @@ class JudgeClient:
                 started = time.perf_counter()
                 try:
                     async with asyncio.timeout(self._deadline):
-                        completion = await client.chat.completions.create(
-                            model=self.config.model,
-                            messages=messages,
-                            response_format={"type": "json_object"},
-                            temperature=0,
-                        )
+                        try:
+                            completion = await client.chat.completions.create(
+                                model=self.config.model, messages=messages, temperature=0,
+                                response_format=_STRUCTURED if self.structured else _JSON_MODE)
+                        except openai.APIStatusError as exc:
+                            if not (self.structured and _refuses_schema(exc)):
+                                raise
+                            self.structured = False
+                            completion = await client.chat.completions.create(
+                                model=self.config.model, messages=messages, temperature=0,
+                                response_format=_JSON_MODE)
                 except TimeoutError:  # our deadline, typically a long Retry-After
                     last = attempts.last_status
                     error = _status_code(last) if last is not None and last >= 400 else "timeout"

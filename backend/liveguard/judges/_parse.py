@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,14 +47,39 @@ class _Answer(BaseModel):
 
 
 _RANGE_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "finite_number"})
+_FENCED = re.compile(r"\A```[A-Za-z]*[ \t]*\r?\n(.*?)\r?\n?```\Z", re.DOTALL)
+"""One Markdown code block that is the whole answer (```json ... ```, ``` ... ```): a local
+model's habit. Only the block's content is read; text around it is not an answer."""
+
+ANSWER_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "reason": {"type": "string"},
+    },
+    "required": ["score", "confidence", "reason"],
+    "additionalProperties": False,
+}
+"""The answer as a JSON schema: what structured outputs (``response_format`` ``json_schema``)
+ask the endpoint to hold the model to; :func:`parse_answer` checks it again whatever came."""
+
+
+def unfence(content: str) -> str:
+    """``content`` without one Markdown code fence around the whole of it (stripped)."""
+    text = content.strip()
+    found = _FENCED.match(text)
+    return found.group(1).strip() if found is not None else text
 
 
 def parse_answer(content: str | None) -> tuple[float, float, str] | ErrorCode:
-    """``(score, confidence, reason)`` from the judge's message content, or an error code."""
+    """``(score, confidence, reason)`` from the judge's message content, or an error code.
+    The content is one JSON object, bare or as the one fenced code block of the answer
+    (```json ... ```): the fence is read through, never text beside it."""
     if not content:
         return "malformed_json"
     try:
-        data = json.loads(content)
+        data = json.loads(unfence(content))
     except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return "malformed_json"
     if not isinstance(data, dict):

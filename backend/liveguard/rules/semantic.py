@@ -80,7 +80,7 @@ import base64
 import contextlib
 import re
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_64_hexdigest, xxh3_64_intdigest, xxh3_128_digest
@@ -127,6 +127,10 @@ REPEATS = 2
 """Repeats of a node's message (reworded or word for word) in its window from which weak
 novelty between them is no longer progress (graded confirmation; set on the benchmark's
 development split)."""
+
+
+_Call = tuple[int, str, bytes, bytes, Sketch, tuple[int, ...], bool]
+"""A remembered tool call: (index, tool, result digest, args digest, args sketch, chain, reworded)."""
 
 
 class SemanticStats:
@@ -178,10 +182,15 @@ class SemanticRepeat:
         self._repeats: dict[str, deque[tuple[int, int]]] = {}  # node -> (position, since) of its repeats
         self._tool_repeats, self._tool_window = policy.tool_repeats, policy.tool_window
         # the last tool calls: (index, tool, result digest, args digest, args sketch, chain, reworded)
-        self._calls: deque[tuple[int, str, bytes, bytes, Sketch, tuple[int, ...], bool]] = deque(
-            maxlen=policy.tool_window)
+        self._calls: deque[_Call] = deque(maxlen=policy.tool_window)
         # tool -> (its first result's digest, its frame (hashed words), frame known)
         self._frames: dict[str, tuple[bytes, frozenset[int], bool]] = {}
+        # what brought news, for the tool rules: (index, node, 0 a tool result or user message | 1 a message)
+        self._news: deque[tuple[int, str, int]] = deque(maxlen=_EVENTS)
+        self._speaker = ""  # the node of the last message step: who calls the tools next
+        # (tool, outcome digest) -> (caller, [(index, args digest)]): the same error's chain
+        self._errors: dict[tuple[str, bytes], tuple[str, list[tuple[int, bytes]]]] = {}
+        self._suspected: dict[str, int] = {}  # tool -> index of its last tool-call suspicion
         self._matched = False
         self._last_seen = False  # the last message step's digest was seen before (or a counter ticked)
         self._canonical = Fingerprinter(policy.ignore_keys, volatile=policy.volatile).canonical_bytes
@@ -266,32 +275,42 @@ class SemanticRepeat:
         else:
             payload = (obs.tool, step.result, step.error)
             outcome = self._results(payload)
-            found = self._call(obs, step.args, outcome)
             if self._seen_before(outcome) or self._ticks(obs.node, payload):
                 level = _NOTHING
             else:
                 level = self._reread(obs.node, payload)
+            found, silent = self._call(obs, step.args, outcome, level)
+            if level in (_NEW, _WEAK) and not silent:
+                self._news.append((obs.index, obs.node, 0))
         self._events.append((obs.index, obs.node, level))
         return found
 
-    def _call(self, obs: Observation, args: Any, outcome: bytes) -> list[Violation] | None:
-        """The same call in other words: a tool call whose result is the same as that of one
+    def _call(self, obs: Observation, args: Any, outcome: bytes,
+              level: int) -> tuple[list[Violation] | None, bool]:
+        """(findings, the result is silent) of one tool call (``level``: what its result brought).
+
+        **The same call in other words**: a tool call whose result is the same as that of one
         of the last ``tool_window`` calls (by digest, volatile text masked) and whose
         arguments are the same or re-read that call's (:meth:`Sketch.rereads` on their
         canonical JSON: resemblance at least ``NEAR``, no number or identifier that call
         lacked) repeats its state. A chain of such repeats reaching ``tool_repeats`` calls,
         one of them reworded (a chain of identical calls is ``tool_no_progress``'s), is hard:
-        the request and what came back are both the same."""
+        the request and what came back are both the same.
+
+        **A suspicion** (:meth:`_suspect`): the same tool called with other arguments that
+        name nothing its earlier call's lacked, and nothing new came back. **The same error**
+        (:meth:`_same_error`): ``tool_same_error``."""
         try:
             data = self._canonical(args)  # masked canonical bytes: what raw_digest hashes
         except Exception:
-            return None
+            return None, False
         sketch = Sketch(data.decode("utf-8", "replace") if args is not None else "")
         exact = xxh3_128_digest(data)  # = self._results(args), without canonicalising twice
         calls = self._calls
         if self._silent(obs.tool or "", outcome, obs.step):
             calls.append((obs.index, obs.tool or "", outcome, exact, sketch, (obs.index,), False))
-            return None
+            return None, True
+        prior = list(calls)
         steps: tuple[int, ...] = (obs.index,)
         reworded = False
         oldest = calls[1][0] if len(calls) == calls.maxlen and len(calls) > 1 else -1
@@ -304,14 +323,90 @@ class SemanticRepeat:
                 reworded = near or not same
                 break
         calls.append((obs.index, obs.tool or "", outcome, exact, sketch, steps, reworded))
-        if len(steps) != self._tool_repeats or not reworded:
+        if len(steps) == self._tool_repeats and reworded:
+            return [Violation(
+                code=self.code, severity="hard", step=obs.index, node=obs.node, count=len(steps),
+                detail={"kind": "tool_call", "tool": obs.tool, "digest": prefix(outcome.hex()),
+                        "steps": list(steps), "window": self._tool_window, "confirmed": True,
+                        "new_between": 0},
+            )], False
+        same_error = self._same_error(obs, exact, outcome)
+        if same_error is not None:
+            return same_error, False
+        return self._suspect(obs, prior, (exact, sketch, outcome), level), False
+
+    def _suspect(self, obs: Observation, prior: Sequence[_Call], call: tuple[bytes, Sketch, bytes],
+                 level: int) -> list[Violation] | None:
+        """A suspicion over tool calls: the same tool, called among the last ``tool_window``
+        calls with other arguments that name no number or identifier the earlier call's
+        lacked (a reworded query, not another id), and nothing new came back (the same
+        result, or one that re-reads a recent one). A soft ``semantic_repeat``
+        (``detail.kind`` ``tool_call``), once per tool in its window: the spin check is
+        asked, and only the judge or a person makes it hard."""
+        if level not in (_NOTHING, _REREAD):
             return None
+        exact, sketch, outcome = call  # the call's arguments (digest, sketch) and result digest
+        tool = obs.tool or ""
+        matched = next((index for index, name, result, args, earlier, _, _ in reversed(prior)
+                        if name == tool and args != exact and (result == outcome or level == _REREAD)
+                        and sketch.facts <= earlier.facts and sketch.caps <= earlier.words), None)
+        if matched is None:
+            return None
+        last = self._suspected.get(tool)
+        if last is not None and any(index == last for index, *_ in prior):
+            return None  # once per tool in its window
+        if len(self._suspected) >= _NODES and tool not in self._suspected:
+            self._suspected.pop(next(iter(self._suspected)))
+        self._suspected[tool] = obs.index
         return [Violation(
-            code=self.code, severity="hard", step=obs.index, node=obs.node, count=len(steps),
+            code=self.code, severity="soft", step=obs.index, node=obs.node, count=1,
             detail={"kind": "tool_call", "tool": obs.tool, "digest": prefix(outcome.hex()),
-                    "steps": list(steps), "window": self._tool_window, "confirmed": True,
-                    "new_between": 0},
+                    "matched_step": matched, "window": self._tool_window, "confirmed": False,
+                    "reread": level == _REREAD},
         )]
+
+    def _same_error(self, obs: Observation, exact: bytes, outcome: bytes) -> list[Violation] | None:
+        """``tool_same_error``: the same error (by digest, volatile text masked) from the same
+        tool ``tool_repeats`` times, with varying arguments (not all the same: that is
+        ``tool_no_progress``'s), and nothing new between them: no new tool result, no new
+        user message, no new message from anyone but the agent that calls the tool (the last
+        to speak before the chain began). Hard: the agent keeps trying and nothing new comes
+        back. A different error, a new result, or a user's new answer between starts the
+        chain again."""
+        step = obs.step
+        if step is None or not (obs.failed or _reads_as_error(step.result)):
+            return None
+        key = (obs.tool or "", outcome)
+        chain = self._errors.pop(key, None)
+        if chain is not None and self._news_between(chain[1][-1][0], obs.index, chain[0]):
+            chain = None
+        if chain is None:
+            chain = (self._speaker, [])
+        links = chain[1]
+        links.append((obs.index, exact))
+        del links[:-self._tool_repeats]
+        if len(links) >= self._tool_repeats and len({args for _, args in links}) > 1:
+            return [Violation(
+                code="tool_same_error", severity="hard", step=obs.index, node=obs.node, count=len(links),
+                detail={"tool": obs.tool, "digest": prefix(outcome.hex()),
+                        "steps": [index for index, _ in links],
+                        "distinct_args": len({args for _, args in links}), "new_between": 0},
+            )]
+        if len(self._errors) >= _NODES:
+            self._errors.pop(next(iter(self._errors)))
+        self._errors[key] = chain
+        return None
+
+    def _news_between(self, since: int, until: int, caller: str) -> bool:
+        """True when something new came back between steps ``since`` and ``until``: a new
+        tool result (not a silent one), a new user message, or a new message from an agent
+        other than ``caller``'s. An event older than the memory counts as new."""
+        news = self._news
+        if len(news) == news.maxlen and news[0][0] > since:
+            return True
+        agent = agent_of(caller) if caller else None
+        return any(since < index < until and (kind == 0 or agent_of(node) != agent)
+                   for index, node, kind in news)
 
     def _silent(self, tool: str, outcome: bytes, step: Any) -> bool:
         """True when the result says nothing beyond the tool's frame, the words every
@@ -445,12 +540,18 @@ class SemanticRepeat:
         if obs.user:  # a user's message: an observation, new when its text is new
             level = _NOTHING if self._seen_before(obs.digest) else self._reread(obs.node, text)
             self._events.append((obs.index, obs.node, level))
+            if level in (_NEW, _WEAK):
+                self._news.append((obs.index, obs.node, 0))
             return None
         self._matched = False
         found = self._message(obs, text)
         if found is not None:  # a reworded repeat of its node: nothing new, for the others
             level = _NOTHING if self._last_seen else _REPEAT if self._matched else _REREAD
             self._events.append((obs.index, obs.node, level))
+        last = self._events[-1] if self._events else None
+        if last is not None and last[0] == obs.index and last[2] in (_NEW, _WEAK):
+            self._news.append((obs.index, obs.node, 1))
+        self._speaker = obs.node
         return found or None
 
     def _message(self, obs: Observation, text: str) -> list[Violation] | None:
@@ -639,6 +740,11 @@ class SemanticRepeat:
                   for index, tool, result, args, sketch, chain, near in self._calls],
             "f": [[pack(tool), first.hex(), sorted(common), int(known)]
                   for tool, (first, common, known) in self._frames.items()],
+            "n": [[index, pack(node), kind] for index, node, kind in self._news],
+            "sp": pack(self._speaker),
+            "er": [[pack(tool), outcome.hex(), pack(caller), [[i, a.hex()] for i, a in links]]
+                   for (tool, outcome), (caller, links) in self._errors.items()],
+            "su": {str(pack(tool)): index for tool, index in self._suspected.items()},
         }
 
     def restore(self, data: Any, unpack: Unpack) -> None:
@@ -667,6 +773,13 @@ class SemanticRepeat:
                             maxlen=self._tool_window)
         self._frames = {unpack(tool): (bytes.fromhex(first), frozenset(int(w) for w in common), bool(known))
                         for tool, first, common, known in data.get("f", [])}
+        self._news = deque(((int(i), unpack(node), int(kind)) for i, node, kind in data.get("n", [])),
+                           maxlen=_EVENTS)
+        self._speaker = unpack(int(data["sp"])) if "sp" in data else ""
+        self._errors = {(unpack(tool), bytes.fromhex(outcome)):
+                        (unpack(caller), [(int(i), bytes.fromhex(a)) for i, a in links])
+                        for tool, outcome, caller, links in data.get("er", [])}
+        self._suspected = {unpack(int(tool)): int(index) for tool, index in data.get("su", {}).items()}
 
 
 def _vec_out(vector: NDArray[np.float32] | None) -> str | None:
@@ -685,6 +798,20 @@ def _vec_in(text: str | None) -> NDArray[np.float32] | None:
     vector = np.frombuffer(base64.b64decode(text), dtype="<f2").astype(np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
+
+
+_ERROR_TEXT = re.compile(r"\A\s*(?:error|exception|traceback|fatal)\b", re.IGNORECASE)
+
+
+def _reads_as_error(result: Any) -> bool:
+    """A tool result that reports a failure in its own words: text that opens with "Error",
+    "Exception", "Traceback" or "Fatal" (tau-bench's "Error: flight HAT030 not available"),
+    or a mapping with a non-empty ``error`` (a step's own ``error`` is ``obs.failed``)."""
+    if isinstance(result, str):
+        return _ERROR_TEXT.match(result) is not None
+    if isinstance(result, Mapping):
+        return bool(result.get("error"))
+    return False
 
 
 def _message_text(obs: Observation) -> str | None:
