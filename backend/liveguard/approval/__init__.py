@@ -104,6 +104,7 @@ from liveguard.approval._common import (
     ApprovalClaimError,
     ApprovalConflict,
     ApprovalError,
+    SendRefused,
 )
 from liveguard.approval._decision import (
     STRICT_RESUME_KEY as STRICT_RESUME_KEY,
@@ -130,6 +131,7 @@ __all__ = [
     "ApprovalConflict",
     "ApprovalError",
     "ApprovalState",
+    "SendRefused",
     "approval_gate",
     "approval_send",
     "aresume_approval",
