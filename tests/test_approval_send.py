@@ -61,8 +61,8 @@ def _graph(saver: Any, sent: list[tuple[Any, Any]], **compile_args: Any) -> Any:
 
     builder: Any = StateGraph(_State)
     builder.add_node("write", write)
-    builder.add_node("gate", approval_gate(send="send", revise="write", recipient_key="to", history_wait=2.0),
-                     destinations=("send", "write"))
+    gate = approval_gate(send="send", revise="write", recipient_key="to", history_wait=2.0)
+    builder.add_node("gate", gate, destinations=("send", "write"))
     builder.add_node("send", approval_send(send))
     builder.add_edge(START, "write")
     builder.add_edge("write", "gate")
@@ -169,12 +169,12 @@ def test_update_state_swap_takes_only_a_pinned_answer(saver: Any) -> None:
     sent: list[tuple[Any, Any]] = []
     graph = _graph(saver, sent)
     first = _held(graph, "t")
-    assert first.value["digest"].startswith("sha256:")
-    assert first.value["recipient"] == TO
-    assert "pinned_only" not in first.value
     graph.update_state(cfg("t"), {"draft": EVIL, "to": EVIL_TO})
     out = graph.invoke(Command(resume=APPROVE), cfg("t"))  # the form the server, SDK and UIs send
     assert sent == []
+    assert first.value["digest"].startswith("sha256:")
+    assert first.value["recipient"] == TO
+    assert "pinned_only" not in first.value
     again = _pending(graph, "t")
     assert again.id != first.id
     assert again.value["pinned_only"] is True
@@ -246,6 +246,11 @@ def test_an_update_that_keeps_the_draft_takes_an_unpinned_answer(saver: Any) -> 
 
 
 # -- "Why" 3: an edit whose draft is not text ------------------------------------------------------
+def _edit(draft: Any) -> dict[str, Any]:
+    action = {"name": "send_draft", "args": {"draft": draft}}
+    return {"decisions": [{"type": "edit", "edited_action": action}]}
+
+
 @pytest.mark.parametrize("value", [{"to": EVIL_TO, "body": EVIL}, [EVIL], 10000, "", "   "],
                          ids=["dict", "list", "int", "empty", "blank"])
 def test_an_edit_of_another_type_is_refused(saver: Any, value: Any) -> None:
@@ -253,14 +258,12 @@ def test_an_edit_of_another_type_is_refused(saver: Any, value: Any) -> None:
     sent: list[tuple[Any, Any]] = []
     graph = _graph(saver, sent)
     first = _held(graph, "t")
-    edit = {"decisions": [{"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": value}}}]}
-    graph.invoke(Command(resume=edit), cfg("t"))
+    graph.invoke(Command(resume=_edit(value)), cfg("t"))
     assert sent == []
     again = _pending(graph, "t")
     assert "edited_action.args.draft" in again.value["error"]
     assert again.value["action_requests"] == first.value["action_requests"]
-    good = {"decisions": [{"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": "Hi."}}}]}
-    graph.invoke(Command(resume=good), cfg("t"))
+    graph.invoke(Command(resume=_edit("Hi.")), cfg("t"))
     assert sent == [(TO, "Hi.")]
 
 
@@ -272,8 +275,7 @@ def test_an_edit_of_another_type_is_refused(saver: Any, value: Any) -> None:
 def test_edit_parsing_keeps_the_draft_type(value: Any, shown: Any) -> None:
     """Any edited value: parsed without raising; taken only when of the shown type and non-empty."""
     request = hitl.approval_request(shown, reasons=["autoapprove_off"])
-    answer = {"decisions": [{"type": "edit", "edited_action": {"name": "send_draft", "args": {"draft": value}}}]}
-    got = hitl.parse_resume(answer, request)
+    got = hitl.parse_resume(_edit(value), request)
     empty = not value.strip() if isinstance(value, str) else not value
     ok = type(value) is type(shown) and not empty
     assert isinstance(got, hitl.Edit) == ok, (value, got)
@@ -282,8 +284,6 @@ def test_edit_parsing_keeps_the_draft_type(value: Any, shown: Any) -> None:
 # -- "Why" 9: a 20 MB note stored whole ----------------------------------------------------------
 def test_the_audit_note_and_message_are_bounded(saver: Any) -> None:
     """A huge note or message is kept as its first characters, its length and its digest."""
-    from liveguard.approval._node import TEXT_LIMIT
-
     sent: list[tuple[Any, Any]] = []
     graph = _graph(saver, sent)
     _held(graph, "t")
@@ -292,6 +292,9 @@ def test_the_audit_note_and_message_are_bounded(saver: Any) -> None:
                                  "note": huge}), cfg("t"))
     graph.invoke(Command(resume={**APPROVE, "note": "fine"}), cfg("t"))
     reject, approve = graph.get_state(cfg("t")).values["approvals"]
+    assert len(reject["note"]) < 10_000, "the note was stored whole"
+    from liveguard.approval._node import TEXT_LIMIT
+
     assert reject["note"] == "n" * TEXT_LIMIT
     assert (reject["note_chars"], reject["note_digest"][:7]) == (1_000_000, "sha256:")
     assert reject["message"] == "m" * TEXT_LIMIT

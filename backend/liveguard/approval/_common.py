@@ -51,30 +51,39 @@ class Grant:
 
 
 class _Grants:
-    """The grants this process won, by ``(thread, key)``; bounded, thread-safe."""
+    """The grants this process won, by ``(thread, key)``, each with a count; bounded, thread-safe.
+
+    A key is a claim key (one decision), or, for a scripted ``decide``, ``scripted:<digest>``,
+    which several runs of one process may hold at once (each sends once)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: OrderedDict[tuple[str, str], Grant] = OrderedDict()
+        self._held: OrderedDict[tuple[str, str], tuple[Grant, int]] = OrderedDict()
 
-    def add(self, thread: str, key: str, grant: Grant) -> None:
+    def add(self, thread: str, key: str, grant: Grant, *, count: bool = False) -> None:
+        """Hold ``grant``; ``count``: one more send of the same key (else the key is held once)."""
         with self._lock:
-            self._held[(thread, key)] = grant
+            before = self._held.get((thread, key))
+            self._held[(thread, key)] = (grant, before[1] + 1 if count and before is not None else 1)
             self._held.move_to_end((thread, key))
             while len(self._held) > GRANTS_MAX:
                 self._held.popitem(last=False)
 
     def get(self, thread: str, key: str) -> Grant | None:
         with self._lock:
-            return self._held.get((thread, key))
+            found = self._held.get((thread, key))
+            return found[0] if found is not None else None
 
     def __contains__(self, item: object) -> bool:
         with self._lock:
             return item in self._held
 
     def discard(self, thread: str, key: str) -> None:
+        """One send done: the key's count goes down (and the key away at zero)."""
         with self._lock:
-            self._held.pop((thread, key), None)
+            found = self._held.pop((thread, key), None)
+            if found is not None and found[1] > 1:
+                self._held[(thread, key)] = (found[0], found[1] - 1)
 
 
 WON: Final = _Grants()

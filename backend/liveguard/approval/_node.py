@@ -176,6 +176,7 @@ class _Gate:
             "action": decision.type,
             "by": decision.by,  # None: the answer named nobody (unattributed)
             "at": self.clock().isoformat(),
+            "note": decision.note,  # bounded below (the key keeps its place)
             "codes": [str(c) for c in payload.get("codes") or []],
             "reasons": list(payload.get("reasons") or []),
             "passed": row.get("passed"),
@@ -203,12 +204,19 @@ class _Gate:
             return bound_digest(decision.value, recipient)
         return str(shown.get("digest") or bound_digest(_shown_draft(shown), recipient))
 
-    def _grant(self, thread: str, key: str, decision: hitl.ReviewDecision, shown: Mapping[str, Any],
-               *, claimed: bool) -> None:
-        """Let this process's send node send what ``decision`` sends (once, :func:`approval_send`)."""
-        if decision.type in SENDS:
-            WON.add(thread, key, Grant(self._sent_digest(decision, shown), self.draft_key, self.recipient_key,
-                                       claimed, decision.by, decision.type))
+    def _grant(self, thread: str, key: str | None, decision: hitl.ReviewDecision, shown: Mapping[str, Any],
+               *, claimed: bool) -> str | None:
+        """Let this process's send node send what ``decision`` sends (once, :func:`approval_send`).
+
+        ``key`` None: a scripted decision, granted under ``scripted:<digest>`` (no task id, so a
+        recorded run replays byte for byte). Returns the grant's key (None: the decision sends nothing).
+        """
+        if decision.type not in SENDS:
+            return None
+        digest = self._sent_digest(decision, shown)
+        grant = Grant(digest, self.draft_key, self.recipient_key, claimed, decision.by, decision.type)
+        WON.add(thread, key or f"scripted:{digest}", grant, count=key is None)
+        return key or f"scripted:{digest}"
 
     def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: hitl.ReviewDecision,
                  draft: Any, *, claim_key: str | None = None, grant_key: str | None = None) -> Any:
@@ -482,9 +490,9 @@ class _Gate:
                 return None
             if not won.won:
                 raise self._refused(visit, won)
-        self._grant(visit.thread, visit.claim_key, decision, visit.payload, claimed=key is not None)
+        grant = self._grant(visit.thread, key, decision, visit.payload, claimed=key is not None)
         return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key,
-                             grant_key=visit.claim_key)
+                             grant_key=grant)
 
     def _request(
         self, visit: Visit, draft: Any, verdict: Verdict | None, settings: Settings, *,
@@ -502,10 +510,11 @@ class _Gate:
     def _person(self, visit: Visit, decision: hitl.ReviewDecision, draft: Any) -> Any:
         assert visit.payload is not None
         key = visit.claim_key if self.decide is None else None
+        grant = key if decision.type in SENDS else None
         if self.decide is not None:  # scripted: no claim; the grant is this process's alone
-            self._grant(visit.thread, visit.claim_key, decision, visit.payload, claimed=False)
+            grant = self._grant(visit.thread, None, decision, visit.payload, claimed=False)
         return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key,
-                             grant_key=visit.claim_key)
+                             grant_key=grant)
 
     def _body(self, state: Mapping[str, Any], config: RunnableConfig) -> Body[Any]:
         """The visit, for the sync and async drivers alike (:mod:`liveguard._twin`)."""
