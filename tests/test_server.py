@@ -318,11 +318,11 @@ def test_update_state_on_a_held_thread_sends_nothing(client: SyncLangGraphClient
     client.threads.update_state(thread_id, EVIL, as_node="gate_draft")
     _run(client, thread_id, "campaign", command={"goto": "approve_send"})  # the step asks again
     asked = [i for items in client.threads.get(thread_id)["interrupts"].values() for i in items]
+    _run(client, thread_id, "campaign", command={"resume": HITL_ANSWER})  # the person's unpinned approve
+    assert _sent(client, thread_id) == [None, 0]
     assert [i["value"].get("pinned_only") for i in asked] == [True]
     assert asked[0]["id"] != pending["id"]
     assert asked[0]["value"]["recipient"] == EVIL["lead_id"]
-    _run(client, thread_id, "campaign", command={"resume": HITL_ANSWER})  # the person's unpinned approve
-    assert _sent(client, thread_id) == [None, 0]
     again = [i for items in client.threads.get(thread_id)["interrupts"].values() for i in items]
     assert [i["id"] for i in again] == [asked[0]["id"]]
     assert "pinned" in again[0]["value"]["error"]
