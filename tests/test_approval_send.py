@@ -302,3 +302,29 @@ def test_the_audit_note_and_message_are_bounded(saver: Any) -> None:
     assert approve["note"] == "fine"
     assert "note_chars" not in approve
     assert sent == [(TO, f"{DRAFT} (v2)")]
+
+
+def test_async_goto_and_swap_send_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The async twins (ainvoke, an async saver): a goto is refused, a swap takes no unpinned answer."""
+    import asyncio
+
+    from liveguard.checkpoints import aopen_saver
+
+    for name in ("AGENT_EVAL_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "AGENT_EVAL_AUTOAPPROVE"):
+        monkeypatch.delenv(name, raising=False)
+
+    async def main() -> list[tuple[Any, Any]]:
+        sent: list[tuple[Any, Any]] = []
+        async with aopen_saver(f"sqlite:///{tmp_path / 'async.sqlite'}") as saver:
+            graph = _graph(saver, sent)
+            await graph.ainvoke({"topic": "pricing"}, cfg("a"))
+            with pytest.raises(ApprovalError):
+                await graph.ainvoke(Command(goto="send"), cfg("a"))
+            await graph.ainvoke({"topic": "pricing"}, cfg("b"))
+            await graph.aupdate_state(cfg("b"), {"draft": EVIL, "to": EVIL_TO})
+            await graph.ainvoke(Command(resume=APPROVE), cfg("b"))
+            (pending,) = (await graph.aget_state(cfg("b"))).interrupts
+            assert pending.value["pinned_only"] is True
+        return sent
+
+    assert asyncio.run(main()) == []

@@ -16,7 +16,8 @@
     ├── CheckpointURLError (also ValueError)       liveguard.checkpoints: a URL naming no saver
     ├── CheckpointOpenError                        liveguard.checkpoints: the database cannot be opened
     ├── ApprovalError (also ValueError)            liveguard.approval: a resume answer that is no decision
-    │   └── ApprovalClaimError                     liveguard.approval: the decision could not be recorded
+    │   ├── ApprovalClaimError                     liveguard.approval: the decision could not be recorded
+    │   └── SendRefused                            liveguard.approval: no live decision, nothing sent
     ├── ApprovalConflict                           liveguard.approval: another worker decided first
     ├── JudgeSkipped                               liveguard.judges: the judges are off
     ├── EvaluatorArgumentError (also TypeError, ValueError)
