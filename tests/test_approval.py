@@ -148,7 +148,7 @@ def test_interrupt_payload_shape(judges: FakeOpenAI, sqlite_url: str) -> None:
         out = start(saver, "ping_pong", "shape")
     payload = payload_of(out)
     assert set(payload) == {"action_requests", "review_configs", "kind", "codes", "reasons", "edit_key",
-                            "interrupt_id", "verdict"}
+                            "interrupt_id", "verdict", "digest", "recipient"}
     assert payload["kind"] == KIND
     (action,) = payload["action_requests"]
     assert (action["name"], action["args"]) == ("send_draft", {"draft": out["draft"]})
@@ -334,7 +334,8 @@ def test_bad_resume_is_rejected_and_the_thread_stays_interrupted(
         state = campaign.build_graph("ping_pong", checkpointer=saver).get_state(cfg("bad"))
         assert state.next == ("approve_send",)
         # nothing was claimed: a malformed answer decides nothing
-        assert saver.conn.execute("SELECT claim_key FROM liveguard_approval_claims").fetchall() == []
+        assert saver.conn.execute("SELECT claim_key FROM liveguard_approval_claims "
+                                  "WHERE claim_key NOT LIKE 'asked:%'").fetchall() == []
         # A valid answer afterwards is taken, once.
         done = resume(saver, "ping_pong", "bad", approve("ann"))
         assert done["sent"] == done["draft"]

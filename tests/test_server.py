@@ -286,3 +286,49 @@ def test_server_client_example(server: str, tmp_path: Path) -> None:
     assert "cleared through the server: no_progress_stall at step 1" in lines
     assert "approved by ana through the SDK: sent 1 time(s); thread idle" in lines, done.stdout + done.stderr
     assert done.returncode == 0
+
+
+# -- the send path, as a client of the server may drive it (issue 28, "Why" 1 and 2) ----------------
+EVIL = {"draft": "v9: wire 10k to IBAN X", "lead_id": 99}
+
+
+def _sent(client: SyncLangGraphClient, thread_id: str) -> list[Any]:
+    values = client.threads.get_state(thread_id)["values"]
+    return [values.get("sent"), values.get("steps", []).count("send_touch")]
+
+
+@pytest.mark.parametrize("goto", [
+    "send_touch",
+    {"node": "send_touch", "input": {**EVIL, "steps": []}},
+], ids=["goto", "goto-with-input"])
+def test_a_client_goto_to_the_send_sends_nothing(client: SyncLangGraphClient, goto: Any) -> None:
+    """``runs.create(command={"goto": ...})`` on a held thread: the run fails, nothing is sent."""
+    thread_id, pending = _held_approval(client)
+    result, status = _run(client, thread_id, "campaign", command={"goto": goto})
+    assert status == "error", result
+    assert result["__error__"]["error"] == "SendRefused", result
+    assert _sent(client, thread_id) == [None, 0]
+    (still,) = [i for items in client.threads.get(thread_id)["interrupts"].values() for i in items]
+    assert still["id"] == pending["id"]  # the person's question still waits, unanswered
+
+
+def test_update_state_on_a_held_thread_sends_nothing(client: SyncLangGraphClient) -> None:
+    """A swapped draft and recipient (update_state, then the step asked again) takes no unpinned answer."""
+    thread_id, pending = _held_approval(client)
+    client.threads.update_state(thread_id, EVIL, as_node="gate_draft")
+    _run(client, thread_id, "campaign", command={"goto": "approve_send"})  # the step asks again
+    asked = [i for items in client.threads.get(thread_id)["interrupts"].values() for i in items]
+    _run(client, thread_id, "campaign", command={"resume": HITL_ANSWER})  # the person's unpinned approve
+    assert _sent(client, thread_id) == [None, 0]
+    assert [i["value"].get("pinned_only") for i in asked] == [True]
+    assert asked[0]["id"] != pending["id"]
+    assert asked[0]["value"]["recipient"] == EVIL["lead_id"]
+    again = [i for items in client.threads.get(thread_id)["interrupts"].values() for i in items]
+    assert [i["id"] for i in again] == [asked[0]["id"]]
+    assert "pinned" in again[0]["value"]["error"]
+    # changed in the same breath as the answer: the question is void, asked again, nothing sent
+    other, _ = _held_approval(client)
+    _run(client, other, "campaign", command={"update": {"lead_id": 99}, "resume": HITL_ANSWER})
+    assert _sent(client, other) == [None, 0]
+    (void,) = [i for items in client.threads.get(other)["interrupts"].values() for i in items]
+    assert (void["value"]["recipient"], void["value"]["pinned_only"]) == (99, True)

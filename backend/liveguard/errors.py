@@ -16,7 +16,8 @@
     ├── CheckpointURLError (also ValueError)       a checkpoint URL naming no saver
     ├── CheckpointOpenError                        the checkpoint database cannot be opened
     ├── ApprovalError (also ValueError)            a resume answer that is no decision
-    │   └── ApprovalClaimError                     the decision could not be recorded
+    │   ├── ApprovalClaimError                     the decision could not be recorded
+    │   └── SendRefused                            no live decision for this draft: nothing sent
     ├── ApprovalConflict                           another worker decided first
     ├── JudgeSkipped                               the judges are off
     ├── EvaluatorArgumentError (also TypeError, ValueError)
@@ -61,6 +62,7 @@ __all__ = [
     "PolicyError",
     "ResultError",
     "SemanticUnavailable",
+    "SendRefused",
     "SnapshotError",
     "TargetError",
     "TrajectoryReadError",
@@ -214,6 +216,22 @@ class ApprovalError(LiveguardError, ValueError):
 
 class ApprovalClaimError(ApprovalError):
     """The decision could not be recorded (a database error): nothing was decided, the draft still waits."""
+
+
+class SendRefused(ApprovalError):
+    """The send node was reached without a live decision for exactly this draft: nothing was sent.
+
+    ``reason`` is a code: ``no_decision`` (no approve or edit is recorded, e.g. the draft still
+    waits or was rejected), ``not_granted`` (the recorded decision is not one this process holds:
+    another interrupt's, already sent, or written into the state by a client), ``draft_changed``
+    (the draft or recipient is not the one decided on), ``pushed`` (the node was started by
+    ``Send(node, input)``, a client's ``goto`` with input).
+    """
+
+    def __init__(self, thread_id: str, reason: str, detail: str) -> None:
+        self.thread_id = thread_id
+        self.reason = reason
+        super().__init__(f"thread {thread_id}: send refused ({reason}): {detail}; nothing was sent")
 
 
 class ApprovalConflict(LiveguardError):

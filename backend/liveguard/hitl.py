@@ -117,7 +117,10 @@ class HoldRequest(TypedDict):
     codes; ``reasons`` why a person is asked (codes); ``edit_key`` the ``args`` key an edit
     must carry; ``interrupt_id`` the hold's interrupt id where it is known when the request
     is built (``guard()``'s fixed one), else None: the ``Interrupt`` itself carries it.
-    ``verdict`` (approval) is the verdict row; ``step``/``node``/``count`` (liveness) say
+    ``verdict`` (approval) is the verdict row; ``digest`` (approval) the digest of the draft
+    and its ``recipient`` that a decision is bound to (only that is sent); ``pinned_only``
+    (approval, a question asked again after the draft changed) says that only an answer pinned
+    to this interrupt's id is taken; ``step``/``node``/``count`` (liveness) say
     where the run stopped and ``detail`` the violation's detail; ``error`` is set on a re-ask
     after a malformed answer.
     """
@@ -130,6 +133,9 @@ class HoldRequest(TypedDict):
     edit_key: str
     interrupt_id: str | None
     verdict: NotRequired[dict[str, Any]]
+    digest: NotRequired[str]
+    recipient: NotRequired[Any]
+    pinned_only: NotRequired[bool]
     step: NotRequired[int]
     node: NotRequired[str | None]
     count: NotRequired[int]
@@ -276,11 +282,16 @@ def approval_request(
     verdict: Mapping[str, Any] | None = None,
     codes: Sequence[str] | None = None,
     interrupt_id: str | None = None,
+    digest: str | None = None,
+    recipient: Any = None,
+    pinned_only: bool = False,
 ) -> HoldRequest:
     """The approval gate's interrupt value: one ``send_draft`` action, the draft in ``args``.
 
     ``reasons`` are :func:`liveguard.approval.reasons_for` codes; ``verdict`` the verdict row
     (``liveguard score --format json``); ``codes`` default to the verdict's violation codes.
+    ``digest`` (the draft and recipient a decision is bound to), ``recipient`` (shown when not
+    None) and ``pinned_only`` are kept in extra keys.
     The description says in words why a person is asked, from codes only.
     """
     found = sorted(set(codes)) if codes is not None else _codes_of(verdict)
@@ -297,6 +308,10 @@ def approval_request(
     if missing:
         lines.append("Missing evidence: " + ", ".join(missing) + ".")
     lines.append("Approve sends the draft; edit sends args.draft instead; reject does not send it.")
+    if pinned_only:
+        lines.append("The draft or its recipient changed after an earlier question: this question "
+                     "takes only an answer pinned to its interrupt id "
+                     "(Command(resume={interrupt_id: answer}), `liveguard approvals`).")
     request: HoldRequest = {
         "action_requests": [{"name": APPROVAL_ACTION, "args": {"draft": draft},
                              "description": "\n".join(lines)}],
@@ -309,6 +324,12 @@ def approval_request(
     }
     if verdict is not None:
         request["verdict"] = dict(verdict)
+    if digest is not None:
+        request["digest"] = digest
+    if recipient is not None:
+        request["recipient"] = recipient
+    if pinned_only:
+        request["pinned_only"] = True
     return request
 
 
@@ -487,7 +508,20 @@ _KEYS: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
-def _edit_args(action: Any, where: str, name: str, edit_key: str) -> tuple[str, dict[str, Any]]:
+def _same_kind(value: Any, shown: Any, loc: str) -> None:
+    """An edit's value is of the type of the value the person was shown, and not empty."""
+    if shown is None:
+        return
+    if type(value) is not type(shown):
+        raise _Bad(loc, f"expected {_type_name(shown)} like the value shown, got {_type_name(value)}")
+    empty = not value.strip() if isinstance(value, str) else not value
+    if isinstance(value, str | list | dict | tuple) and empty:
+        raise _Bad(loc, "required: the edit's new value, non-empty")
+
+
+def _edit_args(
+    action: Any, where: str, name: str, edit_key: str, shown: Any = None
+) -> tuple[str, dict[str, Any]]:
     if not isinstance(action, Mapping):
         raise _Bad(f"{where}.edited_action", f"expected {{name, args}}, got {_type_name(action)}")
     unknown = [k for k in action if k not in ("name", "args")]
@@ -519,7 +553,17 @@ def _edit_args(action: Any, where: str, name: str, edit_key: str) -> tuple[str, 
         raise _Bad(loc, "required: the edit's new value, non-empty")
     elif edit_key == "message" and not isinstance(value, str):
         raise _Bad(loc, f"expected a string, got {_type_name(value)}")
+    else:
+        _same_kind(value, shown, loc)
     return str(got), {edit_key: value}
+
+
+def _shown(request: Mapping[str, Any], edit_key: str) -> Any:
+    """The value at ``edit_key`` in the request's action args (what an edit replaces), if any."""
+    actions = request.get("action_requests")
+    first = actions[0] if isinstance(actions, list) and actions else None
+    args = first.get("args") if isinstance(first, Mapping) else None
+    return args.get(edit_key) if isinstance(args, Mapping) and edit_key else None
 
 
 def _parse(answer: Any, request: Mapping[str, Any]) -> ReviewDecision:
@@ -540,7 +584,8 @@ def _parse(answer: Any, request: Mapping[str, Any]) -> ReviewDecision:
     if kind == "approve":
         return Approve(by=by, note=note)
     if kind == "edit":
-        got, args = _edit_args(decision.get("edited_action"), where, name, edit_key)
+        got, args = _edit_args(decision.get("edited_action"), where, name, edit_key,
+                               _shown(request, edit_key))
         return Edit(name=got, args=args, edit_key=edit_key, by=by, note=note)
     if kind == "reject":
         message = _text(decision.get("message"), f"{where}.message")

@@ -47,7 +47,14 @@ The node (sync and async callers alike) does, in order:
                             "allowed_decisions": ["approve", "edit", "reject"]}],
         "kind": "liveguard.approval", "codes": [...], "edit_key": "draft",
         "reasons": ["autoapprove_off", "hard:content_cycle", "unjudged:no_api_key", ...],
-        "verdict": <a `liveguard score --format json` row>, "interrupt_id": <its id>}
+        "verdict": <a `liveguard score --format json` row>, "interrupt_id": <its id>,
+        "digest": <sha256 of the draft and recipient>, "recipient": <state[recipient_key]>}
+
+   A decision is bound to ``digest``: only that draft (or the edited one) to that recipient is
+   sent. A question asked again after the draft or recipient changed (an ``update_state``, a
+   fork, a client's ``goto``) carries ``"pinned_only": true`` and takes only an answer pinned to
+   its interrupt id; a change on the held question itself voids it (``action: "void"``) and the
+   step asks again (``docs/approval.md``, "Only what was shown is sent").
 
    When the thread is resumed, the verdict is **not** recomputed: the request stored with
    the interrupt (in the checkpoint's pending writes) is reused, so the person decides
@@ -76,7 +83,9 @@ The node (sync and async callers alike) does, in order:
    answer is discarded (an unpinned one kept on the checkpoint is overwritten), the interrupt
    waits. The send itself is covered by the same claim: :func:`approval_send` wraps the send
    node, which sends only in the process that won and records ``sending`` / ``sent`` around
-   it, so a resumer that loads the thread after the winner's approval never sends. The
+   it, so a resumer that loads the thread after the winner's approval never sends; it sends
+   only on a grant of this process (never on what the state says), for the granted digest,
+   and raises :class:`SendRefused` for anything else (a client's ``goto``, a changed draft). The
    step creates the tables it needs itself (any SQLite or PostgreSQL saver, however
    opened), and keeps the pending-approval index that ``liveguard approvals list`` reads:
    a row written right before the interrupt is stored, deleted by the claim that decides it.
@@ -116,7 +125,7 @@ from liveguard.approval._node import HISTORY_WAIT as HISTORY_WAIT
 from liveguard.approval._node import ApprovalState, approval_gate, draft_digest, read_thread
 from liveguard.approval._reasons import reasons_for
 from liveguard.approval._send import approval_send
-from liveguard.errors import ApprovalClaimError, ApprovalConflict, ApprovalError
+from liveguard.errors import ApprovalClaimError, ApprovalConflict, ApprovalError, SendRefused
 
 __all__ = [
     "KIND",
@@ -125,6 +134,7 @@ __all__ = [
     "ApprovalConflict",
     "ApprovalError",
     "ApprovalState",
+    "SendRefused",
     "approval_gate",
     "approval_send",
     "aresume_approval",

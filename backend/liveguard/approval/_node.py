@@ -16,11 +16,15 @@ from liveguard.approval._common import (
     CHECKPOINTER_KEY,
     CONF,
     KIND,
+    NO_THREAD,
     SENDS,
     TASK_ID_KEY,
     UNATTRIBUTED,
     WON,
+    Grant,
+    bound_digest,
     log,
+    state_digest,
 )
 from liveguard.approval._decision import parse_decision
 from liveguard.approval._verdict import aevaluate, evaluate, hold_request, trajectory_of
@@ -43,7 +47,47 @@ if TYPE_CHECKING:
 
 HISTORY_WAIT: Final = 5.0
 """Default seconds the node waits for its own step's checkpoint to become readable."""
+TEXT_LIMIT: Final = 1000
+"""Characters of a decision's ``note`` / ``message`` kept in the audit record; a longer one is
+cut there, and its whole length and digest are recorded beside it."""
 _NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+_SCRATCHPAD_KEY: Final = "__pregel_scratchpad"
+_PINNED: Final = hitl.DecisionError(
+    "resume", "this question takes only an answer pinned to its interrupt id, "
+    "Command(resume={interrupt_id: answer}): the draft or its recipient changed after an earlier "
+    "question, so an unpinned answer may be meant for a draft not shown here")
+
+
+def _bounded(record: dict[str, Any], key: str, text: str | None) -> None:
+    """``record[key] = text``, cut to :data:`TEXT_LIMIT` characters (then with its length and digest)."""
+    if text is None or len(text) <= TEXT_LIMIT:
+        record[key] = text
+        return
+    record[key] = text[:TEXT_LIMIT]
+    record[f"{key}_chars"] = len(text)
+    record[f"{key}_digest"] = draft_digest(text)
+
+
+def _path(node_ns: str) -> str:
+    """A node's namespace without its task ids (``outreach|gate``): the same for each visit."""
+    return "|".join(part.split(":", 1)[0] for part in node_ns.split("|")) if node_ns else ""
+
+
+def _unpinned_waiting(slot: int) -> bool:
+    """An unpinned answer waits for interrupt number ``slot`` of this task: take it away, unread.
+
+    LangGraph gives a task's interrupt the answer pinned to its id (``Command(resume={id:
+    answer})``, in ``scratchpad.resume``) before an unpinned one (``Command(resume=answer)``, the
+    null resume); this looks for the second kind only where the first is absent, and consumes
+    it, so that ``interrupt()`` cannot take it.
+    """
+    from langgraph.config import get_config
+
+    pad = (get_config().get(CONF) or {}).get(_SCRATCHPAD_KEY)
+    if pad is None or len(pad.resume) > slot or pad.get_null_resume(False) is None:
+        return False
+    pad.get_null_resume(True)
+    return True
 
 
 class _ClaimAbort(Exception):
@@ -61,6 +105,15 @@ def draft_digest(draft: Any) -> str:
     """``sha256:`` and the first 16 hex digits of the draft (text as UTF-8, else canonical JSON)."""
     data = draft if isinstance(draft, str) else json.dumps(draft, sort_keys=True, default=str)
     return "sha256:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _shown_draft(shown: Mapping[str, Any]) -> Any:
+    actions = shown.get("action_requests")
+    if isinstance(actions, list) and actions and isinstance(actions[0], Mapping):
+        args = actions[0].get("args")
+        if isinstance(args, Mapping):
+            return args.get("draft")
+    return None
 
 
 def read_thread(
@@ -84,6 +137,7 @@ class _Gate:
     send: str
     revise: str | None
     draft_key: str
+    recipient_key: str | None
     audit_key: str
     verdict_key: str
     graph_name: str | None
@@ -110,7 +164,7 @@ class _Gate:
     # -- decision --------------------------------------------------------------------------
     def _record(
         self, payload: Mapping[str, Any], actor: str, decision: hitl.ReviewDecision, draft: Any,
-        claim_key: str | None = None,
+        *, claim_key: str | None = None, grant_key: str | None = None,
     ) -> dict[str, Any]:
         row = payload.get("verdict") or {}
         record: dict[str, Any] = {
@@ -119,27 +173,54 @@ class _Gate:
             "action": decision.type,
             "by": decision.by,  # None: the answer named nobody (unattributed)
             "at": self.clock().isoformat(),
-            "note": decision.note,
+            "note": decision.note,  # bounded below (the key keeps its place)
             "codes": [str(c) for c in payload.get("codes") or []],
             "reasons": list(payload.get("reasons") or []),
             "passed": row.get("passed"),
             "score": row.get("score"),
             "draft_digest": draft_digest(draft),
         }
+        _bounded(record, "note", decision.note)
         if isinstance(decision, hitl.Edit):
             record["edited_digest"] = draft_digest(decision.value)
         if isinstance(decision, hitl.Reject) and decision.message is not None:
-            record["message"] = decision.message
+            _bounded(record, "message", decision.message)
+        if decision.type in SENDS:
+            record["digest"] = self._sent_digest(decision, payload)  # the draft and recipient sent
         if claim_key is not None:
-            record["claim"] = claim_key  # what approval_send checks before it sends
+            record["claim"] = claim_key
+        if grant_key is not None:
+            record["grant"] = grant_key  # what approval_send looks up before it sends
         return record
 
+    # -- what a decision sends --------------------------------------------------------------
+    def _sent_digest(self, decision: hitl.ReviewDecision, shown: Mapping[str, Any]) -> str:
+        """The digest of exactly what ``decision`` sends: the draft shown, or the edited draft."""
+        recipient = shown.get("recipient") if self.recipient_key else None
+        if isinstance(decision, hitl.Edit):
+            return bound_digest(decision.value, recipient)
+        return str(shown.get("digest") or bound_digest(_shown_draft(shown), recipient))
+
+    def _grant(self, thread: str, key: str | None, decision: hitl.ReviewDecision, shown: Mapping[str, Any],
+               *, claimed: bool) -> str | None:
+        """Let this process's send node send what ``decision`` sends (once, :func:`approval_send`).
+
+        ``key`` None: a scripted decision, granted under ``scripted:<digest>`` (no task id, so a
+        recorded run replays byte for byte). Returns the grant's key (None: the decision sends nothing).
+        """
+        if decision.type not in SENDS:
+            return None
+        digest = self._sent_digest(decision, shown)
+        grant = Grant(digest, self.draft_key, self.recipient_key, claimed, decision.by, decision.type)
+        WON.add(thread, key or f"scripted:{digest}", grant, count=key is None)
+        return key or f"scripted:{digest}"
+
     def _command(self, thread: str, payload: Mapping[str, Any], actor: str, decision: hitl.ReviewDecision,
-                 draft: Any, *, claim_key: str | None = None) -> Any:
+                 draft: Any, *, claim_key: str | None = None, grant_key: str | None = None) -> Any:
         from langgraph.graph import END
         from langgraph.types import Command
 
-        record = self._record(payload, actor, decision, draft, claim_key)
+        record = self._record(payload, actor, decision, draft, claim_key=claim_key, grant_key=grant_key)
         row = dict(payload.get("verdict") or {})
         update: dict[str, Any] = {self.audit_key: [record], self.verdict_key: row}
         if isinstance(decision, hitl.Edit):
@@ -162,7 +243,14 @@ class _Gate:
         if self.decide is not None:
             return parse_decision(self.decide(dict(shown)), shown)
         value = dict(shown)
+        pinned_only = bool(shown.get("pinned_only"))
+        slot = 0  # interrupt() calls so far in this run of the task (the node calls no other)
         while True:
+            if pinned_only and _unpinned_waiting(slot):
+                # Refused unread, never stored, never claimed: the same question, asked again.
+                log.warning("approval thread=%s unpinned_refused=1", visit.thread)
+                self._forget_answer(visit)
+                value = dict(hitl.with_error(shown, _PINNED))
             outcome: dict[str, Any] = {}
 
             def check(answer: Any, outcome: dict[str, Any] = outcome) -> Any:
@@ -171,6 +259,7 @@ class _Gate:
             schema: Any = Annotated[Any, AfterValidator(check)]
             try:
                 answer = interrupt(value, response_schema=schema)
+                slot += 1
             except GraphInterrupt as exc:
                 self._held(visit, exc)
                 raise
@@ -207,9 +296,92 @@ class _Gate:
         if not won.won:
             outcome["conflict"] = won
             raise _ClaimAbort
-        if decision.type in SENDS:  # the decisions approval_send sends on
-            WON.add((visit.thread, visit.claim_key))
+        self._grant(visit.thread, visit.claim_key, decision, request, claimed=True)
+        self._decided(visit, str(request.get("digest")))
         return answer
+
+    # -- questions asked again: which take only a pinned answer ------------------------------
+    def _marker(self, visit: Visit) -> str:
+        return f"asked:{_path(visit.node_ns)}"
+
+    def _decided(self, visit: Visit, digest: str) -> None:
+        """Mark the thread's question on this node decided, when it is this visit's question."""
+        from liveguard.checkpoints import claim, mark_sent
+
+        line = f"done {visit.claim_key} {digest} 0"
+        at = self.clock().isoformat()
+        try:
+            got = claim(visit.saver, visit.thread, self._marker(visit), by="liveguard", action=line, at=at)
+            before = got.action.split(" ")
+            if not got.won and len(before) == 4 and before[1] == visit.claim_key:
+                mark_sent(visit.saver, visit.thread, self._marker(visit), outcome=line, at=at)
+        except Exception as exc:  # not recorded: the next question takes only a pinned answer
+            log.warning("approval thread=%s asked_record_error=%s", visit.thread, type(exc).__name__)
+
+    def _pinned_only(self, visit: Visit, digest: str) -> bool:
+        """Whether the question this visit asks takes only an answer pinned to its id.
+
+        The claims table keeps one row per thread and node path (``asked:<path>``: ``open|done
+        claim-key digest pinned``), so the thread's last question is known across a fork, an
+        ``update_state`` and another worker alike. Pinned only: when the previous question was
+        left undecided (an ``update_state``, a fork, a client's ``goto``, a question voided after
+        its draft changed) and showed another draft or recipient, or itself took only pinned
+        answers; and when the row cannot be read or written (fail closed). Not for a thread's
+        first question, nor after a decided one.
+        """
+        from liveguard.checkpoints import claim, mark_sent
+
+        at = self.clock().isoformat()
+        try:
+            got = claim(visit.saver, visit.thread, self._marker(visit), by="liveguard",
+                        action=f"open {visit.claim_key} {digest} 0", at=at)
+            if got.won:
+                return False
+            before = got.action.split(" ")
+            if len(before) != 4:
+                pinned = True
+            elif before[1] == visit.claim_key:  # this same question, asked again (a run that crashed)
+                return before[3] == "1"
+            else:
+                pinned = before[0] != "done" and (before[2] != digest or before[3] == "1")
+            mark_sent(visit.saver, visit.thread, self._marker(visit),
+                      outcome=f"open {visit.claim_key} {digest} {int(pinned)}", at=at)
+            return pinned
+        except Exception as exc:
+            log.warning("approval thread=%s asked_record_error=%s", visit.thread, type(exc).__name__)
+            return True
+
+    def _void(self, visit: Visit, shown: Mapping[str, Any], digest: str) -> Any:
+        """The held question showed another draft than the state now holds: close it, unanswered.
+
+        Its claim is taken (``void``), so no answer to it is ever taken, here or by another
+        worker; the step then runs again (``goto`` itself) and asks about the draft the state
+        holds, as a new question with a new interrupt id, which takes only a pinned answer.
+        """
+        from langgraph.types import Command
+
+        from liveguard.checkpoints import claim
+
+        if visit.node is None:
+            raise ApprovalError(f"thread {visit.thread}: the draft changed after the question was asked; "
+                                "nothing was sent")
+        try:
+            won = claim(visit.saver, visit.thread, visit.claim_key, by="liveguard", action="void",
+                        at=self.clock().isoformat())
+        except Exception as exc:
+            log.warning("approval thread=%s claim_error=%s", visit.thread, type(exc).__name__)
+            raise ApprovalClaimError(f"thread {visit.thread}: the draft changed after the question was "
+                                     "asked and the question could not be closed; nothing was sent") from None
+        if not won.won:
+            raise self._refused(visit, won)
+        log.warning("approval thread=%s void=draft_changed shown=%s now=%s", visit.thread,
+                    shown.get("digest"), digest)
+        record = {"kind": KIND, "actor": "liveguard", "action": "void", "by": None,
+                  "at": self.clock().isoformat(), "reason": "draft_changed",
+                  "codes": [str(c) for c in shown.get("codes") or []],
+                  "reasons": list(shown.get("reasons") or []),
+                  "shown_digest": shown.get("digest"), "digest": digest, "claim": visit.claim_key}
+        return Command(update={self.audit_key: [record]}, goto=visit.node)
 
     def _not_claimed(self, visit: Visit, outcome: Mapping[str, Any]) -> Exception:
         if "conflict" in outcome:
@@ -318,15 +490,18 @@ class _Gate:
                 return None
             if not won.won:
                 raise self._refused(visit, won)
-            WON.add((visit.thread, key))
-        return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key)
+        grant = self._grant(visit.thread, key, decision, visit.payload, claimed=key is not None)
+        return self._command(visit.thread, visit.payload, "auto", decision, draft, claim_key=key,
+                             grant_key=grant)
 
     def _request(
-        self, visit: Visit, draft: Any, verdict: Verdict | None, settings: Settings
+        self, visit: Visit, draft: Any, verdict: Verdict | None, settings: Settings, *,
+        pinned_only: bool = False,
     ) -> dict[str, Any]:
         """The request a person would see (plus ``_cleared``), for this visit."""
         return hold_request(visit.thread, draft, verdict, error=visit.error, settings=settings,
-                            graph_name=self.graph_name)
+                            graph_name=self.graph_name, digest=visit.digest,
+                            recipient=visit.recipient, pinned_only=pinned_only)
 
     def _refused(self, visit: Visit, won: Any) -> ApprovalConflict:
         log.warning("approval thread=%s conflict decided_by_other=1", visit.thread)
@@ -335,12 +510,18 @@ class _Gate:
     def _person(self, visit: Visit, decision: hitl.ReviewDecision, draft: Any) -> Any:
         assert visit.payload is not None
         key = visit.claim_key if self.decide is None else None
-        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key)
+        grant = key if decision.type in SENDS else None
+        if self.decide is not None:  # scripted: no claim; the grant is this process's alone
+            grant = self._grant(visit.thread, None, decision, visit.payload, claimed=False)
+        return self._command(visit.thread, visit.payload, "person", decision, draft, claim_key=key,
+                             grant_key=grant)
 
     def _body(self, state: Mapping[str, Any], config: RunnableConfig) -> Body[Any]:
         """The visit, for the sync and async drivers alike (:mod:`liveguard._twin`)."""
         visit = self._begin(config)
         draft = state.get(self.draft_key)
+        visit.recipient = state.get(self.recipient_key) if self.recipient_key else None
+        visit.digest = state_digest(state, self.draft_key, self.recipient_key)
         if visit.readable:
             try:
                 target, visit.chunks = yield from saver_history(
@@ -363,6 +544,11 @@ class _Gate:
             auto = yield blocking(self._auto, visit, draft, verdict, settings)
             if auto is not None:
                 return auto
+            if self.decide is None and (yield blocking(self._pinned_only, visit, visit.digest)):
+                visit.payload = self._request(visit, draft, verdict, settings, pinned_only=True)
+                visit.payload.pop("_cleared")
+        elif self.decide is None and self._shown_digest(visit.payload) != visit.digest:
+            return (yield blocking(self._void, visit, visit.payload, visit.digest))
         assert visit.payload is not None
         if self.decide is None:
             # Async: in a worker thread, so that the claim (a blocking call inside interrupt()) can
@@ -371,6 +557,13 @@ class _Gate:
         else:
             decision = self._ask(visit.payload, visit)
         return self._person(visit, decision, draft)
+
+    def _shown_digest(self, shown: Mapping[str, Any]) -> str:
+        """The digest a held question showed (one stored by an older liveguard: of its draft)."""
+        digest = shown.get("digest")
+        if isinstance(digest, str):
+            return digest
+        return bound_digest(_shown_draft(shown), shown.get("recipient") if self.recipient_key else None)
 
     def __call__(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         return _twin.run(self._body(state, config))
@@ -386,7 +579,7 @@ class _Gate:
             if self.decide is None:
                 raise
             conf = (config or {}).get(CONF) or {}
-            return str(conf.get("thread_id") or "<no thread>"), str(conf.get(TASK_ID_KEY) or ""), "", ""
+            return str(conf.get("thread_id") or NO_THREAD), str(conf.get(TASK_ID_KEY) or ""), "", ""
 
 
 def approval_gate(
@@ -394,6 +587,7 @@ def approval_gate(
     send: str,
     revise: str | None = None,
     draft_key: str = "draft",
+    recipient_key: str | None = None,
     audit_key: str = "approvals",
     verdict_key: str = "approval",
     graph_name: str | None = None,
@@ -408,7 +602,11 @@ def approval_gate(
 ) -> Runnable[Any, Any]:
     """The approval node (a Runnable with sync and async bodies); see the module docstring.
 
-    ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run).
+    ``send`` / ``revise`` are node names (``revise=None``: a rejection ends the run); the
+    ``send`` node must be wrapped in :func:`approval_send`, which sends only what a decision
+    of this step granted. ``recipient_key`` names the state key the send goes to (the
+    recipient): it is shown beside the draft, and a decision is bound to both (a change of
+    either after the question was asked voids the question).
     ``graph_name``, ``allow_set`` and ``policy`` are passed to the eval graph (the allow-set
     turns on the transition rules). ``settings`` (:class:`liveguard.settings.Settings`):
     judges, auto-approve switch and, when ``policy`` is None, the policy; None reads the
@@ -433,7 +631,10 @@ def approval_gate(
         if not callable(notifier):
             raise ApprovalError(f"approval_gate: notifiers[{index}] is not callable "
                                 f"(got {type(notifier).__name__}); a notifier is notifier(payload, coords)")
-    gate = _Gate(send=send, revise=revise, draft_key=draft_key, audit_key=audit_key,
+    if recipient_key is not None and (not isinstance(recipient_key, str) or not recipient_key):
+        raise ApprovalError("approval_gate: recipient_key must name a state key (or be None)")
+    gate = _Gate(send=send, revise=revise, draft_key=draft_key, recipient_key=recipient_key,
+                 audit_key=audit_key,
                  verdict_key=verdict_key, graph_name=graph_name, allow_set=allow_set, policy=policy,
                  settings=settings, notifiers=tuple(listed), decide=decide,
                  clock=clock or (lambda: datetime.now(UTC)), history_wait=history_wait)

@@ -9,8 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from liveguard import _twin
 from liveguard._twin import Body, Op, blocking
-from liveguard.approval._common import CHECKPOINTER_KEY, CONF, KIND, WON, log
-from liveguard.errors import ApprovalConflict, ApprovalError
+from liveguard.approval._common import (
+    CHECKPOINTER_KEY,
+    CONF,
+    KIND,
+    PUSH_TRIGGER,
+    SENDS,
+    TRIGGERS_KEY,
+    WON,
+    log,
+    state_digest,
+    thread_of,
+)
+from liveguard.errors import ApprovalConflict, ApprovalError, SendRefused
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -27,42 +38,67 @@ class _Send:
         except (TypeError, ValueError):
             self.with_config = False
 
-    def _take(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[Any, str, str, str] | None:
-        """Claim the send for this process, or raise :class:`ApprovalConflict`; None: nothing to guard."""
+    def _take(
+        self, state: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> tuple[Any, str, str, str | None]:
+        """Check the grant for this send and claim it for this process; else raise, sending nothing.
+
+        Raises :class:`SendRefused` (no approve or edit of a live question, a ``Send``, a changed
+        draft) or :class:`ApprovalConflict` (the decision is another process's, or already sent).
+        """
         from liveguard.checkpoints import claim
 
+        thread = thread_of(config)
+        triggers = (config.get("metadata") or {}).get(TRIGGERS_KEY) or ()
+        if PUSH_TRIGGER in triggers:
+            raise self._refuse(thread, "pushed", "the send node was started by Send(node, input) "
+                               "(a goto with input), never by the approval step")
         records = state.get(self.audit_key) if isinstance(state, Mapping) else None
         record = records[-1] if isinstance(records, list) and records else None
-        if not isinstance(record, Mapping) or record.get("kind") != KIND or not record.get("claim"):
-            return None  # not reached through a claimed approval (scripted decide, another route)
-        if record.get("action") not in ("approve", "edit"):
-            return None
+        if not isinstance(record, Mapping) or record.get("kind") != KIND or record.get("action") not in SENDS:
+            ours = isinstance(record, Mapping) and record.get("kind") == KIND
+            found = record.get("action") if ours and isinstance(record, Mapping) else None
+            raise self._refuse(thread, "no_decision", "no approve or edit decision holds for this draft"
+                               + (f" (the last decision: {found})" if isinstance(found, str) else
+                                  " (it waits for a person, or was never asked)"))
+        key = str(record.get("grant") or record.get("claim") or "")
+        grant = WON.get(thread, key) if key else None
         conf = config.get(CONF) or {}
-        thread, saver, key = str(conf.get("thread_id")), conf.get(CHECKPOINTER_KEY), str(record["claim"])
-        if saver is None:
-            return None
-        if (thread, key) not in WON:
-            log.warning("approval thread=%s send_refused=not_the_winner", thread)
-            raise ApprovalConflict(thread, str(record.get("by")), str(record.get("action")),
-                                   str(record.get("at")))
+        saver = conf.get(CHECKPOINTER_KEY)
+        if grant is None:
+            if record.get("claim") and saver is not None:
+                log.warning("approval thread=%s send_refused=not_the_winner", thread)
+                raise ApprovalConflict(thread, str(record.get("by")), str(record.get("action")),
+                                       str(record.get("at")))
+            raise self._refuse(thread, "not_granted", "the recorded decision is not one this process "
+                               "holds (another question's, already sent, or written by a client)")
+        if state_digest(state, grant.draft_key, grant.recipient_key) != grant.digest:
+            raise self._refuse(thread, "draft_changed",
+                               "the draft or its recipient is not the one decided on")
+        if not grant.claimed or saver is None:
+            return saver, thread, key, None
         send_key = f"send:{key}"
-        got = claim(saver, thread, send_key, by=str(record.get("by")), action="sending",
-                    at=self.clock().isoformat())
+        got = claim(saver, thread, send_key, by=str(grant.by), action="sending", at=self.clock().isoformat())
         if not got.won:
             log.warning("approval thread=%s send_refused=already_%s", thread, got.action)
             raise ApprovalConflict(thread, got.decided_by, got.action, got.decided_at)
         return saver, thread, key, send_key
 
-    def _done(self, held: tuple[Any, str, str, str] | None, ok: bool) -> None:
+    def _refuse(self, thread: str, reason: str, detail: str) -> SendRefused:
+        log.warning("approval thread=%s send_refused=%s", thread, reason)
+        return SendRefused(thread, reason, detail)
+
+    def _done(self, held: tuple[Any, str, str, str | None], ok: bool) -> None:
         from liveguard.checkpoints import mark_sent, release
 
-        if held is None:
-            return
         saver, thread, key, send_key = held
+        if ok:
+            WON.discard(thread, key)  # sent: this decision sends no more
         try:
+            if send_key is None:
+                return
             if ok:
                 mark_sent(saver, thread, send_key, outcome="sent", at=self.clock().isoformat())
-                WON.discard((thread, key))
             else:  # the send raised: this process may try it again (a retry policy, a new resume)
                 release(saver, thread, send_key)
         except Exception as exc:  # the send happened (or not) all the same; the row says 'sending'
@@ -106,13 +142,20 @@ def approval_send(
 
         builder.add_node("send_touch", approval_send(send_touch))
 
-    When the thread's latest approval record (``state[audit_key][-1]``) is a claimed
-    approve or edit, the wrapped node sends only in the process that won that claim, and
-    only once: it first inserts a ``send:<claim>`` row (``sending``), then runs ``fn``, then
-    marks the row ``sent``. A resumer that did not win (it loaded the thread after the
-    winner's approval, wherever it starts) raises :class:`ApprovalConflict` and sends
-    nothing. If ``fn`` raises, the row is deleted, so the winner may try again. ``fn``
-    takes ``(state)`` or ``(state, config)``, sync or async.
+    The send closes by construction: ``fn`` runs only on a live grant of this process, the
+    approve or edit decision (a person's, claimed; liveguard's auto-approval; a scripted
+    ``decide``) that the thread's latest approval record (``state[audit_key][-1]``) names, and
+    only when the state holds exactly the draft and recipient that decision was bound to (its
+    digest). Anything else raises :class:`SendRefused` and sends nothing: no decision yet (the
+    draft waits), a reject, a decision of another question or one already sent, a draft or
+    recipient changed after the decision, a node started by ``Send(node, input)`` (a client's
+    ``goto`` with input). A client's ``Command(goto=<this node>)`` therefore sends nothing.
+    A person's decision sends only in the process that won its claim, and only once: it first
+    inserts a ``send:<claim>`` row (``sending``), then runs ``fn``, then marks the row ``sent``.
+    A resumer that did not win (it loaded the thread after the winner's approval, wherever it
+    starts) raises :class:`ApprovalConflict`. If ``fn`` raises, the row is deleted and the
+    grant kept, so the winner may try again. ``fn`` takes ``(state)`` or ``(state, config)``,
+    sync or async.
     """
     from langgraph._internal._runnable import RunnableCallable
 

@@ -62,7 +62,7 @@ async def aevaluate(trajectory: Trajectory, settings: Settings, allow_set: Any, 
 
 def hold_request(
     thread: str, draft: Any, verdict: Verdict | None, *, error: str | None, settings: Settings,
-    graph_name: str | None,
+    graph_name: str | None, digest: str | None = None, recipient: Any = None, pinned_only: bool = False,
 ) -> dict[str, Any]:
     """The interrupt value (:func:`liveguard.hitl.approval_request`), plus ``_cleared``."""
     from liveguard.gate import verdict_clears_autoapprove
@@ -79,6 +79,7 @@ def hold_request(
         reasons = [r for r in reasons if r != "unjudged:no_verdict"] + [f"unjudged:{error}"]
     row = RunRow(source="checkpoint", run_id=thread, graph=graph_name, verdict=verdict,
                  error=None if verdict is not None else f"unjudged:{error or 'no_verdict'}").as_json()
-    request: dict[str, Any] = dict(hitl.approval_request(draft, reasons=reasons, verdict=row))
+    request: dict[str, Any] = dict(hitl.approval_request(draft, reasons=reasons, verdict=row, digest=digest,
+                                                         recipient=recipient, pinned_only=pinned_only))
     request["_cleared"] = cleared
     return request

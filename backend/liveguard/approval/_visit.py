@@ -79,6 +79,9 @@ class Visit:
     node_ns: str = ""
     stored_id: str | None = None
     """The id of the interrupt this task raised before (read back from the checkpoint)."""
+    digest: str = ""
+    """The digest of the draft and recipient the state holds (``_common.bound_digest``)."""
+    recipient: Any = None
 
     def __post_init__(self) -> None:
         self.error = None if self.saver is not None and self.checkpoint_id else "no_history"
