@@ -13,14 +13,25 @@ from typing import Any, Final
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import TOOL, Observation, Pack, RuleBase, Unpack, count_digest, digest_prefix, unhex
+from liveguard.rules.base import (
+    TOOL,
+    Observation,
+    Pack,
+    RuleBase,
+    Unpack,
+    count_digest,
+    digest_prefix,
+    has_digest,
+    unhex,
+)
 
 __all__ = ["ToolNoProgress"]
 
 _MAX_ENTRIES: Final = 256
 """Hard bound on remembered (turn, signature) pairs, whatever a turn's width."""
-_STRIDE: Final = 4
-"""Fields per entry in the flat entry list: turn, signature, step index, counted."""
+_STRIDE: Final = 6
+"""Fields per entry in the flat entry list: turn, signature, step index, counted, and the
+count of new signatures before and after the entry's turn (its epochs)."""
 
 
 def _drop_before(entries: list[Any], oldest: int) -> None:
@@ -30,6 +41,28 @@ def _drop_before(entries: list[Any], oldest: int) -> None:
         if turn > oldest:
             return
         del entries[:_STRIDE]
+
+
+def _chain(entries: list[Any], sig: bytes, oldest: int) -> list[int]:
+    """Step indices of the counted appearances of ``sig`` after turn ``oldest``, back from the
+    newest while nothing new came back between one appearance and the next (the older one's
+    epoch after its turn equals the newer one's epoch before its own), oldest first."""
+    steps: list[int] = []
+    since = -1  # the newer appearance's epoch before its turn (-1: none yet)
+    i = len(entries) - _STRIDE
+    while i >= 0:
+        turn: int = entries[i]
+        if turn <= oldest:
+            break
+        if entries[i + 1] == sig:
+            if since >= 0 and entries[i + 5] != since:
+                break  # something new came back between this appearance and the next
+            since = entries[i + 4]
+            if entries[i + 3]:
+                steps.append(entries[i + 2])
+        i -= _STRIDE
+    steps.reverse()
+    return steps
 
 
 class ToolNoProgress(RuleBase):
@@ -54,18 +87,29 @@ class ToolNoProgress(RuleBase):
       identical call with an identical failure counts whatever else its turn did: the
       same failure again is no progress of that call, and a progressing sibling does not
       make it one;
-    * a signature fires when its counted appearances in the last ``window`` turns reach
-      the threshold, at the index of its own step in the turn.
+    * a repeat is judged with what came back between: two appearances of a signature
+      are the same state only when no turn strictly between them brought a new signature
+      (a result not among the previous ``window`` turns' signatures: a file written with
+      new content, a counter read with a new value). ``run_tests`` failing the same way
+      after each of three different edits is progress; failing again with no edit
+      between is not; ``bump()`` answering "bumped" between new ``read_counter`` values
+      is progress. Siblings in the same parallel turn are not between (they ran beside
+      the call, not before it), so an identical failure beside a new search each turn
+      still counts;
+    * a signature fires when its counted appearances in the last ``window`` turns, with
+      nothing new between one and the next, reach the threshold, at the index of its own
+      step in the turn.
 
     The result depends only on the set of signatures per turn, never on the order in
     which parallel calls finished.
 
-    The entries are one flat list (turn, signature, step index, counted, ...); signatures
-    are the observations' raw digests. A signature's counted appearances are gathered only
+    The entries are one flat list (turn, signature, step index, counted, epoch before,
+    epoch after, ...), where an epoch counts the new signatures so far; signatures are the
+    observations' raw digests. A signature's counted appearances are gathered only
     when the signature occurs at least ``threshold`` times among the entries at all.
     """
 
-    __slots__ = ("_defaults", "_entries", "_policy", "_tools", "_turn", "_turns", "_widest")
+    __slots__ = ("_defaults", "_entries", "_new", "_policy", "_tools", "_turn", "_turns", "_widest")
 
     code = "tool_no_progress"
 
@@ -80,10 +124,12 @@ class ToolNoProgress(RuleBase):
             max([policy.tool_window] + [t.window or 0 for t in tools.values()]) if tools
             else policy.tool_window
         )
-        # (turn, signature, step index, counted) flat: one entry per distinct signature per turn
+        # (turn, signature, step index, counted, before, after) flat: one entry per distinct
+        # signature per turn
         self._entries: list[Any] = []
         self._turn: list[Observation] | None = None  # the open turn's steps so far
         self._turns = 0
+        self._new = 0  # new signatures so far (the epoch)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
@@ -96,11 +142,16 @@ class ToolNoProgress(RuleBase):
         entries = self._entries
         _drop_before(entries, number - self._widest)
         sig = obs.digest
+        before = self._new
+        if not has_digest(entries, sig, 1, _STRIDE):
+            self._new = before + 1
         # one field at a time: no tuple built per step (the entries are the same flat list)
         entries.append(number)
         entries.append(sig)
         entries.append(obs.index)
         entries.append(True)
+        entries.append(before)
+        entries.append(self._new)
         if len(entries) > _STRIDE * _MAX_ENTRIES:
             del entries[:_STRIDE]
         tool = obs.tool
@@ -130,11 +181,14 @@ class ToolNoProgress(RuleBase):
         mine: dict[bytes, Observation] = {}
         for obs in turn:
             mine.setdefault(obs.digest, obs)
-        progress = any(sig not in known for sig in mine)
+        fresh = sum(1 for sig in mine if sig not in known)
+        progress = fresh > 0
+        before = self._new
+        after = self._new = before + fresh
         found: list[Violation] | None = None
         for sig, obs in mine.items():
             counted = sig not in known or not progress or obs.failed
-            entries += (number, sig, obs.index, counted)
+            entries += (number, sig, obs.index, counted, before, after)
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]
             if not counted:
@@ -154,8 +208,11 @@ class ToolNoProgress(RuleBase):
         entries = self._entries
         if count_digest(entries, sig, 1, _STRIDE) < threshold:  # fewer entries, fewer counted ones
             return None
-        recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
-                  if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
+        if obs.failed:  # the same failure again: no progress of that call, whatever came between
+            recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
+                      if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
+        else:
+            recent = _chain(entries, sig, number - window)
         if len(recent) != threshold:
             return None
         return Violation(
@@ -179,16 +236,21 @@ class ToolNoProgress(RuleBase):
 
     def snapshot(self, pack: Pack) -> Any:
         e = self._entries
-        entries = [[e[i], pack(e[i + 1].hex()), e[i + 2], int(e[i + 3])]
+        entries = [[e[i], pack(e[i + 1].hex()), e[i + 2], int(e[i + 3]), e[i + 4], e[i + 5]]
                    for i in range(0, len(e), _STRIDE)]
-        return [self._turns, entries, [obs.pack(pack) for obs in self._turn or ()]]
+        return [self._turns, entries, [obs.pack(pack) for obs in self._turn or ()], self._new]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        self._turns, saved, turn = data
+        # a snapshot from before epochs has no epoch anywhere: its entries are one epoch (0)
+        self._turns, saved, turn = data[:3]
+        self._new = int(data[3]) if len(data) > 3 else 0
         entries = self._entries
         entries.clear()
-        for t, sig, index, c in saved:
-            entries += (int(t), unhex(unpack(sig)), index, bool(c))  # turns compared as ints
+        for entry in saved:
+            t, sig, index, c = entry[:4]
+            before, after = (int(entry[4]), int(entry[5])) if len(entry) > 5 else (0, 0)
+            # turns compared as ints
+            entries += (int(t), unhex(unpack(sig)), index, bool(c), before, after)
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]
         pending = [Observation.unpack(obs, unpack) for obs in turn]
