@@ -111,8 +111,9 @@ class StreamRun:
     input (``{"input": <digest>, "output": ...}``): identical outputs of different inputs
     are not a repeat. The same holds inside subgraphs: every step a subgraph makes under a
     pushed task (the ``Send``'s target is the subgraph, or a node that invokes one), at any
-    depth, is judged with the inputs of the pushed tasks above it (:meth:`push`). Each root ``checkpoints`` event hands the checkpoint's id to
-    ``on_checkpoint`` (the guard saves its windows with it).
+    depth, is judged with the inputs of the pushed tasks above it (:meth:`push`). Each root
+    ``checkpoints`` event hands the checkpoint's id to ``on_checkpoint`` (the guard saves its
+    windows with it).
     """
 
     __slots__ = ("_guard", "_held", "_inputs", "_pushed", "_shape", "_stepper", "base", "interrupted",
