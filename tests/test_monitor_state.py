@@ -154,7 +154,7 @@ def _reference(steps: list[Step], policy: Policy) -> list[tuple[str, int, Any]]:
     steps are sliced afresh at every step, with no counters and no pre-count."""
     found: list[tuple[str, int, Any]] = []
     seen: list[tuple[int, str, int, str]] = []  # (index, node, kind, digest) per step so far
-    tool_turns: list[tuple[int, str, str, bool, bool]] = []  # (index, tool, digest, nonretryable, new)
+    tool_turns: list[tuple[int, str, str, bool]] = []  # (index, tool, digest, nonretryable)
     observed: list[tuple[str, str, bool]] = []  # (node, digest, new) per message or tool step
     epochs: dict[int, int] = {}  # a message step's epoch: new observations from other nodes
     for index, step in enumerate(steps):
@@ -175,24 +175,23 @@ def _reference(steps: list[Step], policy: Policy) -> list[tuple[str, int, Any]]:
             if len(same) == policy.repeat:
                 found.append(("repeated_content", index, same))
         if obs.kind == TOOL:
-            # new: not among the signatures of the turns still in the widest window
-            widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
-            new = obs.key not in [d for _, _, d, _, _ in tool_turns[len(tool_turns) - widest + 1:]]
-            tool_turns.append((index, obs.tool or "", obs.key, obs.nonretryable, new))
+            tool_turns.append((index, obs.tool or "", obs.key, obs.nonretryable))
             limits = policy.tool_limits(obs.tool or "")
             if limits is not None:
                 repeats, window, nonretryable = limits
                 threshold = nonretryable if obs.nonretryable else repeats
                 # the appearances in the window, back from this one while no turn strictly
-                # between one and the next brought a new signature
-                # (a failed call: every appearance in the window, whatever came between)
+                # between one and the next holds a signature seen once in the kept turns (the
+                # widest window); a failed call: every appearance in the window
+                widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
+                kept = [d for _, _, d, _ in tool_turns[-widest:]]
                 recent = tool_turns[-window:]
                 same: list[int] = []
                 later = len(recent)
                 for j in range(len(recent) - 1, -1, -1):
                     if recent[j][2] != obs.key:
                         continue
-                    if same and not obs.failed and any(t[4] for t in recent[j + 1:later]):
+                    if same and not obs.failed and any(kept.count(t[2]) == 1 for t in recent[j + 1:later]):
                         break
                     same.append(recent[j][0])
                     later = j

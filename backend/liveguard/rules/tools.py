@@ -13,25 +13,14 @@ from typing import Any, Final
 
 from liveguard.model import Violation
 from liveguard.policy import Policy
-from liveguard.rules.base import (
-    TOOL,
-    Observation,
-    Pack,
-    RuleBase,
-    Unpack,
-    count_digest,
-    digest_prefix,
-    has_digest,
-    unhex,
-)
+from liveguard.rules.base import TOOL, Observation, Pack, RuleBase, Unpack, count_digest, digest_prefix, unhex
 
 __all__ = ["ToolNoProgress"]
 
 _MAX_ENTRIES: Final = 256
 """Hard bound on remembered (turn, signature) pairs, whatever a turn's width."""
-_STRIDE: Final = 6
-"""Fields per entry in the flat entry list: turn, signature, step index, counted, and the
-count of new signatures before and after the entry's turn (its epochs)."""
+_STRIDE: Final = 4
+"""Fields per entry in the flat entry list: turn, signature, step index, counted."""
 
 
 def _drop_before(entries: list[Any], oldest: int) -> None:
@@ -44,22 +33,28 @@ def _drop_before(entries: list[Any], oldest: int) -> None:
 
 
 def _chain(entries: list[Any], sig: bytes, oldest: int) -> list[int]:
-    """Step indices of the counted appearances of ``sig`` after turn ``oldest``, back from the
-    newest while nothing new came back between one appearance and the next (the older one's
-    epoch after its turn equals the newer one's epoch before its own), oldest first."""
+    """Step indices of the counted appearances of ``sig`` after turn ``oldest``, oldest first:
+    back from the newest while no turn strictly between one appearance and the next holds
+    a signature that occurs once among the entries (something new that never came back)."""
+    once: dict[bytes, int] = {}
+    for i in range(1, len(entries), _STRIDE):
+        once[entries[i]] = once.get(entries[i], 0) + 1
     steps: list[int] = []
-    since = -1  # the newer appearance's epoch before its turn (-1: none yet)
+    later = -1  # the turn of the newer appearance (-1: none yet)
+    news: list[int] = []  # turns since the newer appearance that brought something new
     i = len(entries) - _STRIDE
     while i >= 0:
         turn: int = entries[i]
         if turn <= oldest:
             break
         if entries[i + 1] == sig:
-            if since >= 0 and entries[i + 5] != since:
+            if later >= 0 and any(turn < t < later for t in news):
                 break  # something new came back between this appearance and the next
-            since = entries[i + 4]
             if entries[i + 3]:
                 steps.append(entries[i + 2])
+            later, news = turn, []
+        elif later >= 0 and once[entries[i + 1]] == 1:
+            news.append(turn)
         i -= _STRIDE
     steps.reverse()
     return steps
@@ -87,15 +82,16 @@ class ToolNoProgress(RuleBase):
       identical call with an identical failure counts whatever else its turn did: the
       same failure again is no progress of that call, and a progressing sibling does not
       make it one;
-    * a repeat is judged with what came back between: two appearances of a signature
-      are the same state only when no turn strictly between them brought a new signature
-      (a result not among the previous ``window`` turns' signatures: a file written with
-      new content, a counter read with a new value). ``run_tests`` failing the same way
-      after each of three different edits is progress; failing again with no edit
-      between is not; ``bump()`` answering "bumped" between new ``read_counter`` values
-      is progress. Siblings in the same parallel turn are not between (they ran beside
-      the call, not before it), so an identical failure beside a new search each turn
-      still counts;
+    * a repeat is judged with what came back between: two appearances of a signature are
+      the same state only when no turn strictly between them brought something new, a
+      signature that came back once and never again (a file written with new content, a
+      counter read with a new value). ``run_tests`` failing the same way after each of
+      three different edits is progress; failing again with no edit between, or after
+      the same edit again, is not; ``bump()`` answering "bumped" between new
+      ``read_counter`` values is progress, between the same value it is a loop. Siblings
+      in the same parallel turn are not between (they ran beside the call, not before
+      it). A call that **failed** is exempt: the same failure again is no progress of that
+      call whatever came between (only a changed failure is);
     * a signature fires when its counted appearances in the last ``window`` turns, with
       nothing new between one and the next, reach the threshold, at the index of its own
       step in the turn.
@@ -103,13 +99,12 @@ class ToolNoProgress(RuleBase):
     The result depends only on the set of signatures per turn, never on the order in
     which parallel calls finished.
 
-    The entries are one flat list (turn, signature, step index, counted, epoch before,
-    epoch after, ...), where an epoch counts the new signatures so far; signatures are the
-    observations' raw digests. A signature's counted appearances are gathered only
+    The entries are one flat list (turn, signature, step index, counted, ...); signatures
+    are the observations' raw digests. A signature's counted appearances are gathered only
     when the signature occurs at least ``threshold`` times among the entries at all.
     """
 
-    __slots__ = ("_defaults", "_entries", "_new", "_policy", "_tools", "_turn", "_turns", "_widest")
+    __slots__ = ("_defaults", "_entries", "_policy", "_tools", "_turn", "_turns", "_widest")
 
     code = "tool_no_progress"
 
@@ -124,12 +119,10 @@ class ToolNoProgress(RuleBase):
             max([policy.tool_window] + [t.window or 0 for t in tools.values()]) if tools
             else policy.tool_window
         )
-        # (turn, signature, step index, counted, before, after) flat: one entry per distinct
-        # signature per turn
+        # (turn, signature, step index, counted) flat: one entry per distinct signature per turn
         self._entries: list[Any] = []
         self._turn: list[Observation] | None = None  # the open turn's steps so far
         self._turns = 0
-        self._new = 0  # new signatures so far (the epoch)
 
     def observe(self, obs: Observation) -> list[Violation] | None:
         if obs.kind != TOOL or obs.tool is None:
@@ -142,16 +135,11 @@ class ToolNoProgress(RuleBase):
         entries = self._entries
         _drop_before(entries, number - self._widest)
         sig = obs.digest
-        before = self._new
-        if not has_digest(entries, sig, 1, _STRIDE):
-            self._new = before + 1
         # one field at a time: no tuple built per step (the entries are the same flat list)
         entries.append(number)
         entries.append(sig)
         entries.append(obs.index)
         entries.append(True)
-        entries.append(before)
-        entries.append(self._new)
         if len(entries) > _STRIDE * _MAX_ENTRIES:
             del entries[:_STRIDE]
         tool = obs.tool
@@ -181,14 +169,11 @@ class ToolNoProgress(RuleBase):
         mine: dict[bytes, Observation] = {}
         for obs in turn:
             mine.setdefault(obs.digest, obs)
-        fresh = sum(1 for sig in mine if sig not in known)
-        progress = fresh > 0
-        before = self._new
-        after = self._new = before + fresh
+        progress = any(sig not in known for sig in mine)
         found: list[Violation] | None = None
         for sig, obs in mine.items():
             counted = sig not in known or not progress or obs.failed
-            entries += (number, sig, obs.index, counted, before, after)
+            entries += (number, sig, obs.index, counted)
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]
             if not counted:
@@ -236,21 +221,16 @@ class ToolNoProgress(RuleBase):
 
     def snapshot(self, pack: Pack) -> Any:
         e = self._entries
-        entries = [[e[i], pack(e[i + 1].hex()), e[i + 2], int(e[i + 3]), e[i + 4], e[i + 5]]
+        entries = [[e[i], pack(e[i + 1].hex()), e[i + 2], int(e[i + 3])]
                    for i in range(0, len(e), _STRIDE)]
-        return [self._turns, entries, [obs.pack(pack) for obs in self._turn or ()], self._new]
+        return [self._turns, entries, [obs.pack(pack) for obs in self._turn or ()]]
 
     def restore(self, data: Any, unpack: Unpack) -> None:
-        # a snapshot from before epochs has no epoch anywhere: its entries are one epoch (0)
-        self._turns, saved, turn = data[:3]
-        self._new = int(data[3]) if len(data) > 3 else 0
+        self._turns, saved, turn = data
         entries = self._entries
         entries.clear()
-        for entry in saved:
-            t, sig, index, c = entry[:4]
-            before, after = (int(entry[4]), int(entry[5])) if len(entry) > 5 else (0, 0)
-            # turns compared as ints
-            entries += (int(t), unhex(unpack(sig)), index, bool(c), before, after)
+        for t, sig, index, c in saved:
+            entries += (int(t), unhex(unpack(sig)), index, bool(c))  # turns compared as ints
             if len(entries) > _STRIDE * _MAX_ENTRIES:
                 del entries[:_STRIDE]
         pending = [Observation.unpack(obs, unpack) for obs in turn]
