@@ -64,7 +64,8 @@ def outcome(app: Any, inputs: Any, config: dict[str, Any]) -> tuple[str, int] | 
 
 
 def call(n: int, name: str, **args: Any) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"c{n}", "type": "tool_call"}])
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"c{n}",
+                                              "type": "tool_call"}])
 
 
 # ------------------------------------------------- 1. a Send's input reaches its subgraph's steps
@@ -312,7 +313,8 @@ POLLER_SET = {"graph": "poller", "transitions": {"__start__": ["poll"], "poll": 
 
 
 @pytest.mark.parametrize("saver_kind", SAVERS)
-def test_a_polling_node_is_given_room_by_its_own_stall_ceiling(saver_kind: str, savers: dict[str, Any]) -> None:
+def test_a_polling_node_is_given_room_by_its_own_stall_ceiling(
+        saver_kind: str, savers: dict[str, Any]) -> None:
     """Main: stopped at its 3rd "pending" (repeated_content) whatever NodePolicy(stall=...) or
     the allow-set said. Now the node's ceiling holds for every repeat rule, and only for it."""
     saver = savers[saver_kind]
@@ -332,7 +334,7 @@ def test_a_polling_node_is_given_room_by_its_own_stall_ceiling(saver_kind: str, 
 
 
 def test_the_allow_set_stall_ceiling_is_validated() -> None:
-    with pytest.raises(liveguard.AllowSetError, match="stall.poll"):
+    with pytest.raises(liveguard.AllowSetError, match=r"stall\.poll"):
         AllowSet.parse({**POLLER_SET, "stall": {"poll": 1}})
     with pytest.raises(liveguard.AllowSetError, match="undeclared"):
         AllowSet.parse({**POLLER_SET, "stall": {"nope": 5}})
@@ -367,8 +369,9 @@ def test_a_chat_thread_retrying_one_failing_call_stops_at_the_third_execution(
     """Main: the 4th identical failing execution (the first turn's request differed from the
     "try again" turns). ToolCallLimitMiddleware(thread_limit=3) runs it 3 times too."""
     FETCHES.clear()
-    middleware: list[Any] = {"middleware": [LivenessMiddleware()], "guard": [],
-                             "ToolCallLimitMiddleware": [ToolCallLimitMiddleware(thread_limit=3)]}[integration]
+    middleware: list[Any] = {
+        "middleware": [LivenessMiddleware()], "guard": [],
+        "ToolCallLimitMiddleware": [ToolCallLimitMiddleware(thread_limit=3)]}[integration]
     agent = create_agent(ScriptedChatModel(script=retry_script(6)), [fetch], middleware=middleware,
                          checkpointer=savers[saver_kind])
     app = guard(agent) if integration == "guard" else agent
@@ -425,7 +428,8 @@ def test_a_constant_acknowledgement_between_new_results_is_progress(
     """Main: tool_no_progress at the third "bumped", with no other middleware in the stack."""
     ask = {"messages": [{"role": "user", "content": "count to eight"}]}
     saver = savers[saver_kind]
-    app = guard(create_agent(ScriptedChatModel(script=counting_script(8)), counter_tools(1), checkpointer=saver))
+    app = guard(create_agent(ScriptedChatModel(script=counting_script(8)), counter_tools(1),
+                             checkpointer=saver))
     assert outcome(app, ask, thread("count")) == "done"
     stuck = guard(create_agent(ScriptedChatModel(script=counting_script(8)), counter_tools(0),
                                checkpointer=saver))  # the twin: the counter never moves
