@@ -24,11 +24,18 @@ __all__ = ["CLEAR_HOW", "repeated_steps", "rule_in_words", "stop_text"]
 
 
 class _Stop(Protocol):
-    code: str
-    step: int
-    node: str
-    count: int
-    detail: dict[str, Any]
+    """What the text reads of a :class:`~liveguard.model.Violation` (read-only)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def detail(self) -> dict[str, Any]: ...
 
 
 CLEAR_HOW: Final = (
