@@ -17,6 +17,8 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from graphs._scripted import ScriptedChatModel
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolCallLimitMiddleware
 from langchain_core.messages import AIMessage
@@ -27,10 +29,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import liveguard
-from liveguard import NodePolicy, NoProgressError, Policy
+from liveguard import NodePolicy, NoProgressError, Policy, Violation
 from liveguard.allowset import AllowSet
+from liveguard.codes import CODES
 from liveguard.integrations.langchain import LivenessMiddleware
 from liveguard.integrations.langgraph import default_policy, guard
+from liveguard.stop_text import CLEAR_HOW, stop_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVERS = ["memory", "sqlite"]
@@ -465,3 +469,22 @@ def test_the_stop_message_names_the_rule_the_repeating_steps_and_the_way_out(sql
     args = build_parser().parse_args(["threads", "clear", "m:a", "--thread", "t1"])
     assert args.thread == "t1"
     assert "/liveguard/threads/$THREAD_ID/clear" in (ROOT / "docs" / "server.md").read_text()
+
+
+_DETAIL = st.dictionaries(
+    st.sampled_from(["steps", "digest", "digests", "period", "nodes", "tool", "window", "limit",
+                     "scope", "matched_step", "nonretryable", "from", "to", "ceiling", "other"]),
+    st.one_of(st.integers(-3, 50), st.text(max_size=20), st.lists(st.integers(-3, 50), max_size=4),
+              st.lists(st.text(max_size=14), max_size=4), st.none(), st.booleans()),
+    max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(code=st.sampled_from([*CODES, "made_up"]), step=st.integers(0, 10_000), detail=_DETAIL)
+def test_the_stop_text_reads_any_violation(code: str, step: int, detail: dict[str, Any]) -> None:
+    """Any detail, well formed or not: the same head, the rule in some words, the way out."""
+    violation = Violation(code=code, severity="hard", step=step, node="n", count=2, detail=detail)
+    text = stop_text(violation)
+    assert text.startswith(f"{code} at step {step} (node 'n', count 2): ")
+    assert text.endswith(CLEAR_HOW)
+    assert str(NoProgressError(violation)) == text
