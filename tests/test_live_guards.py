@@ -40,7 +40,13 @@ from liveguard.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "ACME-SECRET-7f3a"
-STOP_TEXT = "Stopped by liveguard: tool_no_progress at step 3"
+STOP_TEXT = ("Stopped by liveguard: tool_no_progress at step 3 (node 'tools', count 2): tool 'run_sql' "
+             "was called with the same arguments and got the same non-retryable failure 2 times, nothing "
+             "new in between. Repeating: steps 1 and 3 (digest dda4a58d4eb9). The thread stays stopped "
+             "until it is cleared: liveguard.clear(graph, config), or `liveguard threads clear MODULE:ATTR "
+             "--thread THREAD_ID`, or POST /liveguard/threads/THREAD_ID/clear on the LangGraph server.")
+"""The stop message (issue 30): the rule in words, the two steps that repeat by index and
+digest (never their text), and the three ways to clear the thread."""
 
 
 # ------------------------------------------------------------------------------------- helpers

@@ -89,8 +89,13 @@ def test_the_same_failing_call_across_turns_fires_at_the_threshold_in_every_orde
     assert expected[0].step == 9  # the 3rd turn (steps 8-11), its first tool step in canonical order
     for seed in range(ORDERS):
         assert run(beside, seed) == expected
-    mixed = [[search(i), FAILING] for i in range(5)]  # progress beside it: the failure is free
+    # progress beside it: a repeated successful result is free; "error: timeout" is a failed
+    # call (its text says so), and the same failure counts whatever else its turn did
+    same_page = ("fetch", {"url": "https://example.com"}, "the same page")
+    mixed = [[search(i), same_page] for i in range(5)]
     assert all(run(mixed, seed) == [] for seed in range(ORDERS))
+    failing = [[search(i), FAILING] for i in range(5)]
+    assert [(v.code, v.detail["tool"]) for v in run(failing, None)][:1] == [("tool_no_progress", "fetch")]
 
 
 def test_the_turn_is_closed_by_the_next_request_when_a_result_is_missing() -> None:

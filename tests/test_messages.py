@@ -27,6 +27,7 @@ from liveguard.messages import (
     dumpd_kwargs,
     field,
     is_ai_message,
+    is_error_text,
     is_message_dump,
     is_message_shaped,
     is_tool_message,
@@ -174,3 +175,40 @@ def test_c_classify_agrees_with_is_message_shaped(d: dict[str, Any]) -> None:
     out = _canon.dumps(d, DEFAULT_IGNORE_KEYS, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH)
     assert (b'"id":' not in out) is is_message_shaped(d)
     assert out == Fingerprinter().reference_bytes(d)
+
+
+# ----------------------------------------------------- issue 30: a failure said in text
+
+
+@pytest.mark.parametrize(("text", "failed"), [
+    ("Error: connection refused", True),
+    ("  error: timeout", True),
+    ("ERROR fetching page", True),
+    ("Error invoking tool 'fetch' with kwargs {}", True),
+    ("Traceback (most recent call last):\n  File ...", True),
+    ("Errors: none", False),
+    ("error-free run", False),
+    ("no error", False),
+    ("1 failed: test_slugify", False),
+    ("", False),
+])
+def test_a_result_text_starting_with_error_is_a_failed_call(text: str, failed: bool) -> None:
+    assert is_error_text(text) is failed
+    step = tool_message_step("tools", ToolMessage(content=text, tool_call_id="c1", name="fetch"))
+    observed = Monitor(Policy.tool_agent())._observation(step, 0)
+    assert observed.failed is failed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.binary(), st.integers(), st.none(), st.lists(st.text())))
+def test_is_error_text_reads_any_value(value: Any) -> None:
+    """Agent text is read safely: any value, a bool; only text can say it failed; leading
+    white space does not matter; a text led by "Error: " always does."""
+    found = is_error_text(value)
+    assert isinstance(found, bool)
+    if not isinstance(value, str):
+        assert not found
+        return
+    assert is_error_text(" \n\t" + value) is found
+    assert is_error_text("Error: " + value)
+    assert not is_error_text("ok " + value)

@@ -180,7 +180,22 @@ def _reference(steps: list[Step], policy: Policy) -> list[tuple[str, int, Any]]:
             if limits is not None:
                 repeats, window, nonretryable = limits
                 threshold = nonretryable if obs.nonretryable else repeats
-                same = [i for i, _, d, _ in tool_turns[-window:] if d == obs.key]
+                # the appearances in the window, back from this one while no turn strictly
+                # between one and the next holds a signature seen once in the kept turns (the
+                # widest window); a failed call: every appearance in the window
+                widest = max([policy.tool_window] + [t.window or 0 for t in policy.tools.values()])
+                kept = [d for _, _, d, _ in tool_turns[-widest:]]
+                recent = tool_turns[-window:]
+                same: list[int] = []
+                later = len(recent)
+                for j in range(len(recent) - 1, -1, -1):
+                    if recent[j][2] != obs.key:
+                        continue
+                    if same and not obs.failed and any(kept.count(t[2]) == 1 for t in recent[j + 1:later]):
+                        break
+                    same.append(recent[j][0])
+                    later = j
+                same.reverse()
                 if len(same) == threshold:
                     found.append(("tool_no_progress", index, same))
     return found

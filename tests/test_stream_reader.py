@@ -275,3 +275,39 @@ def test_sql_agent_healthy_has_no_hard_violation(saver: SqliteSaver) -> None:
                              "max_rows": 20}
     assert steps[-1].summary == "answer: Totals per region: east 200, north 165, south 140."
     assert [v for v in found if v.hard] == []
+
+
+# ------------------------------------------------- issue 30: Commands and whole updates
+
+
+def test_a_list_of_commands_is_read_for_its_messages_and_tool_calls() -> None:
+    """The model node of an agent run inside a node returns a list of ``Command`` objects:
+    main read it as a contentless visit, and the tool results lost their arguments."""
+    request = ai_call("c1", {"to": "ann@example.com"})
+    steps = steps_from_updates([
+        {"model": [Command(update={"messages": [request]}), Command(goto="tools")]},
+        {"tools": {"messages": [ToolMessage(content="queued", name="send_email", tool_call_id="c1")]}},
+        {"model": Command(update=[("messages", [AIMessage("all queued")]), ("summary", "done")])},
+        {"up": Command(graph=Command.PARENT, update={"messages": [AIMessage("to the parent")]})},
+    ])
+    assert steps[0].output is request
+    assert steps[1] == Step(node="tools", tool="send_email", args={"to": "ann@example.com"}, result="queued")
+    assert steps[2] == Step(node="model", summary="done", output="all queued")
+    assert steps[3] == Step(node="up")  # the parent's update is the parent's step
+
+
+def test_an_update_with_messages_is_judged_with_all_its_keys() -> None:
+    """A worker posting the same status while its queue shrinks: every key counts (main kept
+    only the message); a message that is the whole update stays the message's content."""
+    status = AIMessage("working through the queue")
+    steps = steps_from_updates([
+        {"work": {"messages": [status], "queue": ["b", "c"], "results": ["a"]}},
+        {"work": {"messages": [status], "queue": ["c"], "results": ["b"], "steps": ["work"],
+                  "liveguard": {"v": 1}, "thread_model_call_count": 3}},
+        {"work": {"messages": [status]}},
+    ])
+    assert [s.output for s in steps] == [
+        {"queue": ["b", "c"], "results": ["a"], "messages": "working through the queue"},
+        {"queue": ["c"], "results": ["b"], "messages": "working through the queue"},
+        "working through the queue",
+    ]

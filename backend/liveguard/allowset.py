@@ -10,7 +10,9 @@ An allow-set lives in ``expected_paths/<graph>.yaml``::
       check_reply: [check_reply, compose_touch, __end__]
     limits:                         # optional per-node visit ceilings (override both the
       check_reply: 10               # node_revisit_cycle and excessive_loop defaults)
-    tools:                          # optional per-tool policy overrides (pollers)
+    stall:                          # optional per-node stall ceilings (node pollers):
+      check_reply: 8                # NodePolicy(stall=8), the 8th identical poll fires
+    tools:                          # optional per-tool policy overrides (tool pollers)
       wait_job: {no_progress: 8}
     roles:                          # optional one-line role per node (semantic role_drift)
       check_reply: classifies the lead's reply as interested, not now or unsubscribe
@@ -21,7 +23,8 @@ An allow-set lives in ``expected_paths/<graph>.yaml``::
 Loading is all-or-nothing: malformed YAML, a file that is not valid UTF-8, a key given
 twice in one mapping, unknown keys, a transition to an undeclared node, or a number
 outside its documented range raise :class:`AllowSetError` naming the file, the line and
-the key. Ranges: ``limits.<node>`` 1..:data:`MAX_LIMIT`; ``tools.<tool>.no_progress``
+the key. Ranges: ``limits.<node>`` 1..:data:`MAX_LIMIT`; ``stall.<node>`` 2..:data:`MAX_COUNT`;
+``tools.<tool>.no_progress``
 2..:data:`MAX_COUNT`, ``nonretryable`` 1..:data:`MAX_COUNT`, ``window``
 1..:data:`MAX_WINDOW`; every number an integer (``1e20`` or ``2.5`` is rejected).
 The same module holds the static protocol checks
@@ -76,6 +79,7 @@ class AllowSet(BaseModel):
     description: str | None = None
     transitions: dict[str, list[str]]
     limits: dict[str, int] = Field(default_factory=dict)
+    stall: dict[str, int] = Field(default_factory=dict)  # per-node stall ceilings (pollers)
     tools: dict[str, ToolPolicy] = Field(default_factory=dict)
     roles: dict[str, str] = Field(default_factory=dict)  # one line per node, for role_drift
     volatile: tuple[str, ...] | None = None  # the volatile-text patterns (None: the policy's)
@@ -92,11 +96,13 @@ class AllowSet(BaseModel):
         return target in self.transitions.get(source, ())
 
     def apply(self, policy: Policy) -> Policy:
-        """``policy`` with this set's limits and tool overrides layered on top."""
+        """``policy`` with this set's limits, stall ceilings and tool overrides layered on top."""
         nodes = dict(policy.nodes)
         for node, limit in self.limits.items():
             base = nodes.get(node, NodePolicy())
             nodes[node] = base.model_copy(update={"max_revisits": limit, "max_visits": limit})
+        for node, stall in self.stall.items():
+            nodes[node] = nodes.get(node, NodePolicy()).model_copy(update={"stall": stall})
         tools = {**policy.tools, **self.tools}
         update: dict[str, Any] = {"nodes": nodes, "tools": tools}
         if self.volatile is not None:
@@ -164,7 +170,7 @@ def _no_duplicate_keys(node: yaml.Node | None, source: str, path: str = "") -> N
 
 def _strict_ints(data: Mapping[Any, Any]) -> tuple[tuple[str | int, ...], str] | None:
     """The first number that is not a plain integer (floats like 1e20 included)."""
-    for section in ("limits", "tools"):
+    for section in ("limits", "stall", "tools"):
         entries = data.get(section)
         if not isinstance(entries, Mapping):
             continue
@@ -219,6 +225,11 @@ def _validate(data: Any, source: str, root: yaml.Node | None) -> AllowSet:
             raise fail(("limits", node), f"limit for undeclared node {node!r}")
         if not 1 <= limit <= MAX_LIMIT:
             raise fail(("limits", node), f"limit must be within 1..{MAX_LIMIT}, got {limit}")
+    for node, stall in allow.stall.items():
+        if node not in allow.nodes:
+            raise fail(("stall", node), f"stall ceiling for undeclared node {node!r}")
+        if not 2 <= stall <= MAX_COUNT:
+            raise fail(("stall", node), f"stall must be within 2..{MAX_COUNT}, got {stall}")
     if allow.volatile is not None:
         for i, name in enumerate(allow.volatile):
             try:

@@ -161,15 +161,18 @@ class LivenessError(LiveguardError):
 class NoProgressError(LivenessError, RuntimeError):
     """Raised by the live guards; ``violation`` says which rule fired, where, and how often.
 
+    The message (:func:`liveguard.stop_text.stop_text`) starts ``<code> at step <n> (node
+    '<node>', count <k>)``, then says the rule in words, the two steps that repeat (indices
+    and a digest prefix, never their text) and how to clear the thread.
+
     Also a ``RuntimeError``: LangGraph's default ``RetryPolicy`` never retries it, and the
     LangGraph server passes its message (code and step) through to the client."""
 
     def __init__(self, violation: Violation) -> None:
+        from liveguard.stop_text import stop_text  # the rule in words, what repeats, how to clear
+
         self.violation = violation
-        super().__init__(
-            f"{violation.code} at step {violation.step} (node {violation.node!r}, "
-            f"count {violation.count})"
-        )
+        super().__init__(stop_text(violation))
 
 
 class AllowSetError(LiveguardError, ValueError):

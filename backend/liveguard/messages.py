@@ -15,6 +15,7 @@ was recorded" rests on one definition. :func:`is_message_shaped` is mirrored by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -31,6 +32,7 @@ __all__ = [
     "dumpd_kwargs",
     "field",
     "is_ai_message",
+    "is_error_text",
     "is_message_dump",
     "is_message_shaped",
     "is_tool_message",
@@ -153,6 +155,16 @@ def is_message_shaped(d: Mapping[Any, Any]) -> bool:
     if "function" in d and "type" in d:
         return True
     return isinstance(d.get("type"), str) and ("content" in d or "text" in d)
+
+
+_ERROR_TEXT: Final = re.compile(r"\s*(?:error\b(?!-)|traceback \(most recent call last\))", re.IGNORECASE)
+
+
+def is_error_text(value: Any) -> bool:
+    """A tool result that reports its own failure in text: it starts with ``Error``
+    (``"Error: connection refused"``, LangChain's ``ToolNode`` error text) or a Python
+    traceback. Such a call failed, whatever its status says."""
+    return isinstance(value, str) and _ERROR_TEXT.match(value) is not None
 
 
 def tool_step(

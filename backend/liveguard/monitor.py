@@ -57,7 +57,7 @@ from xxhash import xxh3_128_digest
 from liveguard.errors import FingerprintError, SnapshotError
 from liveguard.fingerprint import _DECLINE, DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
-from liveguard.messages import content, is_user_turn, tool_call_name, tool_calls
+from liveguard.messages import content, is_error_text, is_user_turn, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
 from liveguard.rules.base import (
@@ -290,7 +290,8 @@ class Monitor:
             result, error = fields.get("result"), fields.get("error")
             nonretryable = _nonretryable(result) or _nonretryable(error)
             obs = Observation(index, node, TOOL, self._digest((tool, args, result, error)), tool=tool,
-                              nonretryable=nonretryable, step=step, failed=error is not None)
+                              nonretryable=nonretryable, step=step,
+                              failed=error is not None or is_error_text(result))
             if obs.failed:
                 # An identical call with an identical failure is the same state whatever was asked:
                 # it counts across requests (a successful call is keyed on the request it serves).

@@ -12,6 +12,8 @@ setting                       default  meaning
 ``window``                    24       steps the revisit rule looks back over
 ``max_revisits``              3        a node visited more than this in the window fires
 ``stall``                     2        consecutive identical node + content message steps
+                                       (per node: ``NodePolicy(stall=N)``, a poller's
+                                       ceiling; see :meth:`Policy.repeat_ceilings`)
 ``repeat``                    3        same node + content this often ...
 ``repeat_window``             10       ... within the last N message steps
 ``cycle_periods``             (2..4)   block lengths of content cycles
@@ -217,6 +219,18 @@ class Policy(BaseModel):
     def stall_limit(self, node: str) -> int:
         override = self.nodes.get(node)
         return (override.stall if override else None) or self.stall
+
+    def repeat_ceilings(self) -> dict[str, int]:
+        """Nodes whose ``stall`` override lifts the repeat rules: node -> ceiling.
+
+        A polling node given room with ``NodePolicy(stall=N)`` may show the same state up to
+        N - 1 times, in a row or not: ``repeated_content`` fires at its N-th identical step
+        (within ``max(repeat_window, N)`` message steps) and ``content_cycle`` at the N-th
+        repetition of a block holding it. Only an override above ``repeat`` lifts them; every
+        other node keeps the policy's own thresholds.
+        """
+        return {node: override.stall for node, override in self.nodes.items()
+                if override.stall is not None and override.stall > self.repeat}
 
     def visit_limit(self, node: str) -> int:
         override = self.nodes.get(node)

@@ -32,8 +32,9 @@ What it observes, at each model call (``wrap_model_call``), from the state
 
 At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
     ``"error"`` (default)
-        The run ends with a stop message (``"Stopped by liveguard: <code> at step <n>"``,
-        the violation in ``response_metadata["liveguard"]``), the stop is saved with the
+        The run ends with a stop message (``"Stopped by liveguard: <code> at step <n> ..."``:
+        the rule in words, the steps that repeat and how to clear the thread; the violation
+        in ``response_metadata["liveguard"]``), the stop is saved with the
         thread, and :class:`~liveguard.errors.NoProgressError` is raised by the
         middleware's ``after_model`` hook. A violating model response is dropped (its
         tool calls never run).
@@ -126,6 +127,7 @@ from liveguard.model import Step, Violation
 from liveguard.monitor import Monitor, _nonretryable
 from liveguard.policy import Policy
 from liveguard.settings import Settings
+from liveguard.stop_text import stop_text
 from liveguard.thread_guard import (
     DAMAGED,
     EXIT_BEHAVIORS,
@@ -180,9 +182,9 @@ class LivenessState(AgentState[Any]):
 
 
 def stop_message(violation: Violation) -> AIMessage:
-    """The final message of a run ended by the guard: the stop by code, no step text."""
+    """The final message of a run ended by the guard: the stop in words, no step text."""
     return AIMessage(
-        content=f"Stopped by liveguard: {violation.code} at step {violation.step}",
+        content=f"Stopped by liveguard: {stop_text(violation)}",
         response_metadata={"liveguard": violation.model_dump(mode="json")},
     )
 

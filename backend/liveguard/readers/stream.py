@@ -15,14 +15,21 @@ One chunk is ``{node_name: update}``. For each node of a chunk:
   step whose ``output`` is that message (the Monitor classifies it as a request);
 * any other update gives a **message step**: ``summary`` from the update's
   ``summary`` key (when it is text), ``output`` the last message's content, or the
-  update minus its ``summary``/``steps`` bookkeeping keys;
+  update minus its bookkeeping keys (:data:`BOOKKEEPING_KEYS`). An update with a new
+  message *and* other keys is judged with all of them: ``output`` is the update minus its
+  bookkeeping keys, ``messages`` replaced by the last message's content (a worker posting
+  the same status while its queue shrinks and its results grow makes progress);
 * a tool message already seen (same message id and tool call id, as
   ``SummarizationMiddleware`` re-emits the messages it keeps) is not a new result; an
   update of nothing but such messages is a contentless visit;
 * a list of updates (several tasks of one node in the same superstep, e.g. parallel
   tool calls) is read element by element;
-* anything else (``None``, a non-mapping such as a ``Command``) gives a contentless
-  ``Step(node=node)``: the visit is still counted, nothing is compared.
+* a ``Command`` (or a list holding ``Command`` objects, as the model node of an agent run
+  inside a node returns) is read for its ``update``, as ``stream_mode="updates"`` shows
+  it (:func:`liveguard.readers.updates.live_update`): its messages and tool calls count;
+  a ``Command`` to the parent graph or without an update is a contentless visit;
+* anything else (``None``, a non-mapping) gives a contentless ``Step(node=node)``: the
+  visit is still counted, nothing is compared.
 
 :class:`UpdateStepper` does this incrementally (one chunk at a time) so a live guard
 can feed it as the graph streams; :func:`steps_from_updates` converts a whole run.
@@ -44,10 +51,17 @@ from liveguard.messages import (
     tool_message_step,
 )
 from liveguard.model import Step
+from liveguard.readers.updates import live_update
 
 __all__ = ["BOOKKEEPING_KEYS", "UpdateStepper", "steps_from_updates"]
 
-BOOKKEEPING_KEYS: frozenset[str] = frozenset({"summary", "steps"})
+BOOKKEEPING_KEYS: frozenset[str] = frozenset({
+    "summary", "steps",
+    "liveguard",  # LivenessMiddleware's own saved state
+    "jump_to",  # create_agent's private jump channel
+    # LangChain's call-limit middleware counters (they change on every pass of a loop)
+    "thread_model_call_count", "run_model_call_count", "thread_tool_call_count", "run_tool_call_count",
+})
 """Update keys that are not a node's output: dropped from message-step ``output``."""
 
 DEFAULT_MAX_CALLS = 256
@@ -73,9 +87,10 @@ class UpdateStepper:
         steps: list[Step] = []
         if not isinstance(chunk, Mapping):
             return steps
-        for node, update in chunk.items():
+        for node, value in chunk.items():
             if not isinstance(node, str) or not node or node.startswith("__"):
                 continue
+            update = live_update(value)
             if isinstance(update, list | tuple):
                 for item in update:
                     steps += self._steps(node, item)
@@ -95,18 +110,20 @@ class UpdateStepper:
             return [Step(node=node)]
         summary = update.get("summary")
         summary = summary if isinstance(summary, str) else None
+        rest = {
+            key: value
+            for key, value in update.items()
+            if key not in BOOKKEEPING_KEYS and key != "messages"
+        }
         if messages:
             last = messages[-1]
             if is_tool_message(last):
                 return [self._tool_step(node, m) for m in messages if is_tool_message(m)]
             if tool_calls(last):
                 return [Step(node=node, output=last, summary=None)]
-            return [Step(node=node, summary=summary, output=content(last))]
-        rest = {
-            key: value
-            for key, value in update.items()
-            if key not in BOOKKEEPING_KEYS and not (key == "messages" and not messages)
-        }
+            said = content(last)
+            # the message alone when it is the whole update; else every key, the message's with it
+            return [Step(node=node, summary=summary, output={**rest, "messages": said} if rest else said)]
         return [Step(node=node, summary=summary, output=rest or None)]
 
     def _repeat(self, message: Any) -> bool:

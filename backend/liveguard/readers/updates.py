@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from liveguard.messages import MESSAGE_KEYS, dumpd_kwargs, is_message_dump
+from liveguard.messages import MESSAGE_KEYS, dumpd_kwargs, field, is_message_dump
 from liveguard.model import Step
 
-__all__ = ["COPIED_METADATA", "MAX_RUN_DEPTH", "MESSAGE_KEYS"]
+__all__ = ["COPIED_METADATA", "MAX_RUN_DEPTH", "MESSAGE_KEYS", "is_command_object", "live_update"]
 
 COPIED_METADATA: tuple[str, ...] = ("scenario", "policy")
 """Root-run (or checkpoint) metadata keys copied into ``Trajectory.metadata``."""
@@ -115,16 +115,22 @@ def _is_command(value: Any) -> bool:
     )
 
 
-def _command_writes(command: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    if command.get("graph") == _PARENT:
+def is_command_object(value: Any) -> bool:
+    """A live LangGraph ``Command`` (duck-typed: a ``Command`` with ``update`` and ``goto``)."""
+    return type(value).__name__ == "Command" and hasattr(value, "update") and hasattr(value, "goto")
+
+
+def _command_writes(command: Any) -> list[tuple[str, Any]]:
+    """A ``Command``'s channel writes (its ``update``), in JSON form or live; none to the parent."""
+    if field(command, "graph") == _PARENT:
         return []
-    update = command.get("update")
+    update = field(command, "update")
     if update is None:
         return []
     if isinstance(update, Mapping):
         return [(str(k), v) for k, v in update.items()]
-    if isinstance(update, list) and all(
-        isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) for pair in update
+    if isinstance(update, list | tuple) and all(
+        isinstance(pair, list | tuple) and len(pair) == 2 and isinstance(pair[0], str) for pair in update
     ):
         return [(pair[0], pair[1]) for pair in update]
     return [("__root__", update)]
@@ -144,18 +150,18 @@ def _return_value(outputs: Any) -> Any:
     return outputs
 
 
-def _writes(value: Any) -> list[tuple[str, Any]] | None:
+def _writes(value: Any, is_command: Callable[[Any], bool] = _is_command) -> list[tuple[str, Any]] | None:
     """Channel writes of a node's return value; ``None`` when it is not a state update."""
     if value is None:
         return []
-    if _is_command(value):
+    if is_command(value):
         return _command_writes(value)
     if isinstance(value, Mapping):
         return [(str(k), v) for k, v in value.items()]
-    if isinstance(value, list) and any(_is_command(i) for i in value):
+    if isinstance(value, list | tuple) and any(is_command(i) for i in value):
         writes: list[tuple[str, Any]] = []
         for item in value:
-            writes += _writes(item) or []
+            writes += _writes(item, is_command) or []
         return writes
     return None
 
@@ -174,6 +180,17 @@ def _node_update(outputs: Any) -> Any:
     value = _return_value(outputs)
     writes = _writes(value)
     return value if writes is None else _update_of(writes)
+
+
+def live_update(value: Any) -> Any:
+    """A node's live return value as ``stream_mode="updates"`` shows it: a ``Command`` (or a
+    list holding ``Command`` objects, as an agent's model node returns) becomes its update;
+    anything else is returned unchanged."""
+    if is_command_object(value) or (
+        isinstance(value, list | tuple) and any(is_command_object(i) for i in value)
+    ):
+        return _update_of(_writes(value, is_command_object) or [])
+    return value
 
 
 def _task_update(result: Any) -> Any:

@@ -38,7 +38,8 @@ __all__ = ["ContentCycle", "RepeatedContent", "Stall"]
 
 
 class Stall(RuleBase):
-    """no_progress_stall: N consecutive message steps with identical node + content.
+    """no_progress_stall: N consecutive message steps with identical node + content
+    (N: ``Policy.stall``, or the node's own ``NodePolicy(stall=N)``: a poller's ceiling).
 
     Any other step in between (a tool step, a tool-call request, another node)
     breaks the run, so a poll that repeats once is not a stall.
@@ -108,9 +109,15 @@ class RepeatedContent(RuleBase):
     message with the same results between is a repeat. A step's count is counted only
     when its digest alone occurs ``repeat`` times in the window (one C-level
     ``list.count`` over the digests); node and epoch are then compared too.
+
+    A poller given room (``NodePolicy(stall=N)`` with N above ``repeat``:
+    :meth:`~liveguard.policy.Policy.repeat_ceilings`) fires at its N-th identical step
+    within its last ``max(repeat_window, N)`` message steps; the window keeps that many
+    steps, and every other node still counts over its last ``repeat_window``.
     """
 
-    __slots__ = ("_by_node", "_counts", "_items", "_limit", "_new", "_seen", "_size")
+    __slots__ = ("_by_node", "_cap", "_ceilings", "_counts", "_items", "_limit", "_new", "_seen",
+                 "_size")
 
     code = "repeated_content"
 
@@ -119,6 +126,9 @@ class RepeatedContent(RuleBase):
     def __init__(self, policy: Policy) -> None:
         self._limit = policy.repeat
         self._size = policy.repeat_window
+        # pollers given room (NodePolicy(stall=N), N > repeat): N identical in max(window, N)
+        self._ceilings = policy.repeat_ceilings()
+        self._cap = max([self._size, *self._ceilings.values()])  # message steps kept
         self._items: list[Any] = []
         self._seen: list[bytes] = []  # the last _SEEN observation digests, oldest first
         self._counts: dict[bytes, int] = {}  # how many times each is in _seen (a look-up, not a scan)
@@ -154,17 +164,21 @@ class RepeatedContent(RuleBase):
         self._arrived(digest, node)
         items = self._items
         epoch = self._new - self._by_node.get(agent_of(node), 0)
-        if len(items) >= _ITEM * self._size:
+        if len(items) >= _ITEM * self._cap:
             del items[:_ITEM]
         # one field at a time: no tuple built per step (the window is the same flat list)
         items.append(digest)
         items.append(node)
         items.append(obs.index)
         items.append(epoch)
-        limit = self._limit
-        if count_digest(items, digest, 0, _ITEM) < limit:  # fewer of this digest, fewer of the rest
+        limit, size = self._limit, self._size
+        if self._ceilings and node in self._ceilings:
+            limit = self._ceilings[node]
+            size = max(size, limit)
+        start = max(0, len(items) - _ITEM * size)  # the node's window: its last `size` steps
+        if count_digest(items, digest, start, _ITEM) < limit:  # fewer of this digest, fewer of the rest
             return None
-        steps = [items[i + 2] for i in range(0, len(items), _ITEM)
+        steps = [items[i + 2] for i in range(start, len(items), _ITEM)
                  if items[i] == digest and items[i + 1] == node and items[i + 3] == epoch]
         if len(steps) != limit:
             return None
@@ -175,7 +189,7 @@ class RepeatedContent(RuleBase):
                 step=obs.index,
                 node=node,
                 count=limit,
-                detail={"digest": digest_prefix(digest), "window": self._size, "steps": steps},
+                detail={"digest": digest_prefix(digest), "window": size, "steps": steps},
             )
         ]
 
@@ -211,7 +225,7 @@ class RepeatedContent(RuleBase):
         for entry in window:
             node, key, index = entry[0], entry[1], entry[2]
             epoch = entry[3] if len(entry) > 3 else self._new - self._by_node.get(agent_of(unpack(node)), 0)
-            if len(items) >= _ITEM * self._size:  # a narrower window than the saved one
+            if len(items) >= _ITEM * self._cap:  # a narrower window than the saved one
                 del items[:_ITEM]
             items += (unhex(unpack(key)), unpack(node), index, epoch)
 
@@ -245,18 +259,21 @@ class ContentCycle(RuleBase):
     positions equal the one p steps earlier. A block repeated r times shows as
     ``match[p] >= p * (r - 1)``. A message-only block needs ``cycle_repeats``; a
     block that holds tool steps or tool-call requests needs as many repetitions as
-    the tool rule of its tools. Only the smallest active period fires, on the crossing.
+    the tool rule of its tools, and one that holds a poller given room
+    (:meth:`~liveguard.policy.Policy.repeat_ceilings`) as many as its ceiling. Only the
+    smallest active period fires, on the crossing.
 
     While every ``match[p]`` is 0, a step whose digest is not in the history matches
     nothing: it is appended without the per-period loop (the usual step).
     """
 
-    __slots__ = ("_cap", "_history", "_live", "_match", "_max", "_periods", "_policy")
+    __slots__ = ("_cap", "_ceilings", "_history", "_live", "_match", "_max", "_periods", "_policy")
 
     code = "content_cycle"
 
     def __init__(self, policy: Policy) -> None:
         self._policy = policy
+        self._ceilings = policy.repeat_ceilings()
         periods = policy.cycle_periods
         self._periods = _SORTED.get(periods) or _sorted(periods)
         self._max = self._periods[-1]
@@ -322,8 +339,11 @@ class ContentCycle(RuleBase):
         """Repetitions a block of this period must show; None when a tool in it is exempt."""
         needed = self._policy.cycle_repeats
         block = self._history[-period * _STRIDE:]
-        for kind, tool in zip(block[2::_STRIDE], block[3::_STRIDE], strict=True):
+        ceilings = self._ceilings
+        for node, kind, tool in zip(block[1::_STRIDE], block[2::_STRIDE], block[3::_STRIDE], strict=True):
             if kind == MESSAGE:
+                if ceilings and node in ceilings:  # a poller given room: its own ceiling
+                    needed = max(needed, ceilings[node])
                 continue
             limits = self._policy.tool_limits(tool) if tool else None
             if tool and limits is None:

@@ -32,6 +32,34 @@ def _drop_before(entries: list[Any], oldest: int) -> None:
         del entries[:_STRIDE]
 
 
+def _chain(entries: list[Any], sig: bytes, oldest: int) -> list[int]:
+    """Step indices of the counted appearances of ``sig`` after turn ``oldest``, oldest first:
+    back from the newest while no turn strictly between one appearance and the next holds
+    a signature that occurs once among the entries (something new that never came back)."""
+    once: dict[bytes, int] = {}
+    for i in range(1, len(entries), _STRIDE):
+        once[entries[i]] = once.get(entries[i], 0) + 1
+    steps: list[int] = []
+    later = -1  # the turn of the newer appearance (-1: none yet)
+    news: list[int] = []  # turns since the newer appearance that brought something new
+    i = len(entries) - _STRIDE
+    while i >= 0:
+        turn: int = entries[i]
+        if turn <= oldest:
+            break
+        if entries[i + 1] == sig:
+            if later >= 0 and any(turn < t < later for t in news):
+                break  # something new came back between this appearance and the next
+            if entries[i + 3]:
+                steps.append(entries[i + 2])
+            later, news = turn, []
+        elif later >= 0 and once[entries[i + 1]] == 1:
+            news.append(turn)
+        i -= _STRIDE
+    steps.reverse()
+    return steps
+
+
 class ToolNoProgress(RuleBase):
     """Fires when a tool signature reaches its repeat threshold within the window of turns.
 
@@ -54,8 +82,19 @@ class ToolNoProgress(RuleBase):
       identical call with an identical failure counts whatever else its turn did: the
       same failure again is no progress of that call, and a progressing sibling does not
       make it one;
-    * a signature fires when its counted appearances in the last ``window`` turns reach
-      the threshold, at the index of its own step in the turn.
+    * a repeat is judged with what came back between: two appearances of a signature are
+      the same state only when no turn strictly between them brought something new, a
+      signature that came back once and never again (a file written with new content, a
+      counter read with a new value). ``run_tests`` failing the same way after each of
+      three different edits is progress; failing again with no edit between, or after
+      the same edit again, is not; ``bump()`` answering "bumped" between new
+      ``read_counter`` values is progress, between the same value it is a loop. Siblings
+      in the same parallel turn are not between (they ran beside the call, not before
+      it). A call that **failed** is exempt: the same failure again is no progress of that
+      call whatever came between (only a changed failure is);
+    * a signature fires when its counted appearances in the last ``window`` turns, with
+      nothing new between one and the next, reach the threshold, at the index of its own
+      step in the turn.
 
     The result depends only on the set of signatures per turn, never on the order in
     which parallel calls finished.
@@ -154,8 +193,11 @@ class ToolNoProgress(RuleBase):
         entries = self._entries
         if count_digest(entries, sig, 1, _STRIDE) < threshold:  # fewer entries, fewer counted ones
             return None
-        recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
-                  if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
+        if obs.failed:  # the same failure again: no progress of that call, whatever came between
+            recent = [entries[i + 2] for i in range(0, len(entries), _STRIDE)
+                      if entries[i + 3] and entries[i + 1] == sig and entries[i] > number - window]
+        else:
+            recent = _chain(entries, sig, number - window)
         if len(recent) != threshold:
             return None
         return Violation(

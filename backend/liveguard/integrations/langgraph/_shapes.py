@@ -51,6 +51,10 @@ PENDING: Final = "pending:"
 PUSH: Final = "__pregel_push"
 
 
+MAX_PUSHED: Final = 4096
+"""Running pushed tasks whose inputs a run remembers at once."""
+
+
 class Shape:
     """What the caller asked to see, and what the guard asks the graph for.
 
@@ -105,11 +109,14 @@ class StreamRun:
     update of a pushed task (a ``Send``, a Functional API ``@task``) is held until its
     ``tasks`` result names it, and its message step is judged together with the task's
     input (``{"input": <digest>, "output": ...}``): identical outputs of different inputs
-    are not a repeat. Each root ``checkpoints`` event hands the checkpoint's id to
-    ``on_checkpoint`` (the guard saves its windows with it).
+    are not a repeat. The same holds inside subgraphs: every step a subgraph makes under a
+    pushed task (the ``Send``'s target is the subgraph, or a node that invokes one), at any
+    depth, is judged with the inputs of the pushed tasks above it (:meth:`push`). Each root
+    ``checkpoints`` event hands the checkpoint's id to ``on_checkpoint`` (the guard saves its
+    windows with it).
     """
 
-    __slots__ = ("_guard", "_held", "_inputs", "_shape", "_stepper", "base", "interrupted",
+    __slots__ = ("_guard", "_held", "_inputs", "_pushed", "_shape", "_stepper", "base", "interrupted",
                  "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "values",
                  "watched")
 
@@ -126,6 +133,7 @@ class StreamRun:
         self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
         self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
         self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
+        self._pushed: dict[str, str] = {}  # namespace of a running pushed task -> input digest
         self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
         self.values: Any = None  # the last root "values" payload the caller got
 
@@ -216,9 +224,39 @@ class StreamRun:
             return self._stepper.feed({name: output})
         return [Step(node=name, output=output)]
 
-    def subgraph_step(self, node: str, output: Any) -> Violation | None:
-        """A subgraph node's output (from the watcher, in the node's own thread)."""
-        return self._guard.check(lambda: self._stepper.feed({node: output}))
+    def subgraph_step(self, node: str, output: Any, ns: str | None = None) -> Violation | None:
+        """A subgraph node's output (from the watcher, in the node's own thread), judged with
+        the inputs of the ``Send`` tasks it runs under (``ns``: its checkpoint namespace)."""
+        digest = self._pushed_input(ns)
+        if digest is None:
+            return self._guard.check(lambda: self._stepper.feed({node: output}))
+        return self._guard.check(lambda: [_with_input(step, digest)
+                                          for step in self._stepper.feed({node: output})])
+
+    def push(self, ns: str, value: Any) -> None:
+        """A pushed task (a ``Send``'s target) starts at namespace ``ns`` with input ``value``:
+        every step made under ``ns``, at any depth, is judged with it."""
+        pushed = self._pushed
+        pushed[ns] = input_digest(value)
+        while len(pushed) > MAX_PUSHED:  # a task whose end never came: the oldest goes
+            del pushed[next(iter(pushed))]
+
+    def pushed_done(self, ns: str) -> None:
+        """The pushed task at ``ns`` ended."""
+        self._pushed.pop(ns, None)
+
+    def _pushed_input(self, ns: str | None) -> str | None:
+        """The input digest of the pushed tasks a step at ``ns`` runs under (the namespace
+        and its ancestors); None when it runs under none."""
+        pushed = self._pushed
+        if not ns or not pushed:
+            return None
+        segments = ns.split("|")
+        found = [digest for k in range(1, len(segments) + 1)
+                 if (digest := pushed.get("|".join(segments[:k]), "?")) != "?"]
+        if not found:
+            return None
+        return found[0] if len(found) == 1 else input_digest(found)
 
     def seed(self, snapshot: Any) -> None:
         """A resumed call: remember the tool calls of the thread's last AI message.

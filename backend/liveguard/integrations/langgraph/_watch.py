@@ -55,8 +55,9 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
         run_inline = True
 
         def __init__(self) -> None:
-            self.names: dict[Any, str] = {}
+            self.names: dict[Any, tuple[str, str]] = {}  # run id -> (step node, namespace)
             self.tasks: dict[Any, tuple[str, str]] = {}
+            self.pushes: dict[Any, str] = {}  # run id of a pushed node -> its namespace
 
         def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
                            metadata: Any = None, **kwargs: Any) -> None:
@@ -70,11 +71,15 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
             if not isinstance(ns, str):
                 return
             names = [segment.split(":", 1)[0] for segment in ns.split("|")][base:]
+            pushed = PUSH in (meta.get("langgraph_triggers") or ())
+            if nested and pushed:  # a Send's target: its input reaches every step under it
+                self.pushes[run_id] = ns
+                run.push(ns, inputs)
             if (not nested and len(names) == 2 and names[0] in nodes and node not in nodes
-                    and PUSH in (meta.get("langgraph_triggers") or ())):
+                    and pushed):
                 self.tasks[run_id] = (node, input_digest(inputs))  # a @task of the entrypoint
             elif nested and len(names) > 1:  # a node of a subgraph, not of this graph
-                self.names[run_id] = ":".join(names)
+                self.names[run_id] = (":".join(names), ns)
 
         def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
             task = self.tasks.pop(run_id, None)
@@ -85,10 +90,15 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
                     control.request_drain("liveguard")
                     raise NoProgressError(stop)
                 return
-            name = self.names.pop(run_id, None)
-            if name is None or run.pending is not None:
-                return
-            stop = run.subgraph_step(name, outputs)
+            named = self.names.pop(run_id, None)
+            try:
+                if named is None or run.pending is not None:
+                    return
+                stop = run.subgraph_step(named[0], outputs, named[1])
+            finally:
+                pushed = self.pushes.pop(run_id, None)
+                if pushed is not None:
+                    run.pushed_done(pushed)
             if stop is None:
                 return
             run.pending = stop
@@ -99,6 +109,9 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
         def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
             self.names.pop(run_id, None)
             self.tasks.pop(run_id, None)
+            pushed = self.pushes.pop(run_id, None)
+            if pushed is not None:
+                run.pushed_done(pushed)
 
     return merge_configs(config, {"callbacks": [Watch()]})
 
