@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveguard import _twin
+from liveguard._twin import Op
 from liveguard.errors import LiveguardError
 from liveguard.settings import Settings, pause_dir
 
@@ -64,6 +66,7 @@ __all__ = [
     "CheckpointURLError",
     "Claim",
     "aclaim",
+    "aensure_tables",
     "aopen_saver",
     "checkpoint_url",
     "claim",
@@ -232,13 +235,6 @@ def _pg_error(url: str, exc: BaseException) -> CheckpointOpenError:
     return CheckpointOpenError(f"postgresql {where}: {_one_line(exc)}")
 
 
-def _sqlite_setup(conn: sqlite3.Connection) -> None:
-    conn.execute(_SQLITE_DDL)
-    conn.execute(_PENDING_DDL)
-    conn.execute(_PENDING_AT_INDEX)
-    conn.commit()
-
-
 @contextmanager
 def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool = False) -> Iterator[Any]:
     """A ready sync saver for ``url`` (see :func:`checkpoint_url`), closed on exit.
@@ -259,13 +255,7 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
         try:
             saver = SqliteSaver(conn)
             if create:
-                try:
-                    saver.setup()
-                    with saver.lock:
-                        _sqlite_setup(conn)
-                except sqlite3.Error as exc:
-                    raise CheckpointOpenError(
-                        f"{path}: cannot prepare the database ({_one_line(exc)})") from None
+                _twin.run(_prepare(saver, url))
             else:
                 saver.is_setup = True  # read-only: never run the DDL
             yield saver
@@ -282,11 +272,7 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
         raise _pg_error(url, exc) from None
     try:
         if create:
-            try:
-                pg_saver.setup()
-                ensure_tables(pg_saver)
-            except psycopg.Error as exc:
-                raise _pg_error(url, exc) from None
+            _twin.run(_prepare(pg_saver, url))
         yield pg_saver
     except BaseException as exc:
         if not manager.__exit__(type(exc), exc, exc.__traceback__):
@@ -297,33 +283,74 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
 
 @asynccontextmanager
 async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
-    """A ready async saver for ``url`` (``AsyncSqliteSaver`` / ``AsyncPostgresSaver``), closed on exit."""
+    """A ready async saver for ``url`` (``AsyncSqliteSaver`` / ``AsyncPostgresSaver``), closed on exit.
+
+    The async twin of :func:`open_saver` (``create=True``): the same tables, made by the same
+    body (:func:`_prepare`), and the same one-line :class:`CheckpointOpenError` for any fault.
+    """
     url = checkpoint_url(url)
     if _kind(url) == "sqlite":
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        conn = await aiosqlite.connect(_sqlite_path(url, create=True), timeout=SQLITE_TIMEOUT)
+        path = _sqlite_path(url, create=True)
+        try:
+            conn = await aiosqlite.connect(path, timeout=SQLITE_TIMEOUT)
+        except sqlite3.Error as exc:
+            raise CheckpointOpenError(f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
         try:
             saver = AsyncSqliteSaver(conn)
-            await saver.setup()
-            async with saver.lock:
-                for ddl in (_SQLITE_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
-                    await conn.execute(ddl)
-                await conn.commit()
+            await _twin.arun(_prepare(saver, url))
             yield saver
         finally:
             await conn.close()
         return
+    import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    async with AsyncPostgresSaver.from_conn_string(url) as pg_saver:
-        await pg_saver.setup()
-        async with pg_saver.lock, pg_saver.conn.cursor() as cur:  # type: ignore[union-attr]
-            for ddl in (_PG_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
-                await cur.execute(ddl)
-        _READY.add(pg_saver)
+    try:
+        manager = AsyncPostgresSaver.from_conn_string(url)
+        pg_saver = await manager.__aenter__()
+    except (psycopg.Error, ValueError) as exc:
+        raise _pg_error(url, exc) from None
+    try:
+        await _twin.arun(_prepare(pg_saver, url))
         yield pg_saver
+    except BaseException as exc:
+        if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await manager.__aexit__(None, None, None)
+
+
+def _setup(saver: Any) -> None:
+    saver.setup()
+
+
+async def _asetup(saver: Any) -> None:
+    """LangGraph's ``setup()`` of an async saver (a coroutine), or of a sync one in a thread."""
+    if asyncio.iscoroutinefunction(saver.setup):
+        await saver.setup()
+    else:
+        await asyncio.to_thread(saver.setup)
+
+
+def _prepare(saver: Any, url: str) -> _twin.Body[None]:
+    """LangGraph's ``setup()`` and liveguard's tables, for :func:`open_saver` and
+    :func:`aopen_saver` alike; any database fault is one :class:`CheckpointOpenError` line."""
+    import_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+    if _kind(url) == "postgres":
+        import psycopg
+
+        import_errors = (psycopg.Error,)
+    try:
+        yield Op(_setup, _asetup, (saver,))
+        yield Op(ensure_tables, aensure_tables, (saver,))
+    except import_errors as exc:
+        if _kind(url) == "postgres":
+            raise _pg_error(url, exc) from None
+        path = url[len("sqlite:///"):]
+        raise CheckpointOpenError(f"{path}: cannot prepare the database ({_one_line(exc)})") from None
 
 
 # -- claims ------------------------------------------------------------------------------------
@@ -409,7 +436,7 @@ def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
 
         with saver.lock, _internal.get_connection(saver.conn) as pg:
             if saver not in _READY:
-                _pg_ddl(pg)
+                _twin.run(_pg_ddl(pg))
                 _READY.add(saver)
             with pg.transaction(), pg.cursor() as pg_cur:
                 out = []
@@ -420,15 +447,26 @@ def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
     raise TypeError(f"{type(saver).__name__}: not a SQL saver")
 
 
-def _pg_ddl(pg: Any) -> None:
-    """Create liveguard's tables; idempotent, and safe when several processes race to create them."""
+def _pg_ddl_once(pg: Any) -> None:
+    with pg.transaction(), pg.cursor() as cur:
+        for sql, _params, _ in _DDL_OPS:
+            cur.execute(sql)
+
+
+async def _apg_ddl_once(pg: Any) -> None:
+    async with pg.transaction(), pg.cursor() as cur:
+        for sql, _params, _ in _DDL_OPS:
+            await cur.execute(sql)
+
+
+def _pg_ddl(pg: Any) -> _twin.Body[None]:
+    """Create liveguard's tables; idempotent, and safe when several processes race to create
+    them (``CREATE TABLE IF NOT EXISTS`` can still fail on a concurrent create: try again)."""
     import psycopg
 
     for attempt in range(3):
         try:
-            with pg.transaction(), pg.cursor() as cur:
-                for sql, _params, _ in _DDL_OPS:
-                    cur.execute(sql)
+            yield Op(_pg_ddl_once, _apg_ddl_once, (pg,))
             return
         except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             if attempt == 2:  # another process created them meanwhile: they exist now
@@ -458,9 +496,7 @@ async def _arun(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
 
         async with saver.lock, _ainternal.get_connection(saver.conn) as pg:
             if saver not in _READY:
-                async with pg.transaction(), pg.cursor() as cur:
-                    for sql, _params, _ in _DDL_OPS:
-                        await cur.execute(sql)
+                await _twin.arun(_pg_ddl(pg))
                 _READY.add(saver)
             async with pg.transaction(), pg.cursor() as cur:
                 for sql, params, fetch in ops:
@@ -478,6 +514,12 @@ def ensure_tables(saver: Any) -> None:
     """
     if _saver_kind(saver) != "local":
         _run(saver, ())
+
+
+async def aensure_tables(saver: Any) -> None:
+    """Async :func:`ensure_tables` (an ``AsyncSqliteSaver`` / ``AsyncPostgresSaver``)."""
+    if _saver_kind(saver) != "local":
+        await _arun(saver, ())
 
 
 def _claim_ops(thread_id: str, key: str, row: tuple[str, ...]) -> list[_Op]:

@@ -88,10 +88,6 @@ class ThreadStore:
         return cls(saver, str(thread_id), str(configurable.get("checkpoint_ns") or ""))
 
     # -- the stop ---------------------------------------------------------------------------------
-    def load_stop(self) -> tuple[Violation | None, bool]:
-        stop, held, _, _ = self.load_record()
-        return stop, held
-
     def load_record(self) -> tuple[Violation | None, bool, dict[str, Any], list[dict[str, Any]]]:
         """(stop, held, where the hold's interrupt is, the audit) of the stop row."""
         found = self.saver.get_tuple(self.config)
@@ -198,22 +194,6 @@ class ThreadStore:
         checkpoint["channel_versions"] = {THREAD_KEY: version}
         config = {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": THREAD_NS + self.ns}}
         return config, checkpoint, {"source": "update", "step": -1, "parents": {}}, {THREAD_KEY: version}
-
-    # -- async twins: the sync calls in a worker thread (every saver has them; an async
-    # saver's sync methods refuse to run on the event loop's own thread) ----------------------
-    async def aload_stop(self) -> tuple[Violation | None, bool]:
-        found: tuple[Violation | None, bool] = await athread(self.load_stop)
-        return found
-
-    async def asave_stop(self, stop: Violation | None, held: bool = False) -> None:
-        await athread(lambda: self.save_stop(stop, held))
-
-    async def aload_windows(self, checkpoint_id: str | None) -> tuple[Any, str | None]:
-        result: tuple[Any, str | None] = await athread(lambda: self.load_windows(checkpoint_id))
-        return result
-
-    async def asave_windows(self, checkpoint_id: str, value: dict[str, Any]) -> None:
-        await athread(lambda: self.save_windows(checkpoint_id, value))
 
 
 def _tuple_id(found: Any) -> str | None:
