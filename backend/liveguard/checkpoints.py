@@ -297,7 +297,8 @@ async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
         try:
             conn = await aiosqlite.connect(path, timeout=SQLITE_TIMEOUT)
         except sqlite3.Error as exc:
-            raise CheckpointOpenError(f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
+            raise CheckpointOpenError(
+                f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
         try:
             saver = AsyncSqliteSaver(conn)
             await _twin.arun(_prepare(saver, url))
