@@ -14,10 +14,16 @@ The record (one schema)
       stops (or a person clears it), never with "not stopped" by a running call, so an
       overlapping call cannot erase a stop.
     * the **windows** (:func:`read_windows` / :func:`windows_value`): ``{"m": <Monitor
-      snapshot>, "v": RECORD_VERSION}``, saved with every checkpoint the graph writes
+      snapshot>, "v": RECORD_VERSION}``, saved with the checkpoints the graph writes
       (``guard()``) or in the agent state (the middleware), so they follow the checkpoint
       lineage: a call continues from the windows saved with the checkpoint it resumes
       from, and a replay or a fork sees its own history only.
+    * a **step's own contribution** (:func:`delta_value`): ``{"v": RECORD_VERSION, "p":
+      <where the record before it is>, "d": <deltas since the last windows value>, "o":
+      [<packed observations>]}``, what ``guard()`` saves with most checkpoints instead of
+      the whole windows (:data:`KEYFRAME_EVERY`): :func:`read_chain` rebuilds the windows
+      from the nearest full value and the contributions after it, replayed in order
+      (:meth:`~liveguard.monitor.Monitor.replay`).
 
 A damaged record
     A stop that does not validate, a record that is a list or ``None``: the guard never
@@ -81,7 +87,7 @@ from liveguard.hitl import (
     parse_resume,
 )
 from liveguard.model import Step, Violation
-from liveguard.monitor import Monitor
+from liveguard.monitor import NEW_RUN, Monitor, pack_event
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -93,6 +99,7 @@ __all__ = [
     "EXIT_BEHAVIORS",
     "GUARD_ERROR",
     "INPUT_NODE",
+    "KEYFRAME_EVERY",
     "RECORD_VERSION",
     "Decider",
     "ExitBehavior",
@@ -102,13 +109,17 @@ __all__ = [
     "ThreadSession",
     "audit_entry",
     "audit_value",
+    "chain_steps",
     "decide_hold",
+    "delta_value",
     "hold_request",
     "input_step",
+    "is_delta",
     "live_settings",
     "log_guard_failure",
     "log_violation",
     "read_audit",
+    "read_chain",
     "read_hold",
     "read_stop",
     "read_windows",
@@ -126,8 +137,12 @@ GUARD_ERROR: Final = "guard_error"
 INPUT_NODE: Final = "__input__"
 """The node name of the user's input step (a message step: the new request's text)."""
 
-RECORD_VERSION: Final = 2
-"""Version of the windows value (``v``); version 1 records (one row, no ``v``) still read."""
+RECORD_VERSION: Final = 3
+"""Version of the windows value (``v``); versions 1 and 2 (full windows only) still read."""
+
+KEYFRAME_EVERY: Final = 16
+"""A step's own contributions between two full windows values along a lineage (the most a
+load replays; the whole windows cost about 1.5-3 KB, a contribution about 100 B)."""
 
 DAMAGED: Final = Violation(code=GUARD_ERROR, severity="hard", step=0, node="__liveguard__",
                            count=0, detail={"reason": "damaged_record"})
@@ -242,6 +257,53 @@ def read_windows(raw: Any, policy: Policy, allow_set: AllowSet | None) -> Monito
 def windows_value(monitor: Monitor | None) -> dict[str, Any]:
     """The saved form of a Monitor's windows."""
     return {"v": RECORD_VERSION, "m": None if monitor is None else monitor.snapshot()}
+
+
+def delta_value(parent: Sequence[str], events: Sequence[Any], depth: int) -> dict[str, Any]:
+    """The saved form of a step's own contribution: the journaled ``events`` (packed) after the
+    record at ``parent`` (``[where, id]``), ``depth`` contributions after a full windows value."""
+    return {"v": RECORD_VERSION, "p": list(parent), "d": depth, "o": [pack_event(e) for e in events]}
+
+
+def is_delta(raw: Any) -> bool:
+    """Whether a saved record is a step's own contribution (else: whole windows)."""
+    return isinstance(raw, Mapping) and "p" in raw and "m" not in raw
+
+
+def read_chain(records: Sequence[Any], policy: Policy, allow_set: AllowSet | None) -> Monitor | None:
+    """The Monitor a chain of records gives: whole windows first, then contributions, oldest first.
+
+    ``None`` when nothing was saved; a damaged chain is logged and starts afresh.
+    """
+    if not records:
+        return None
+    base, deltas = records[0], records[1:]
+    monitor = read_windows(base, policy, allow_set)
+    if not deltas:
+        return monitor
+    try:
+        if monitor is None:
+            monitor = Monitor(policy, allow_set)
+        for delta in deltas:
+            monitor.replay(delta["o"])
+    except Exception as exc:  # a guard failure never kills the graph: start afresh
+        log_guard_failure(exc)
+        return None
+    return monitor
+
+
+def chain_steps(records: Sequence[Any]) -> int:
+    """Steps a chain of records has seen (codes and counts only; nothing is restored)."""
+    if not records:
+        return 0
+    base = records[0]
+    snapshot = base.get("m") if isinstance(base, Mapping) else None
+    steps = snapshot.get("n", 0) if isinstance(snapshot, Mapping) else 0
+    steps = steps if isinstance(steps, int) else 0
+    for delta in records[1:]:
+        events = delta.get("o") if isinstance(delta, Mapping) else None
+        steps += sum(1 for e in events if e != NEW_RUN) if isinstance(events, list) else 0
+    return steps
 
 
 # -- a person's decision ---------------------------------------------------------------------------
@@ -546,7 +608,7 @@ class ThreadSession:
               debounce: Callable[[Violation], bool] | None = None) -> Violation | None:
         """Observe the steps ``produce()`` builds; the first violation to act on, if any."""
         with self._lock:
-            if self.disabled:
+            if self.disabled or self.stop is not None:  # stood down, or stopped by another call
                 return None
             try:
                 monitor = self.live_monitor

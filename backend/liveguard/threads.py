@@ -24,7 +24,7 @@ from typing import Any
 
 from liveguard.errors import UnknownThreadError
 from liveguard.model import Violation
-from liveguard.thread_guard import DAMAGED, read_audit, read_stop, windows_value
+from liveguard.thread_guard import DAMAGED, chain_steps, read_audit, read_stop, windows_value
 
 __all__ = ["UnknownThreadError", "clear", "thread_status"]
 
@@ -108,11 +108,11 @@ def thread_status(graph: Any, config: Any) -> dict[str, Any]:
     store = _guard_store(graph, cfg)
     if store is not None:
         stop, held, hold, audit = store.load_record()
-        windows, origin = store.load_windows(None)
-        if stop is not None or origin is not None:
+        chain = store.load_chain(None)
+        if stop is not None or chain.origin is not None:
             out["guard"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
                             "held": held, "interrupt_id": hold.get("id"),
-                            "steps": _steps(windows), "audit": audit}
+                            "steps": chain_steps(chain.records), "audit": audit}
     if out["agent"] is None and out["guard"] is None and saver.get_tuple(cfg) is None:
         raise UnknownThreadError(f"thread {cfg['configurable']['thread_id']!r}: no checkpoint "
                                  "in this checkpointer")
@@ -150,7 +150,7 @@ def clear(graph: Any, config: Any) -> Violation | None:
         if hold:  # a person's hold: its pending interrupt goes too
             store.set_hold(hold, None)
         store.save_stop(None, audit=audit)
-        _, origin = store.load_windows(None)
+        origin = store.load_chain(None).origin
         if origin is not None:  # the windows start afresh from the thread's latest checkpoint
             store.save_windows(origin, windows_value(None))
     return cleared
