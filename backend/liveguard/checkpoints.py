@@ -67,7 +67,10 @@ __all__ = [
     "Claim",
     "aclaim",
     "aensure_tables",
+    "aindex_pending",
+    "amark_sent",
     "aopen_saver",
+    "arelease",
     "checkpoint_url",
     "claim",
     "ensure_tables",
@@ -282,26 +285,37 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
 
 
 @asynccontextmanager
-async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
+async def aopen_saver(url: str | None = None, *, create: bool = True,
+                      must_exist: bool = False) -> AsyncIterator[Any]:
     """A ready async saver for ``url`` (``AsyncSqliteSaver`` / ``AsyncPostgresSaver``), closed on exit.
 
-    The async twin of :func:`open_saver` (``create=True``): the same tables, made by the same
-    body (:func:`_prepare`), and the same one-line :class:`CheckpointOpenError` for any fault.
+    The async twin of :func:`open_saver`, with the same arguments: the same tables, made by
+    the same body (:func:`_prepare`), and the same one-line :class:`CheckpointOpenError`.
     """
     url = checkpoint_url(url)
     if _kind(url) == "sqlite":
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        path = _sqlite_path(url, create=True)
+        path = _sqlite_path(url, create=create)
+        if (not create or must_exist) and path != ":memory:" and not Path(path).exists():
+            raise CheckpointOpenError(f"{path}: no such file (nothing has been checkpointed there)")
         try:
-            conn = await aiosqlite.connect(path, timeout=SQLITE_TIMEOUT)
+            if create or path == ":memory:":
+                conn = await aiosqlite.connect(path, timeout=SQLITE_TIMEOUT)
+            else:
+                uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+                conn = await aiosqlite.connect(uri, uri=True, timeout=SQLITE_TIMEOUT)
+            await (await conn.execute("SELECT count(*) FROM sqlite_master")).fetchone()
         except sqlite3.Error as exc:
             raise CheckpointOpenError(
                 f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
         try:
             saver = AsyncSqliteSaver(conn)
-            await _twin.arun(_prepare(saver, url))
+            if create:
+                await _twin.arun(_prepare(saver, url))
+            else:
+                saver.is_setup = True  # read-only: never run the DDL
             yield saver
         finally:
             await conn.close()
@@ -315,7 +329,8 @@ async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
     except (psycopg.Error, ValueError) as exc:
         raise _pg_error(url, exc) from None
     try:
-        await _twin.arun(_prepare(pg_saver, url))
+        if create:
+            await _twin.arun(_prepare(pg_saver, url))
         yield pg_saver
     except BaseException as exc:
         if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
@@ -556,25 +571,54 @@ async def aclaim(saver: Any, thread_id: str, key: str, *, by: str, action: str, 
     return _claim_of(await _arun(saver, _claim_ops(thread_id, key, row)))
 
 
+def _local_mark(saver: Any, thread_id: str, key: str, outcome: str, at: str) -> None:
+    with _LOCAL_LOCK:
+        claims = _local_claims(saver)
+        if (thread_id, key) in claims:
+            by, _action, _at = claims[(thread_id, key)]
+            claims[(thread_id, key)] = (by, outcome, at)
+
+
 def mark_sent(saver: Any, thread_id: str, key: str, *, outcome: str, at: str) -> None:
     """Record a send's outcome on its claim row (``action`` becomes ``outcome``)."""
     if _saver_kind(saver) == "local":
-        with _LOCAL_LOCK:
-            claims = _local_claims(saver)
-            if (thread_id, key) in claims:
-                by, _action, _at = claims[(thread_id, key)]
-                claims[(thread_id, key)] = (by, outcome, at)
+        _local_mark(saver, thread_id, key, outcome, at)
         return
     _run(saver, [(_SQLITE_UPDATE, (outcome, at, thread_id, key), False)])
+
+
+async def amark_sent(saver: Any, thread_id: str, key: str, *, outcome: str, at: str) -> None:
+    """Async :func:`mark_sent`."""
+    if _saver_kind(saver) == "local":
+        _local_mark(saver, thread_id, key, outcome, at)
+        return
+    await _arun(saver, [(_SQLITE_UPDATE, (outcome, at, thread_id, key), False)])
+
+
+def _local_release(saver: Any, thread_id: str, key: str) -> None:
+    with _LOCAL_LOCK:
+        _local_claims(saver).pop((thread_id, key), None)
 
 
 def release(saver: Any, thread_id: str, key: str) -> None:
     """Delete a claim row: the send it covered raised, so it may be tried again."""
     if _saver_kind(saver) == "local":
-        with _LOCAL_LOCK:
-            _local_claims(saver).pop((thread_id, key), None)
+        _local_release(saver, thread_id, key)
         return
     _run(saver, [(_SQLITE_DELETE, (thread_id, key), False)])
+
+
+async def arelease(saver: Any, thread_id: str, key: str) -> None:
+    """Async :func:`release`."""
+    if _saver_kind(saver) == "local":
+        _local_release(saver, thread_id, key)
+        return
+    await _arun(saver, [(_SQLITE_DELETE, (thread_id, key), False)])
+
+
+def _pend_params(thread_id: str, key: str, *, interrupt_id: str, at: str, reasons: Sequence[str],
+                 codes: Sequence[str], error: str | None) -> tuple[Any, ...]:
+    return (thread_id, key, interrupt_id, at, json.dumps(list(reasons)), json.dumps(list(codes)), error)
 
 
 def index_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at: str,
@@ -582,8 +626,20 @@ def index_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at
     """Upsert the pending-approval index row of one interrupt; False for a saver without SQL tables."""
     if _saver_kind(saver) == "local":
         return False
-    params = (thread_id, key, interrupt_id, at, json.dumps(list(reasons)), json.dumps(list(codes)), error)
+    params = _pend_params(thread_id, key, interrupt_id=interrupt_id, at=at, reasons=reasons,
+                          codes=codes, error=error)
     _run(saver, [(_SQLITE_PEND, params, False)])
+    return True
+
+
+async def aindex_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at: str,
+                         reasons: Sequence[str], codes: Sequence[str], error: str | None) -> bool:
+    """Async :func:`index_pending`."""
+    if _saver_kind(saver) == "local":
+        return False
+    params = _pend_params(thread_id, key, interrupt_id=interrupt_id, at=at, reasons=reasons,
+                          codes=codes, error=error)
+    await _arun(saver, [(_SQLITE_PEND, params, False)])
     return True
 
 
