@@ -389,7 +389,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         state = request.state if isinstance(request.state, Mapping) else {}
         found_run = state.get(RUN_KEY)
         new_run = not isinstance(found_run, _Run)
-        run = call.run = _Run() if new_run else found_run
+        run: _Run = found_run if isinstance(found_run, _Run) else _Run()
+        call.run = run
         if run.off:
             return call
         try:

@@ -415,7 +415,7 @@ def recording(saver: Any, recorder: Recorder) -> Any | None:
     if not callable(getattr(cls, "put", None)):
         return None
     view_cls = _view_class(cls)
-    view = object.__new__(view_cls)
+    view: Any = object.__new__(view_cls)
     view.__dict__ = shared
     view._lg_recorders = recorders
     return view
