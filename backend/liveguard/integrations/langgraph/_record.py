@@ -320,6 +320,8 @@ class Recorder:
 
     def mark(self, checkpoint_id: str) -> None:
         """The graph's ``checkpoints`` event of ``checkpoint_id``: later steps are not its own."""
+        if checkpoint_id.startswith(PENDING):
+            return
         with self._lock:
             self.marks.setdefault(checkpoint_id, len(self.journal))
 
@@ -341,7 +343,8 @@ class Recorder:
                 record = self._record(cid)
                 if record is None:
                     return metadata
-                self.written[cid] = record
+                self.written = {cid: record}  # an async saver's put goes through its aput
+                self.marks.pop(cid, None)
         return {**metadata, METADATA_KEY: record}
 
     def _record(self, cid: str) -> dict[str, Any] | None:
