@@ -10,6 +10,13 @@ Timings are the median of interleaved repeats, in CPU time of this process.
 * The thread record: ``Monitor.snapshot()`` as JSON after 200 steps, the middleware's
   saved state after the run, one Monitor's memory, and the guard's cost per resume
   (load + save of the record) on InMemorySaver and on SqliteSaver on a file.
+
+* ``guard()`` on a plain 2-node ``StateGraph`` (``a -> b -> a ...``, each step a new state,
+  ``TWO_NODE_STEPS`` node steps per call): guarded vs unguarded without a saver and with
+  SqliteSaver on a file (a new thread per call), and the bytes liveguard keeps per step (its
+  records in the checkpoints' metadata plus its ``__liveguard__`` rows) against the bytes of
+  the graph's own checkpoints (issue 29: <= 1.15x, <= 1.20x, <= 512 B a step and never more
+  than the graph's own).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TURNS = 20
+TWO_NODE_STEPS = 50
 
 
 def _agent(middleware: list[Any], saver: Any = None) -> Any:
@@ -115,6 +123,86 @@ def _own_per_model_call(inputs: Any, runs: int) -> tuple[float, float]:
     return own[0] / calls[0] / 1e3, own[0] / total
 
 
+def _two_node(saver: Any = None) -> Any:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class S(TypedDict, total=False):
+        n: int
+        text: str
+
+    builder = StateGraph(S)
+    builder.add_node("a", lambda s: {"n": s["n"] + 1, "text": f"a saw {s['n']}"})
+    builder.add_node("b", lambda s: {"n": s["n"] + 1, "text": f"b saw {s['n']}"})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_conditional_edges("b", lambda s: "a" if s["n"] < TWO_NODE_STEPS else END)
+    return builder.compile(checkpointer=saver)
+
+
+def _record_bytes(conn: sqlite3.Connection) -> dict[str, int]:
+    """Bytes of the graph's own checkpoints and of liveguard's records, in one SQLite file."""
+    own = liveguard = 0
+    for ns, checkpoint, metadata in conn.execute(
+            "SELECT checkpoint_ns, checkpoint, metadata FROM checkpoints"):
+        meta = json.loads(metadata) if metadata else {}
+        record = meta.pop("liveguard", None)
+        size = len(checkpoint) + len(json.dumps(meta, separators=(",", ":")))
+        if ns.startswith("__liveguard__"):
+            liveguard += len(checkpoint) + len(metadata or b"")
+        else:
+            own += size
+            if record is not None:
+                liveguard += len(json.dumps(record, separators=(",", ":")))
+    writes = sum(n for (n,) in conn.execute("SELECT length(value) FROM writes"))
+    return {"own": own + writes, "liveguard": liveguard}
+
+
+def two_node_bench(repeats: int) -> dict[str, Any]:
+    """guard() on a plain 2-node graph, without a saver and with SqliteSaver on a file."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from liveguard.integrations.langgraph import guard
+
+    out: dict[str, Any] = {"steps": TWO_NODE_STEPS}
+    with tempfile.TemporaryDirectory() as tmp:
+        conns = [sqlite3.connect(Path(tmp) / f"{name}.sqlite", check_same_thread=False)
+                 for name in ("plain", "guard")]
+        plain, guarded = _two_node(), guard(_two_node())
+        plain_s, guarded_s = _two_node(SqliteSaver(conns[0])), guard(_two_node(SqliteSaver(conns[1])))
+        counter = iter(range(10**9))
+
+        def thread() -> dict[str, Any]:
+            return {"configurable": {"thread_id": f"t{next(counter)}"}, "recursion_limit": 10_000}
+
+        start = {"n": 0}
+        out["cpu_ns"] = _median_ns({
+            "plain": lambda: plain.invoke(start),
+            "guard": lambda: guarded.invoke(start),
+            "plain+sqlite": lambda: plain_s.invoke(start, thread()),
+            "guard+sqlite": lambda: guarded_s.invoke(start, thread()),
+        }, repeats)
+        sizes = _record_bytes(conns[1])
+        calls = conns[1].execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0]
+        out["bytes_per_step"] = {k: v / (calls * TWO_NODE_STEPS) for k, v in sizes.items()}
+        for conn in conns:
+            conn.close()
+    return out
+
+
+def print_two_node(r: dict[str, Any]) -> None:
+    t, n = r["cpu_ns"], r["steps"]
+    print(f"\nguard() on a plain 2-node graph ({n} node steps per call), median CPU time")
+    for name in ("plain", "guard", "plain+sqlite", "guard+sqlite"):
+        print(f"  {name:13s} {t[name] / n / 1e3:8.1f} us/step")
+    print(f"  guard()          {t['guard'] / t['plain']:.3f}x the plain graph (target <= 1.15x)")
+    print(f"  guard()+sqlite   {t['guard+sqlite'] / t['plain+sqlite']:.3f}x (target <= 1.20x)")
+    b = r["bytes_per_step"]
+    print(f"  liveguard's records {b['liveguard']:.0f} B a step; the graph's own checkpoints and "
+          f"writes {b['own']:.0f} B a step (target <= 512 B and <= the graph's own)")
+
+
 def live_bench(repeats: int) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -186,7 +274,8 @@ def live_bench(repeats: int) -> dict[str, Any]:
                 max(repeats, 20))["io"]
         conn.close()
     return {"steps": steps, "guard": g, "middleware": m, "own": own, "snapshot_bytes": snapshot,
-            "middleware_state_bytes": state, "monitor_bytes": memory, "resume_ns": resume}
+            "middleware_state_bytes": state, "monitor_bytes": memory, "resume_ns": resume,
+            "two_node": two_node_bench(repeats)}
 
 
 def print_live(r: dict[str, Any]) -> None:
@@ -207,3 +296,4 @@ def print_live(r: dict[str, Any]) -> None:
           f"{r['middleware_state_bytes']} B after the run; one Monitor {r['monitor_bytes'] / 1024:.1f} KiB")
     print("  guard() cost per resume (record load + save): " + ", ".join(
         f"{k} {v / 1e3:.0f} us" for k, v in r["resume_ns"].items()))
+    print_two_node(r["two_node"])

@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liveguard import _twin
+from liveguard._twin import Op
 from liveguard.errors import CheckpointOpenError, CheckpointURLError
 from liveguard.settings import Settings, pause_dir
 
@@ -64,7 +66,11 @@ __all__ = [
     "CheckpointURLError",
     "Claim",
     "aclaim",
+    "aensure_tables",
+    "aindex_pending",
+    "amark_sent",
     "aopen_saver",
+    "arelease",
     "checkpoint_url",
     "claim",
     "ensure_tables",
@@ -224,13 +230,6 @@ def _pg_error(url: str, exc: BaseException) -> CheckpointOpenError:
     return CheckpointOpenError(f"postgresql {where}: {_one_line(exc)}")
 
 
-def _sqlite_setup(conn: sqlite3.Connection) -> None:
-    conn.execute(_SQLITE_DDL)
-    conn.execute(_PENDING_DDL)
-    conn.execute(_PENDING_AT_INDEX)
-    conn.commit()
-
-
 @contextmanager
 def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool = False) -> Iterator[Any]:
     """A ready sync saver for ``url`` (see :func:`checkpoint_url`), closed on exit.
@@ -251,13 +250,7 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
         try:
             saver = SqliteSaver(conn)
             if create:
-                try:
-                    saver.setup()
-                    with saver.lock:
-                        _sqlite_setup(conn)
-                except sqlite3.Error as exc:
-                    raise CheckpointOpenError(
-                        f"{path}: cannot prepare the database ({_one_line(exc)})") from None
+                _twin.run(_prepare(saver, url))
             else:
                 saver.is_setup = True  # read-only: never run the DDL
             yield saver
@@ -274,11 +267,7 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
         raise _pg_error(url, exc) from None
     try:
         if create:
-            try:
-                pg_saver.setup()
-                ensure_tables(pg_saver)
-            except psycopg.Error as exc:
-                raise _pg_error(url, exc) from None
+            _twin.run(_prepare(pg_saver, url))
         yield pg_saver
     except BaseException as exc:
         if not manager.__exit__(type(exc), exc, exc.__traceback__):
@@ -288,34 +277,88 @@ def open_saver(url: str | None = None, *, create: bool = True, must_exist: bool 
 
 
 @asynccontextmanager
-async def aopen_saver(url: str | None = None) -> AsyncIterator[Any]:
-    """A ready async saver for ``url`` (``AsyncSqliteSaver`` / ``AsyncPostgresSaver``), closed on exit."""
+async def aopen_saver(url: str | None = None, *, create: bool = True,
+                      must_exist: bool = False) -> AsyncIterator[Any]:
+    """A ready async saver for ``url`` (``AsyncSqliteSaver`` / ``AsyncPostgresSaver``), closed on exit.
+
+    The async twin of :func:`open_saver`, with the same arguments: the same tables, made by
+    the same body (:func:`_prepare`), and the same one-line :class:`CheckpointOpenError`.
+    """
     url = checkpoint_url(url)
     if _kind(url) == "sqlite":
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        conn = await aiosqlite.connect(_sqlite_path(url, create=True), timeout=SQLITE_TIMEOUT)
+        path = _sqlite_path(url, create=create)
+        if (not create or must_exist) and path != ":memory:" and not Path(path).exists():
+            raise CheckpointOpenError(f"{path}: no such file (nothing has been checkpointed there)")
+        try:
+            if create or path == ":memory:":
+                conn = await aiosqlite.connect(path, timeout=SQLITE_TIMEOUT)
+            else:
+                uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+                conn = await aiosqlite.connect(uri, uri=True, timeout=SQLITE_TIMEOUT)
+            await (await conn.execute("SELECT count(*) FROM sqlite_master")).fetchone()
+        except sqlite3.Error as exc:
+            raise CheckpointOpenError(
+                f"{path}: cannot open as a SQLite database ({_one_line(exc)})") from None
         try:
             saver = AsyncSqliteSaver(conn)
-            await saver.setup()
-            async with saver.lock:
-                for ddl in (_SQLITE_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
-                    await conn.execute(ddl)
-                await conn.commit()
+            if create:
+                await _twin.arun(_prepare(saver, url))
+            else:
+                saver.is_setup = True  # read-only: never run the DDL
             yield saver
         finally:
             await conn.close()
         return
+    import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    async with AsyncPostgresSaver.from_conn_string(url) as pg_saver:
-        await pg_saver.setup()
-        async with pg_saver.lock, pg_saver.conn.cursor() as cur:  # type: ignore[union-attr]
-            for ddl in (_PG_DDL, _PENDING_DDL, _PENDING_AT_INDEX):
-                await cur.execute(ddl)
-        _READY.add(pg_saver)
+    try:
+        manager = AsyncPostgresSaver.from_conn_string(url)
+        pg_saver = await manager.__aenter__()
+    except (psycopg.Error, ValueError) as exc:
+        raise _pg_error(url, exc) from None
+    try:
+        if create:
+            await _twin.arun(_prepare(pg_saver, url))
         yield pg_saver
+    except BaseException as exc:
+        if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await manager.__aexit__(None, None, None)
+
+
+def _setup(saver: Any) -> None:
+    saver.setup()
+
+
+async def _asetup(saver: Any) -> None:
+    """LangGraph's ``setup()`` of an async saver (a coroutine), or of a sync one in a thread."""
+    if asyncio.iscoroutinefunction(saver.setup):
+        await saver.setup()
+    else:
+        await asyncio.to_thread(saver.setup)
+
+
+def _prepare(saver: Any, url: str) -> _twin.Body[None]:
+    """LangGraph's ``setup()`` and liveguard's tables, for :func:`open_saver` and
+    :func:`aopen_saver` alike; any database fault is one :class:`CheckpointOpenError` line."""
+    import_errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+    if _kind(url) == "postgres":
+        import psycopg
+
+        import_errors = (psycopg.Error,)
+    try:
+        yield Op(_setup, _asetup, (saver,))
+        yield Op(ensure_tables, aensure_tables, (saver,))
+    except import_errors as exc:
+        if _kind(url) == "postgres":
+            raise _pg_error(url, exc) from None
+        path = url[len("sqlite:///"):]
+        raise CheckpointOpenError(f"{path}: cannot prepare the database ({_one_line(exc)})") from None
 
 
 # -- claims ------------------------------------------------------------------------------------
@@ -401,7 +444,7 @@ def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
 
         with saver.lock, _internal.get_connection(saver.conn) as pg:
             if saver not in _READY:
-                _pg_ddl(pg)
+                _twin.run(_pg_ddl(pg))
                 _READY.add(saver)
             with pg.transaction(), pg.cursor() as pg_cur:
                 out = []
@@ -412,15 +455,26 @@ def _run(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
     raise TypeError(f"{type(saver).__name__}: not a SQL saver")
 
 
-def _pg_ddl(pg: Any) -> None:
-    """Create liveguard's tables; idempotent, and safe when several processes race to create them."""
+def _pg_ddl_once(pg: Any) -> None:
+    with pg.transaction(), pg.cursor() as cur:
+        for sql, _params, _ in _DDL_OPS:
+            cur.execute(sql)
+
+
+async def _apg_ddl_once(pg: Any) -> None:
+    async with pg.transaction(), pg.cursor() as cur:
+        for sql, _params, _ in _DDL_OPS:
+            await cur.execute(sql)
+
+
+def _pg_ddl(pg: Any) -> _twin.Body[None]:
+    """Create liveguard's tables; idempotent, and safe when several processes race to create
+    them (``CREATE TABLE IF NOT EXISTS`` can still fail on a concurrent create: try again)."""
     import psycopg
 
     for attempt in range(3):
         try:
-            with pg.transaction(), pg.cursor() as cur:
-                for sql, _params, _ in _DDL_OPS:
-                    cur.execute(sql)
+            yield Op(_pg_ddl_once, _apg_ddl_once, (pg,))
             return
         except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             if attempt == 2:  # another process created them meanwhile: they exist now
@@ -450,9 +504,7 @@ async def _arun(saver: Any, ops: Sequence[_Op]) -> list[tuple[int, Any]]:
 
         async with saver.lock, _ainternal.get_connection(saver.conn) as pg:
             if saver not in _READY:
-                async with pg.transaction(), pg.cursor() as cur:
-                    for sql, _params, _ in _DDL_OPS:
-                        await cur.execute(sql)
+                await _twin.arun(_pg_ddl(pg))
                 _READY.add(saver)
             async with pg.transaction(), pg.cursor() as cur:
                 for sql, params, fetch in ops:
@@ -470,6 +522,12 @@ def ensure_tables(saver: Any) -> None:
     """
     if _saver_kind(saver) != "local":
         _run(saver, ())
+
+
+async def aensure_tables(saver: Any) -> None:
+    """Async :func:`ensure_tables` (an ``AsyncSqliteSaver`` / ``AsyncPostgresSaver``)."""
+    if _saver_kind(saver) != "local":
+        await _arun(saver, ())
 
 
 def _claim_ops(thread_id: str, key: str, row: tuple[str, ...]) -> list[_Op]:
@@ -505,25 +563,54 @@ async def aclaim(saver: Any, thread_id: str, key: str, *, by: str, action: str, 
     return _claim_of(await _arun(saver, _claim_ops(thread_id, key, row)))
 
 
+def _local_mark(saver: Any, thread_id: str, key: str, outcome: str, at: str) -> None:
+    with _LOCAL_LOCK:
+        claims = _local_claims(saver)
+        if (thread_id, key) in claims:
+            by, _action, _at = claims[(thread_id, key)]
+            claims[(thread_id, key)] = (by, outcome, at)
+
+
 def mark_sent(saver: Any, thread_id: str, key: str, *, outcome: str, at: str) -> None:
     """Record a send's outcome on its claim row (``action`` becomes ``outcome``)."""
     if _saver_kind(saver) == "local":
-        with _LOCAL_LOCK:
-            claims = _local_claims(saver)
-            if (thread_id, key) in claims:
-                by, _action, _at = claims[(thread_id, key)]
-                claims[(thread_id, key)] = (by, outcome, at)
+        _local_mark(saver, thread_id, key, outcome, at)
         return
     _run(saver, [(_SQLITE_UPDATE, (outcome, at, thread_id, key), False)])
+
+
+async def amark_sent(saver: Any, thread_id: str, key: str, *, outcome: str, at: str) -> None:
+    """Async :func:`mark_sent`."""
+    if _saver_kind(saver) == "local":
+        _local_mark(saver, thread_id, key, outcome, at)
+        return
+    await _arun(saver, [(_SQLITE_UPDATE, (outcome, at, thread_id, key), False)])
+
+
+def _local_release(saver: Any, thread_id: str, key: str) -> None:
+    with _LOCAL_LOCK:
+        _local_claims(saver).pop((thread_id, key), None)
 
 
 def release(saver: Any, thread_id: str, key: str) -> None:
     """Delete a claim row: the send it covered raised, so it may be tried again."""
     if _saver_kind(saver) == "local":
-        with _LOCAL_LOCK:
-            _local_claims(saver).pop((thread_id, key), None)
+        _local_release(saver, thread_id, key)
         return
     _run(saver, [(_SQLITE_DELETE, (thread_id, key), False)])
+
+
+async def arelease(saver: Any, thread_id: str, key: str) -> None:
+    """Async :func:`release`."""
+    if _saver_kind(saver) == "local":
+        _local_release(saver, thread_id, key)
+        return
+    await _arun(saver, [(_SQLITE_DELETE, (thread_id, key), False)])
+
+
+def _pend_params(thread_id: str, key: str, *, interrupt_id: str, at: str, reasons: Sequence[str],
+                 codes: Sequence[str], error: str | None) -> tuple[Any, ...]:
+    return (thread_id, key, interrupt_id, at, json.dumps(list(reasons)), json.dumps(list(codes)), error)
 
 
 def index_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at: str,
@@ -531,8 +618,20 @@ def index_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at
     """Upsert the pending-approval index row of one interrupt; False for a saver without SQL tables."""
     if _saver_kind(saver) == "local":
         return False
-    params = (thread_id, key, interrupt_id, at, json.dumps(list(reasons)), json.dumps(list(codes)), error)
+    params = _pend_params(thread_id, key, interrupt_id=interrupt_id, at=at, reasons=reasons,
+                          codes=codes, error=error)
     _run(saver, [(_SQLITE_PEND, params, False)])
+    return True
+
+
+async def aindex_pending(saver: Any, thread_id: str, key: str, *, interrupt_id: str, at: str,
+                         reasons: Sequence[str], codes: Sequence[str], error: str | None) -> bool:
+    """Async :func:`index_pending`."""
+    if _saver_kind(saver) == "local":
+        return False
+    params = _pend_params(thread_id, key, interrupt_id=interrupt_id, at=at, reasons=reasons,
+                          codes=codes, error=error)
+    await _arun(saver, [(_SQLITE_PEND, params, False)])
     return True
 
 

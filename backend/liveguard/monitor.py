@@ -77,7 +77,7 @@ from liveguard.rules.build import build
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
 
-__all__ = ["SNAPSHOT_VERSION", "Monitor", "check_trajectory"]
+__all__ = ["NEW_RUN", "SNAPSHOT_VERSION", "Monitor", "check_trajectory", "pack_event", "unpack_event"]
 
 SNAPSHOT_VERSION = 1
 """Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
@@ -91,7 +91,7 @@ class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
     __slots__ = ("_by_kind", "_canonical", "_expect", "_finished", "_index", "_prefetch", "_raw_digest",
-                 "_request", "_rules", "_turn", "allow_set", "policy")
+                 "_request", "_rules", "_turn", "allow_set", "journal", "policy")
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
         policy = Policy() if policy is None else policy  # the defaults; never the environment
@@ -110,6 +110,9 @@ class Monitor:
         self._finished = False
         self._expect = 0  # tool steps the open parallel turn still waits for (0: none open)
         self._turn: list[Observation] = _NO_TURN  # the open turn's held tool steps
+        self.journal: list[Any] | None = None
+        """When a list: each observation (and each :meth:`new_run`, as ``"r"``) is appended, in
+        order, for a thread record that keeps each step's own contribution (:meth:`replay`)."""
 
     @property
     def steps_seen(self) -> int:
@@ -125,6 +128,8 @@ class Monitor:
         except FingerprintError as exc:
             raise exc.at(f".steps[{index}]") from None
         self._index = index + 1
+        if self.journal is not None:
+            self.journal.append(obs)
         return self._run([obs])
 
     def observe_all(self, steps: Iterable[Step | Mapping[str, Any]]) -> list[Violation]:
@@ -197,6 +202,35 @@ class Monitor:
             if reset is not None:
                 reset()
         self._finished = False
+        if self.journal is not None:
+            self.journal.append(NEW_RUN)
+
+    # -- a step's own contribution -------------------------------------------------------------
+    @property
+    def replayable(self) -> bool:
+        """Whether :meth:`replay` of packed observations rebuilds this Monitor exactly: every
+        rule reads only what :func:`pack_event` keeps (not the step text the step-text rule
+        scans, nor the content the semantic layer embeds)."""
+        return not (self.policy.scan_text or self.policy.semantic)
+
+    def replay(self, events: Iterable[Any]) -> None:
+        """Go on from here with journaled events (:func:`pack_event`), as :meth:`observe` and
+        :meth:`new_run` did (their violations were acted on when they happened)."""
+        journal, self.journal = self.journal, None
+        try:
+            for event in events:
+                if event == NEW_RUN:
+                    self.new_run()
+                    continue
+                obs = unpack_event(event, self._index)
+                self._index += 1
+                if obs.user:
+                    self._request = obs.digest
+                self._run([obs])
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise SnapshotError(f"malformed event ({type(exc).__name__})") from None
+        finally:
+            self.journal = journal
 
     # -- thread state -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -453,3 +487,26 @@ def check_trajectory(
     found = monitor.observe_all(steps)  # the same violations as observe() step by step
     found += monitor.finish()
     return found
+
+
+NEW_RUN: Final = "r"
+"""A journal's mark of :meth:`Monitor.new_run`."""
+
+
+def pack_event(event: Observation | str) -> Any:
+    """A journaled observation as plain JSON data: ``[node, kind, digest hex, tool, flags, calls]``
+    (flags: 1 non-retryable, 2 failed, 4 a user's input); :data:`NEW_RUN` as itself."""
+    if isinstance(event, str):
+        return event
+    flags = (1 if event.nonretryable else 0) | (2 if event.failed else 0) | (4 if event.user else 0)
+    return [event.node, event.kind, event.digest.hex(), event.tool, flags, event.calls]
+
+
+def unpack_event(data: Any, index: int) -> Observation:
+    """The observation :func:`pack_event` packed, at step ``index``."""
+    node, kind, key, tool, flags, calls = data
+    flags = int(flags)
+    obs = Observation(index, str(node), int(kind), unhex(str(key)), tool=None if tool is None else str(tool),
+                      nonretryable=bool(flags & 1), failed=bool(flags & 2), calls=int(calls))
+    obs.user = bool(flags & 4)
+    return obs

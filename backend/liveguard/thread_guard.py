@@ -14,10 +14,16 @@ The record (one schema)
       stops (or a person clears it), never with "not stopped" by a running call, so an
       overlapping call cannot erase a stop.
     * the **windows** (:func:`read_windows` / :func:`windows_value`): ``{"m": <Monitor
-      snapshot>, "v": RECORD_VERSION}``, saved with every checkpoint the graph writes
+      snapshot>, "v": RECORD_VERSION}``, saved with the checkpoints the graph writes
       (``guard()``) or in the agent state (the middleware), so they follow the checkpoint
       lineage: a call continues from the windows saved with the checkpoint it resumes
       from, and a replay or a fork sees its own history only.
+    * a **step's own contribution** (:func:`delta_value`): ``{"v": RECORD_VERSION, "p":
+      <where the record before it is>, "d": <deltas since the last windows value>, "o":
+      [<packed observations>]}``, what ``guard()`` saves with most checkpoints instead of
+      the whole windows (:data:`KEYFRAME_EVERY`): :func:`read_chain` rebuilds the windows
+      from the nearest full value and the contributions after it, replayed in order
+      (:meth:`~liveguard.monitor.Monitor.replay`).
 
 A damaged record
     A stop that does not validate, a record that is a list or ``None``: the guard never
@@ -41,6 +47,19 @@ A person's decision (``exit_behavior="interrupt"``)
     stop's code and step, who (``by``), when, and digests of any note or message, never
     their text. :func:`audit_value` bounds the list (:data:`AUDIT_SIZE`).
 
+The session (the one live core)
+    :class:`ThreadSession` is one thread's liveness for one call, for both drivers: it is
+    built from the record saved for the checkpoint the call resumes from
+    (:meth:`ThreadSession.load`), observes steps and decides (:meth:`~ThreadSession.check`,
+    :meth:`~ThreadSession.finish`), answers a call on a stopped thread
+    (:meth:`~ThreadSession.on_saved_stop`), takes a person's decision on a hold
+    (:meth:`~ThreadSession.answer`), clears (:meth:`~ThreadSession.clear`) and gives back
+    what to save (:meth:`~ThreadSession.windows_value`, :meth:`~ThreadSession.stop_value`).
+    Its one stand-down path (:meth:`~ThreadSession.stand_down`): the guard's own failure
+    is logged by code and location, and the session observes nothing more for that call.
+    :class:`LiveSettings` holds the settings both drivers take (policy, allow-set, exit
+    behaviour, severity, ceiling), validated once by :func:`live_settings`.
+
 The decision
     :class:`Decider` applies the exit behaviour to what the Monitor found: which
     violation stops the run (``"warn"`` never; ``"continue"`` at its ``ceiling``-th
@@ -52,11 +71,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from liveguard.errors import LivenessError
 from liveguard.hitl import (
     DecisionError,
     HoldRequest,
@@ -65,7 +87,7 @@ from liveguard.hitl import (
     parse_resume,
 )
 from liveguard.model import Step, Violation
-from liveguard.monitor import Monitor
+from liveguard.monitor import NEW_RUN, Monitor, pack_event
 
 if TYPE_CHECKING:
     from liveguard.allowset import AllowSet
@@ -77,18 +99,27 @@ __all__ = [
     "EXIT_BEHAVIORS",
     "GUARD_ERROR",
     "INPUT_NODE",
+    "KEYFRAME_EVERY",
     "RECORD_VERSION",
     "Decider",
     "ExitBehavior",
+    "LiveSettings",
+    "SavedStopAction",
     "SeverityFloor",
+    "ThreadSession",
     "audit_entry",
     "audit_value",
+    "chain_steps",
     "decide_hold",
+    "delta_value",
     "hold_request",
     "input_step",
+    "is_delta",
+    "live_settings",
     "log_guard_failure",
     "log_violation",
     "read_audit",
+    "read_chain",
     "read_hold",
     "read_stop",
     "read_windows",
@@ -106,8 +137,12 @@ GUARD_ERROR: Final = "guard_error"
 INPUT_NODE: Final = "__input__"
 """The node name of the user's input step (a message step: the new request's text)."""
 
-RECORD_VERSION: Final = 2
-"""Version of the windows value (``v``); version 1 records (one row, no ``v``) still read."""
+RECORD_VERSION: Final = 3
+"""Version of the windows value (``v``); versions 1 and 2 (full windows only) still read."""
+
+KEYFRAME_EVERY: Final = 16
+"""A step's own contributions between two full windows values along a lineage (the most a
+load replays; the whole windows cost about 1.5-3 KB, a contribution about 100 B)."""
 
 DAMAGED: Final = Violation(code=GUARD_ERROR, severity="hard", step=0, node="__liveguard__",
                            count=0, detail={"reason": "damaged_record"})
@@ -222,6 +257,53 @@ def read_windows(raw: Any, policy: Policy, allow_set: AllowSet | None) -> Monito
 def windows_value(monitor: Monitor | None) -> dict[str, Any]:
     """The saved form of a Monitor's windows."""
     return {"v": RECORD_VERSION, "m": None if monitor is None else monitor.snapshot()}
+
+
+def delta_value(parent: Sequence[str], events: Sequence[Any], depth: int) -> dict[str, Any]:
+    """The saved form of a step's own contribution: the journaled ``events`` (packed) after the
+    record at ``parent`` (``[where, id]``), ``depth`` contributions after a full windows value."""
+    return {"v": RECORD_VERSION, "p": list(parent), "d": depth, "o": [pack_event(e) for e in events]}
+
+
+def is_delta(raw: Any) -> bool:
+    """Whether a saved record is a step's own contribution (else: whole windows)."""
+    return isinstance(raw, Mapping) and "p" in raw and "m" not in raw
+
+
+def read_chain(records: Sequence[Any], policy: Policy, allow_set: AllowSet | None) -> Monitor | None:
+    """The Monitor a chain of records gives: whole windows first, then contributions, oldest first.
+
+    ``None`` when nothing was saved; a damaged chain is logged and starts afresh.
+    """
+    if not records:
+        return None
+    base, deltas = records[0], records[1:]
+    monitor = read_windows(base, policy, allow_set)
+    if not deltas:
+        return monitor
+    try:
+        if monitor is None:
+            monitor = Monitor(policy, allow_set)
+        for delta in deltas:
+            monitor.replay(delta["o"])
+    except Exception as exc:  # a guard failure never kills the graph: start afresh
+        log_guard_failure(exc)
+        return None
+    return monitor
+
+
+def chain_steps(records: Sequence[Any]) -> int:
+    """Steps a chain of records has seen (codes and counts only; nothing is restored)."""
+    if not records:
+        return 0
+    base = records[0]
+    snapshot = base.get("m") if isinstance(base, Mapping) else None
+    steps = snapshot.get("n", 0) if isinstance(snapshot, Mapping) else 0
+    steps = steps if isinstance(steps, int) else 0
+    for delta in records[1:]:
+        events = delta.get("o") if isinstance(delta, Mapping) else None
+        steps += sum(1 for e in events if e != NEW_RUN) if isinstance(events, list) else 0
+    return steps
 
 
 # -- a person's decision ---------------------------------------------------------------------------
@@ -381,3 +463,236 @@ class Decider:
             return None
         return Violation(code="debounce_ceiling", severity="hard", step=step, node=node,
                          count=debounced, detail={"ceiling": self.ceiling})
+
+
+# -- the settings both drivers take --------------------------------------------------------------
+_ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
+
+
+class LiveSettings:
+    """What a live guard acts with: the policy, the allow-set, the exit behaviour, the severity
+    floor and the ``"continue"`` ceiling (the same for ``guard()`` and the middleware)."""
+
+    __slots__ = ("allow_set", "ceiling", "exit_behavior", "policy", "severity")
+
+    def __init__(self, policy: Policy, allow_set: AllowSet | None, exit_behavior: ExitBehavior,
+                 severity: SeverityFloor, ceiling: int) -> None:
+        self.policy = policy
+        self.allow_set = allow_set
+        self.exit_behavior: ExitBehavior = exit_behavior
+        self.severity: SeverityFloor = severity
+        self.ceiling = ceiling
+
+    def __repr__(self) -> str:
+        return (f"LiveSettings(exit_behavior={self.exit_behavior!r}, severity={self.severity!r}, "
+                f"ceiling={self.ceiling})")
+
+
+def live_settings(policy: Policy, allow_set: AllowSet | None, *, exit_behavior: str | None,
+                  on_violation: str | None, severity: str, ceiling: int, who: str) -> LiveSettings:
+    """Validate a driver's arguments (``who`` names it in messages); fails now, not mid-run.
+
+    ``on_violation`` is the deprecated name of ``exit_behavior`` (``"raise"`` = ``"error"``).
+    """
+    if on_violation is not None:
+        warnings.warn(f"{who}(on_violation=...) is deprecated; use exit_behavior=",
+                      DeprecationWarning, stacklevel=3)
+        if exit_behavior is not None:
+            raise ValueError("pass exit_behavior or on_violation, not both")
+        if on_violation not in _ALIASES:
+            raise ValueError(f"on_violation must be one of {sorted(_ALIASES)}, got {on_violation!r}")
+        exit_behavior = _ALIASES[on_violation]
+    behavior = "error" if exit_behavior is None else exit_behavior
+    if behavior not in EXIT_BEHAVIORS:
+        raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
+    if severity not in ("hard", "soft"):
+        raise ValueError(f"severity must be 'hard' or 'soft', got {severity!r}")
+    if ceiling < 1:
+        raise ValueError("ceiling must be at least 1")
+    Monitor(policy, allow_set)  # fail fast on a policy the allow-set cannot refine
+    return LiveSettings(policy, allow_set, behavior, severity, ceiling)  # type: ignore[arg-type]
+
+
+# -- the session -------------------------------------------------------------------------------------
+SavedStopAction = Literal["run", "ask", "raise", "end"]
+"""What a call on a stopped thread does: run on (``warn``), ask the person again (a hold),
+raise the stop (``error``), or end at once with the stop (``end``, ``continue``)."""
+
+
+class ThreadSession:
+    """One thread's liveness for one call: the one live core of both drivers.
+
+    * ``check(produce)`` observes the steps ``produce()`` returns and gives back the
+      violation to stop on (``None`` while the run may go on; ``warn`` logs instead).
+    * Any exception from ``produce`` or the Monitor, other than a
+      :class:`~liveguard.errors.LivenessError`, is the guard's own failure:
+      :meth:`stand_down` logs it (code and location, never its message) and the session
+      observes nothing more; the agent runs on.
+    * ``stop`` / ``held`` / ``hold`` / ``audit``: the thread's saved stop (see
+      :func:`stop_value`); :meth:`on_saved_stop`, :meth:`answer` and :meth:`clear` act on it.
+
+    Thread-safe (tool calls of one turn, or a subgraph's nodes, may report from other threads).
+    """
+
+    __slots__ = ("_lock", "_monitor", "audit", "decider", "disabled", "held", "hold", "settings",
+                 "stop")
+
+    def __init__(self, settings: LiveSettings, *, monitor: Monitor | None = None,
+                 stop: Violation | None = None, held: bool = False,
+                 hold: Mapping[str, Any] | None = None, audit: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.settings = settings
+        self.decider = Decider(settings.exit_behavior, settings.severity, settings.ceiling)
+        self._monitor = monitor
+        self._lock = threading.Lock()
+        self.disabled = False
+        self.stop = stop
+        self.held = held and stop is not None
+        self.hold: dict[str, Any] = dict(hold or {})
+        self.audit: list[dict[str, Any]] = [dict(e) for e in audit]
+
+    @classmethod
+    def load(cls, settings: LiveSettings, windows: Any, stop: tuple[Violation | None, bool] = (None, False),
+             *, hold: Mapping[str, Any] | None = None, audit: Sequence[Mapping[str, Any]] = (),
+             new_run: bool = True) -> ThreadSession:
+        """The session of a call that continues from a saved ``windows`` value (or from a
+        Monitor already restored from one); ``new_run``: a new invocation (run counters reset)."""
+        monitor = windows if isinstance(windows, Monitor) else read_windows(
+            windows, settings.policy, settings.allow_set)
+        if monitor is not None and new_run:
+            monitor.new_run()
+        return cls(settings, monitor=monitor, stop=stop[0], held=stop[1], hold=hold, audit=audit)
+
+    # -- the windows ---------------------------------------------------------------------------
+    @property
+    def monitor(self) -> Monitor | None:
+        """The Monitor (``None`` before the first step)."""
+        return self._monitor
+
+    @property
+    def live_monitor(self) -> Monitor:
+        """The Monitor, made on first use."""
+        monitor = self._monitor
+        if monitor is None:
+            monitor = self._monitor = Monitor(self.settings.policy, self.settings.allow_set)
+        return monitor
+
+    @property
+    def steps_seen(self) -> int:
+        return 0 if self._monitor is None else self._monitor.steps_seen
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    def windows_value(self) -> dict[str, Any]:
+        """The saved form of the windows (:func:`windows_value`)."""
+        return windows_value(self._monitor)
+
+    def stop_value(self) -> dict[str, Any]:
+        """The saved form of the stop, the hold and the audit (:func:`stop_value`)."""
+        return stop_value(self.stop, held=self.held, hold=self.hold if self.held else None,
+                          audit=self.audit)
+
+    def reset_windows(self, *, keep_count: bool = False) -> None:
+        """Fresh windows (a person approved, a thread cleared; ``keep_count``: step indices go on)."""
+        fresh = Monitor(self.settings.policy, self.settings.allow_set)
+        old = self._monitor
+        if keep_count and old is not None:
+            snapshot = fresh.snapshot()
+            snapshot["n"] = old.steps_seen
+            fresh.load(snapshot)
+        self._monitor = fresh
+
+    # -- observing -------------------------------------------------------------------------------
+    def check(self, produce: Callable[[], Sequence[Step] | Any],
+              debounce: Callable[[Violation], bool] | None = None) -> Violation | None:
+        """Observe the steps ``produce()`` builds; the first violation to act on, if any."""
+        with self._lock:
+            if self.disabled or self.stop is not None:  # stood down, or stopped by another call
+                return None
+            try:
+                monitor = self.live_monitor
+                found: list[Violation] = []
+                for step in produce():
+                    found += monitor.observe(step)
+            except LivenessError:
+                raise
+            except Exception as exc:
+                self.stand_down(exc)
+                return None
+            return self.act(found, debounce)
+
+    def finish(self) -> Violation | None:
+        """End of run: findings only a whole run shows (e.g. ``dead_end``)."""
+        with self._lock:
+            if self.disabled or self._monitor is None:
+                return None
+            try:
+                found = self._monitor.finish()
+            except Exception as exc:
+                self.stand_down(exc)
+                return None
+            return self.act(found)
+
+    def act(self, found: list[Violation],
+            debounce: Callable[[Violation], bool] | None = None) -> Violation | None:
+        """The violation among ``found`` to stop on (the :class:`Decider`); ``"continue"``
+        without a debounce re-arms the windows after each violation it lets pass."""
+        if not found:
+            return None
+        before = self.decider.seen
+        stop = self.decider.decide(found, debounce=debounce)
+        if stop is None and self.decider.seen > before:
+            # Each rule fires once on its crossing: fresh windows, so a loop that goes on fires again.
+            self.reset_windows(keep_count=True)
+        return stop
+
+    def stand_down(self, exc: BaseException) -> None:
+        """The guard's own failure: logged (code, type, location), and nothing more is observed."""
+        self.disabled = True
+        log_guard_failure(exc, self.steps_seen)
+
+    # -- a stopped or held thread ----------------------------------------------------------------
+    def on_saved_stop(self) -> SavedStopAction:
+        """What a call on this stopped thread does (logged), without running anything."""
+        stop = self.stop
+        assert stop is not None
+        behavior = self.settings.exit_behavior
+        if behavior == "warn":
+            log_violation(stop, "run continues (exit_behavior=warn)")
+            return "run"
+        if behavior == "interrupt":
+            log_violation(stop, "thread stopped: asking the person again")
+            return "ask"
+        log_violation(stop, "thread already stopped (clear it with liveguard.clear)")
+        return "raise" if behavior == "error" else "end"
+
+    def answer(self, decision: ReviewDecision | DecisionError, *, at: str,
+               errors: Sequence[DecisionError] = ()) -> ReviewDecision | DecisionError:
+        """A person's answer on the held stop: audited (codes, who, when; never text).
+
+        ``reject``: the thread stays stopped, no longer held. ``approve`` / ``edit``: the stop
+        is cleared and the windows start afresh. A malformed answer (``DecisionError``) changes
+        nothing but the audit: the person is asked again. ``errors``: malformed answers that
+        came before this one.
+        """
+        stop = self.stop
+        assert stop is not None
+        for error in errors:
+            self.audit.append(audit_entry(error, stop, at=at))
+        self.audit.append(audit_entry(decision, stop, at=at))
+        if isinstance(decision, DecisionError):
+            return decision
+        if decision.type == "reject":
+            log_violation(stop, "rejected by a person: the thread stays stopped")
+            self.held = False
+            return decision
+        self.clear()
+        return decision
+
+    def clear(self) -> Violation | None:
+        """Lift the stop and start the windows afresh; the violation that had stopped it."""
+        cleared, self.stop, self.held = self.stop, None, False
+        self.hold = {}
+        self.reset_windows()
+        return cleared

@@ -12,21 +12,25 @@ reads what is saved (the windows of the thread's latest checkpoint); :func:`clea
 the saved stop and the rule windows (the next call starts counting afresh), keeps the
 tool-call ledger (the facts) but unblocks its entries, and returns the violation it
 cleared. It always works, whatever the record holds. The CLI twin is
-``liveguard threads clear MODULE:ATTR --thread ID [--checkpoint URL]``.
+``liveguard threads clear MODULE:ATTR --thread ID [--checkpoint URL]``. :func:`aclear` and
+:func:`athread_status` are the async twins (an async saver, a graph served async): one body
+each, driven by :mod:`liveguard._twin`.
 
 Framework-free at import; the graph brings LangGraph.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
+from liveguard._twin import Body, Op, arun, blocking, run
 from liveguard.errors import UnknownThreadError
 from liveguard.model import Violation
-from liveguard.thread_guard import DAMAGED, read_audit, read_stop, windows_value
+from liveguard.thread_guard import DAMAGED, chain_steps, read_audit, read_stop, windows_value
 
-__all__ = ["UnknownThreadError", "clear", "thread_status"]
+__all__ = ["UnknownThreadError", "aclear", "athread_status", "clear", "thread_status"]
 
 
 _STATE_KEY = "liveguard"
@@ -49,12 +53,12 @@ def _checkpointer(graph: Any) -> Any:
     return saver
 
 
-def _agent_state(graph: Any, config: dict[str, Any]) -> dict[str, Any] | None:
+def _agent_state(graph: Any, config: dict[str, Any]) -> Body[dict[str, Any] | None]:
     """The middleware's saved value, if the graph has the channel and the thread has it."""
     channels = getattr(graph, "channels", None)
     if not isinstance(channels, Mapping) or _STATE_KEY not in channels:
         return None
-    values = graph.get_state(config).values
+    values = (yield Op(graph.get_state, graph.aget_state, (config,))).values
     saved = values.get(_STATE_KEY) if isinstance(values, Mapping) else None
     if saved is None:
         return None
@@ -85,6 +89,11 @@ def _steps(windows: Any) -> int:
 
 
 def thread_status(graph: Any, config: Any) -> dict[str, Any]:
+    """What is saved for this thread (see :func:`athread_status`, its async twin)."""
+    return run(_status(graph, config))
+
+
+async def athread_status(graph: Any, config: Any) -> dict[str, Any]:
     """What is saved for this thread: ``{"agent": {...} | None, "guard": {...} | None}``.
 
     Each part carries ``stop`` (the violation as a dict, or None), ``held`` and
@@ -95,10 +104,14 @@ def thread_status(graph: Any, config: Any) -> dict[str, Any]:
     (``detail.reason = "damaged_record"``).
     Raises :class:`UnknownThreadError` when the checkpointer has nothing for the thread.
     """
+    return await arun(_status(graph, config))
+
+
+def _status(graph: Any, config: Any) -> Body[dict[str, Any]]:
     cfg = _config(config)
     saver = _checkpointer(graph)
     out: dict[str, Any] = {"agent": None, "guard": None}
-    agent = _agent_state(graph, cfg)
+    agent = yield from _agent_state(graph, cfg)
     if agent is not None:
         stop = _agent_stop(agent)
         out["agent"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
@@ -107,19 +120,24 @@ def thread_status(graph: Any, config: Any) -> dict[str, Any]:
                         "audit": read_audit(agent)}
     store = _guard_store(graph, cfg)
     if store is not None:
-        stop, held, hold, audit = store.load_record()
-        windows, origin = store.load_windows(None)
-        if stop is not None or origin is not None:
+        stop, held, hold, audit = yield blocking(store.load_record)
+        chain = yield blocking(store.load_chain, None)
+        if stop is not None or chain.origin is not None:
             out["guard"] = {"stop": None if stop is None else stop.model_dump(mode="json"),
                             "held": held, "interrupt_id": hold.get("id"),
-                            "steps": _steps(windows), "audit": audit}
-    if out["agent"] is None and out["guard"] is None and saver.get_tuple(cfg) is None:
+                            "steps": chain_steps(chain.records), "audit": audit}
+    if out["agent"] is None and out["guard"] is None and (yield blocking(saver.get_tuple, cfg)) is None:
         raise UnknownThreadError(f"thread {cfg['configurable']['thread_id']!r}: no checkpoint "
                                  "in this checkpointer")
     return out
 
 
 def clear(graph: Any, config: Any) -> Violation | None:
+    """Clear a stopped thread (see :func:`aclear`, its async twin)."""
+    return run(_clear(graph, config))
+
+
+async def aclear(graph: Any, config: Any) -> Violation | None:
     """Clear a stopped thread; return the violation that had stopped it (None if none had).
 
     ``graph`` is the guarded graph (``guard(...)``) or the ``create_agent`` graph with
@@ -128,10 +146,14 @@ def clear(graph: Any, config: Any) -> Violation | None:
     has no checkpointer or the config no thread id. A damaged record is cleared too (it
     is overwritten, never parsed for anything but the stop it held).
     """
+    return await arun(_clear(graph, config))
+
+
+def _clear(graph: Any, config: Any) -> Body[Violation | None]:
     cfg = _config(config)
     _checkpointer(graph)
     cleared: Violation | None = None
-    agent = _agent_state(graph, cfg)
+    agent = yield from _agent_state(graph, cfg)
     if agent is not None:
         cleared = _agent_stop(agent)
         raw = agent.get("ledger")
@@ -141,19 +163,27 @@ def clear(graph: Any, config: Any) -> Violation | None:
         # no token: no in-memory copy is reused
         value = {k: v for k, v in agent.items() if k not in ("k", _DAMAGED_KEY)}
         value.update(stop=None, m=None, ledger=ledger)
-        graph.update_state(cfg, {_STATE_KEY: value}, as_node="model")
+        yield Op(functools.partial(graph.update_state, as_node="model"),
+                 functools.partial(graph.aupdate_state, as_node="model"), (cfg, {_STATE_KEY: value}))
     store = _guard_store(graph, cfg)
     if store is not None:
-        stop, _, hold, audit = _safe_record(store)
+        stop = yield blocking(_clear_guard, store)
         if stop is not None and cleared is None:
             cleared = stop
-        if hold:  # a person's hold: its pending interrupt goes too
-            store.set_hold(hold, None)
-        store.save_stop(None, audit=audit)
-        _, origin = store.load_windows(None)
-        if origin is not None:  # the windows start afresh from the thread's latest checkpoint
-            store.save_windows(origin, windows_value(None))
     return cleared
+
+
+def _clear_guard(store: Any) -> Violation | None:
+    """Clear guard()'s record: the stop row (the audit kept), any hold, the windows."""
+    stop, _, hold, audit = _safe_record(store)
+    if hold:  # a person's hold: its pending interrupt goes too
+        store.set_hold(hold, None)
+    store.save_stop(None, audit=audit)
+    origin = store.load_chain(None).origin
+    if origin is not None:  # the windows start afresh from the thread's latest checkpoint
+        store.save_windows(origin, windows_value(None))
+    stop_found: Violation | None = stop
+    return stop_found
 
 
 def _safe_record(store: Any) -> tuple[Violation | None, bool, dict[str, Any], list[dict[str, Any]]]:

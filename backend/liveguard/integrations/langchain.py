@@ -18,7 +18,13 @@ Liveness is thread state
     channel of the middleware's ``state_schema``, as LangChain's ``ToolCallLimitMiddleware``
     keeps ``thread_tool_call_count``). With a checkpointer they are saved with the thread:
     one thread has one liveness history across invokes, human-in-the-loop resumes and
-    process restarts. Without a checkpointer every invocation starts fresh.
+    process restarts. Without a checkpointer every invocation starts fresh. What belongs
+    to one invocation (its live :class:`~liveguard.thread_guard.ThreadSession`, its
+    debounce count, whether the guard stood down) lives under ``"liveguard_run"``, a
+    private ``UntrackedValue`` channel (as ``run_tool_call_count``): never checkpointed,
+    empty at the start of every invocation. The middleware itself keeps nothing between
+    calls: no cache, no lock, so one instance serves any number of threads and processes.
+    The decisions are :mod:`liveguard.thread_guard`'s, the same as ``guard()``'s.
 
 What it observes, at each model call (``wrap_model_call``), from the state
     * the last tool turn: the ``ToolMessage``\\ s answering the last ``AIMessage``'s tool
@@ -30,7 +36,9 @@ What it observes, at each model call (``wrap_model_call``), from the state
     makes the result the same in one process or one process per resume, and the same
     whatever order parallel calls finish in.
 
-At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
+At a violation: ``exit_behavior`` (LangChain's vocabulary) and ``severity``
+    ``severity="hard"`` (default) acts on hard violations only; ``"soft"`` on every one,
+    as ``guard(severity=...)``.
     ``"error"`` (default)
         The run ends with a stop message (``"Stopped by liveguard: <code> at step <n> ..."``:
         the rule in words, the steps that repeat and how to clear the thread; the violation
@@ -65,8 +73,10 @@ At a hard violation: ``exit_behavior`` (LangChain's vocabulary)
 
 A stopped thread stays stopped
     A later invoke or resume on a thread whose last stop was hard answers at once from
-    the saved stop, without calling the model or a tool (``"error"`` raises the same
-    ``NoProgressError``; ``"end"`` / ``"continue"`` return the stop message;
+    the saved stop, without calling the model or a tool (``"error"`` ends with the stop
+    message and raises the same ``NoProgressError`` from ``after_model``, so a retry
+    middleware around it sees the message, never the exception; ``"end"`` / ``"continue"``
+    return the stop message;
     ``"interrupt"`` asks the person again), until someone clears it:
     :func:`liveguard.clear` or ``liveguard threads clear``.
 
@@ -99,12 +109,7 @@ Importing this module imports LangChain; ``import liveguard`` never does.
 from __future__ import annotations
 
 import functools
-import itertools
-import threading
-import uuid
-import warnings
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Final, NotRequired
 
 from langchain.agents.middleware import (
@@ -116,7 +121,7 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.runtime import Runtime
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.types import Command
 
 from liveguard.errors import NoProgressError
@@ -131,15 +136,15 @@ from liveguard.stop_text import stop_text
 from liveguard.thread_guard import (
     DAMAGED,
     EXIT_BEHAVIORS,
-    Decider,
     ExitBehavior,
-    audit_entry,
+    SeverityFloor,
+    ThreadSession,
     audit_value,
     hold_request,
     input_step,
+    live_settings,
     log,
     log_guard_failure,
-    log_violation,
     read_audit,
     read_stop,
     read_windows,
@@ -169,8 +174,9 @@ TOOLS_NODE: Final = "tools"
 """Node name of tool steps (``create_agent``'s tool node)."""
 STATE_KEY: Final = "liveguard"
 """The agent-state key holding the thread's liveness state."""
+RUN_KEY: Final = "liveguard_run"
+"""The agent-state key holding one invocation's state (an ``UntrackedValue``: never saved)."""
 
-_ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
 _DEBOUNCED: Final = "debounced"
 ToolResult = ToolMessage | Command[Any]
 
@@ -179,6 +185,7 @@ class LivenessState(AgentState[Any]):
     """``create_agent`` state plus the thread's liveness state (private, checkpointed)."""
 
     liveguard: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+    liveguard_run: NotRequired[Annotated[Any, UntrackedValue, PrivateStateAttr]]
 
 
 def stop_message(violation: Violation) -> AIMessage:
@@ -191,36 +198,43 @@ def stop_message(violation: Violation) -> AIMessage:
 
 # -- the thread's liveness state ------------------------------------------------------------------
 class _Thread:
-    """The saved value under ``state["liveguard"]``, unpacked for one model call."""
+    """The saved value under ``state["liveguard"]``, unpacked: the core's session (windows,
+    stop, audit) and the middleware's own ledger and markers."""
 
-    __slots__ = ("audit", "debounced", "heard", "ledger", "monitor", "seen", "stop")
+    __slots__ = ("debounced", "heard", "ledger", "seen", "session")
 
-    def __init__(self, saved: Any, policy: Policy, allow_set: AllowSet | None) -> None:
+    def __init__(self, saved: Any, settings: Any, *, new_run: bool) -> None:
         damaged = saved is not None and not isinstance(saved, Mapping)
         saved = saved if isinstance(saved, Mapping) else {}
         # the core reads the windows: another version, or damaged: logged, they start afresh
-        self.monitor = read_windows(saved, policy, allow_set) or Monitor(policy, allow_set)
+        monitor = read_windows(saved, settings.policy, settings.allow_set)
+        # the core reads the stop: a damaged record is a logged guard_error that keeps it stopped
+        stop = DAMAGED if damaged else read_stop(saved)[0]
+        self.session = ThreadSession.load(settings, monitor, (stop, False), audit=read_audit(saved),
+                                          new_run=new_run)
         seen, heard = saved.get("seen"), saved.get("heard")
         self.seen: str | None = seen if isinstance(seen, str) else None
         self.heard: str | None = heard if isinstance(heard, str) else None
-        # the core reads the stop: a damaged record is a logged guard_error that keeps it stopped
-        self.stop: Violation | None = DAMAGED if damaged else read_stop(saved)[0]
         self.ledger = Ledger(saved.get("ledger"))
         debounced = saved.get("debounced")
         self.debounced: int = debounced if isinstance(debounced, int) else 0
-        self.audit: list[dict[str, Any]] = read_audit(saved)  # a person's decisions: codes, who, when
+
+    @property
+    def monitor(self) -> Monitor:
+        return self.session.live_monitor
 
     def dump(self) -> dict[str, Any]:
         """The saved value: the core's windows and stop values (one record schema, see
         :mod:`liveguard.thread_guard`), the audit, and the middleware's own ledger and markers."""
+        session = self.session
         return {
-            **windows_value(self.monitor),
-            **stop_value(self.stop),
+            **windows_value(session.monitor),
+            **stop_value(session.stop),
             "seen": self.seen,
             "heard": self.heard,
             "ledger": self.ledger.dump(),
             "debounced": self.debounced,
-            "audit": audit_value(self.audit),
+            "audit": audit_value(session.audit),
         }
 
 
@@ -231,13 +245,17 @@ def _flag(message: ToolMessage) -> str:
 
 
 class _Run:
-    """One invocation's in-memory counters (debounces), keyed by its ``RunControl``."""
+    """One invocation's state, under ``state["liveguard_run"]`` (never checkpointed): the
+    thread as this invocation last wrote it, its debounce count, and whether the guard
+    stood down in it."""
 
-    __slots__ = ("debounced", "disabled")
+    __slots__ = ("debounced", "off", "record", "thread")
 
     def __init__(self) -> None:
+        self.record: Any = None  # the value last written under "liveguard" ...
+        self.thread: _Thread | None = None  # ... and what it unpacks to
         self.debounced = 0
-        self.disabled = False  # the guard failed in this run: stand down until it ends
+        self.off = False  # the guard failed in this run: stand down until it ends
 
 
 class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
@@ -249,8 +267,6 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     """
 
     state_schema = LivenessState
-    max_runs: int = 1024
-    """Runs whose debounce counts are tracked at once; the least recent is forgotten."""
 
     def __init__(
         self,
@@ -259,50 +275,49 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         allow_set: AllowSet | None = None,
         exit_behavior: ExitBehavior | None = None,
         on_violation: str | None = None,
+        severity: SeverityFloor = "hard",
         ceiling: int = 3,
         ledger_size: int = 16,
         show_ledger: bool = True,
         notifiers: Sequence[Notifier] = (),
     ) -> None:
         super().__init__()
-        if on_violation is not None:
-            warnings.warn(
-                "LivenessMiddleware(on_violation=...) is deprecated; use exit_behavior=",
-                DeprecationWarning, stacklevel=2,
-            )
-            if exit_behavior is not None:
-                raise ValueError("pass exit_behavior or on_violation, not both")
-            if on_violation not in _ALIASES:
-                raise ValueError(
-                    f"on_violation must be one of {sorted(_ALIASES)}, got {on_violation!r}"
-                )
-            exit_behavior = _ALIASES[on_violation]  # type: ignore[assignment]
-        behavior = "error" if exit_behavior is None else exit_behavior
-        if behavior not in EXIT_BEHAVIORS:
-            raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
-        if ceiling < 1 or ledger_size < 1:
+        if ledger_size < 1:
             raise ValueError("ceiling and ledger_size must be at least 1")
-        self.policy = Settings.from_env().policy(Policy.tool_agent()) if policy is None else policy
-        self.allow_set = allow_set
-        self.exit_behavior: ExitBehavior = behavior
-        self.ceiling = ceiling
+        policy = Settings.from_env().policy(Policy.tool_agent()) if policy is None else policy
+        try:
+            self.settings = live_settings(policy, allow_set, exit_behavior=exit_behavior,
+                                          on_violation=on_violation, severity=severity,
+                                          ceiling=ceiling, who="LivenessMiddleware")
+        except ValueError as exc:
+            if "ceiling" in str(exc):
+                raise ValueError("ceiling and ledger_size must be at least 1") from None
+            raise
         self.ledger_size = ledger_size
         self.show_ledger = show_ledger
         if not all(callable(n) for n in notifiers):
             raise TypeError("notifiers: expected callables notifier(payload, coords)")
         self.notifiers: tuple[Notifier, ...] = tuple(notifiers)
-        Monitor(self.policy, allow_set)  # fail fast on a policy the allow-set cannot refine
-        self._runs: OrderedDict[Hashable, _Run] = OrderedDict()
-        self._last_run: OrderedDict[Hashable, Hashable] = OrderedDict()  # thread -> run
-        # thread -> (token of the value last written, its unpacked state): a model call that
-        # finds that very value in the state continues in memory instead of restoring
-        self._cache: OrderedDict[Hashable, tuple[str, _Thread]] = OrderedDict()
-        # next() on a count is atomic; a generator would raise when two threads share it
-        self._prefix = uuid.uuid4().hex[:8]
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
-        self._warned_unscoped = False
-        self._told_per_call = False
+
+    @property
+    def policy(self) -> Policy:
+        return self.settings.policy
+
+    @property
+    def allow_set(self) -> AllowSet | None:
+        return self.settings.allow_set
+
+    @property
+    def exit_behavior(self) -> ExitBehavior:
+        return self.settings.exit_behavior
+
+    @property
+    def severity(self) -> SeverityFloor:
+        return self.settings.severity
+
+    @property
+    def ceiling(self) -> int:
+        return self.settings.ceiling
 
     @property
     def on_violation(self) -> str:
@@ -373,18 +388,23 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     def _begin(self, request: ModelRequest[Any]) -> _Call:
         """Restore the thread, observe the last tool turn, act on a stop; or stand down."""
         call = _Call(request)
-        run = call.run = self._run(request.runtime)
-        if run is None or run.disabled:
+        state = request.state if isinstance(request.state, Mapping) else {}
+        found_run = state.get(RUN_KEY)
+        new_run = not isinstance(found_run, _Run)
+        run: _Run = found_run if isinstance(found_run, _Run) else _Run()
+        call.run = run
+        if run.off:
             return call
         try:
-            state = request.state if isinstance(request.state, Mapping) else {}
-            thread = call.thread = self._thread(request.runtime, state.get(STATE_KEY))
-            if self._new_run(request.runtime):
-                thread.monitor.new_run()
-                if not self._told_per_call:
-                    self._tell_per_call()
-            if thread.stop is not None:  # a stopped thread stays stopped
-                call.answer = self._act(call, thread.stop, saved=True)
+            saved = state.get(STATE_KEY)
+            if run.thread is not None and saved is run.record:
+                thread = call.thread = run.thread  # what this invocation wrote last: go on in memory
+            else:
+                thread = call.thread = _Thread(saved, self.settings, new_run=new_run)
+                if new_run:
+                    _tell_per_call()
+            if thread.session.stop is not None:  # a stopped thread stays stopped
+                call.answer = self._act(call, thread.session.stop, saved=True)
                 return call
             messages = state.get("messages") or []
             found = self._observe_input(call, messages) + self._observe_turn(call, messages)
@@ -398,10 +418,19 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         except Exception as exc:
             if _is_graph_bubble(exc):
                 raise
-            log_guard_failure(exc)
-            call.thread = None
-            run.disabled = True
+            self._stand_down(call, exc)
         return call
+
+    def _stand_down(self, call: _Call, exc: Exception) -> None:
+        """The guard's own failure: the core's one stand-down path, for the rest of this run."""
+        thread = call.thread
+        if thread is not None:
+            thread.session.stand_down(exc)
+        else:
+            log_guard_failure(exc)
+        call.thread = None
+        if call.run is not None:
+            call.run.off = True
 
     def _after_model(self, call: _Call, response: Any) -> Any:
         thread = call.thread
@@ -419,10 +448,8 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         except Exception as exc:
             if _is_graph_bubble(exc):
                 raise
-            log_guard_failure(exc, thread.monitor.steps_seen)
-            if call.run is not None:
-                call.run.disabled = True
-            return response
+            self._stand_down(call, exc)
+            return self._respond(call, response)
 
     def _observe_input(self, call: _Call, messages: list[Any]) -> list[Violation]:
         """A new user request on a thread with history: the rules see the user's turn.
@@ -473,26 +500,23 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             run = call.run
             if run is not None:
                 run.debounced += debounced
-                ceiling = self._decider().debounce_ceiling(
+                ceiling = thread.session.decider.debounce_ceiling(
                     run.debounced, step=max(thread.monitor.steps_seen - 1, 0), node=TOOLS_NODE)
                 if ceiling is not None:
                     return [ceiling]
         return found
 
     # -- acting on a violation: the core decides, the middleware carries it out ------------------
-    def _decider(self) -> Decider:
-        return Decider(self.exit_behavior, "hard", self.ceiling)
-
     def _decide(self, call: _Call, found: list[Violation]) -> Any:
         """The answer in place of the model call, or None to call the model anyway.
 
         The core (:class:`~liveguard.thread_guard.Decider`) picks the violation to act on
         and logs it; in ``"continue"`` mode the middleware debounces what it can block.
         """
-        if not found:
+        if not found or call.thread is None:
             return None
         debounce = functools.partial(self._block, call) if self.exit_behavior == "continue" else None
-        stop = self._decider().decide(found, debounce=debounce)
+        stop = call.thread.session.act(found, debounce)
         return None if stop is None else self._act(call, stop)
 
     def _block(self, call: _Call, violation: Violation) -> bool:
@@ -507,23 +531,24 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         return True
 
     def _act(self, call: _Call, violation: Violation, *, saved: bool = False) -> Any:
-        """Carry out a stop (``saved``: the thread's saved one, found at the call's start)."""
+        """Carry out a stop (``saved``: the thread's saved one, found at the call's start).
+
+        The answer is a response (the stop message), never an exception: ``"error"`` raises
+        from ``after_model`` once the stop is saved, so a retry middleware around this one
+        never retries a stop.
+        """
         thread = call.thread
         assert thread is not None
-        behavior = self.exit_behavior
-        if behavior == "warn":  # a stop saved under another behaviour: warn never stops
-            log_violation(violation, "run continues (exit_behavior=warn)")
-            return None
-        if behavior == "interrupt":
-            if saved:
-                log_violation(violation, "thread stopped: asking the person again")
-            return self._interrupt(call, violation)
         if saved:
-            if behavior == "error":
-                raise NoProgressError(violation)
-            log_violation(violation, "thread already stopped")
-            return ModelResponse(result=[stop_message(violation)])
-        thread.stop = violation
+            action = thread.session.on_saved_stop()
+            if action == "run":  # a stop saved under another behaviour: warn never stops
+                return None
+            if action == "ask":
+                return self._interrupt(call, violation)
+            return self._respond(call, ModelResponse(result=[stop_message(violation)]))
+        if self.exit_behavior == "interrupt":
+            return self._interrupt(call, violation)
+        thread.session.stop = violation
         return self._respond(call, ModelResponse(result=[stop_message(violation)]))
 
     def _interrupt(self, call: _Call, violation: Violation) -> Any:
@@ -549,18 +574,13 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         assert thread is not None
         assert violation is not None
         call.held = None
-        now = _now()
-        for error in call.errors:
-            thread.audit.append(audit_entry(error, violation, at=now))
-        call.errors.clear()
-        thread.audit.append(audit_entry(decision, violation, at=now))
+        session = thread.session
+        session.stop = violation  # the session's answer is about this stop
+        errors, call.errors = list(call.errors), []
+        session.answer(decision, at=_now(), errors=errors)
         if decision.type == "reject":
-            log_violation(violation, "rejected by a person: the run ends")
-            thread.stop = violation
             return self._respond(call, ModelResponse(result=[stop_message(violation)]))
-        # approve / edit: clear the stop and the windows, keep the ledger and the counters
-        thread.stop = None
-        thread.monitor = Monitor(self.policy, self.allow_set)
+        # approve / edit: the core cleared the stop and the windows; the ledger and counters stay
         response, call.response = call.response, None
         if isinstance(decision, Edit):
             human = HumanMessage(content=str(decision.value))
@@ -572,7 +592,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     def _respond(self, call: _Call, response: Any) -> Any:
         """The response plus the thread's liveness state (and any edit) as a state update."""
         thread = call.thread
-        if thread is None:
+        if isinstance(response, ExtendedModelResponse):
             return response
         if isinstance(response, AIMessage):
             response = ModelResponse(result=[response])
@@ -581,13 +601,16 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
                 result=[*call.extra, *response.result],
                 structured_response=response.structured_response,
             )
-        value = thread.dump()
-        value["k"] = token = f"{self._prefix}-{next(self._counter)}"
-        with self._lock:
-            self._cache[_thread_id(call.request.runtime)] = (token, thread)
-            while len(self._cache) > self.max_runs:
-                self._cache.popitem(last=False)
-        update: dict[str, Any] = {STATE_KEY: value}
+        run = call.run
+        update: dict[str, Any] = {}
+        if thread is not None:
+            value = update[STATE_KEY] = thread.dump()
+            if run is not None:  # the next model call of this invocation goes on in memory
+                run.record, run.thread = value, thread
+        if run is not None:
+            update[RUN_KEY] = run
+        if not update:
+            return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     # -- tool calls: the debounce ---------------------------------------------------------------
@@ -617,79 +640,6 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         except Exception as exc:
             log_guard_failure(exc)
             return None
-
-    def _tell_per_call(self) -> None:
-        """Say once (INFO) when the agent has no checkpointer: liveness is then per call."""
-        from langgraph.config import get_config
-
-        self._told_per_call = True
-        try:
-            configurable = get_config().get("configurable") or {}
-        except RuntimeError:  # not inside a graph run: nothing to say
-            return
-        if configurable.get("__pregel_checkpointer") is None:
-            log.info("liveguard: the agent has no checkpointer: liveness is per call, nothing "
-                     "is kept between invocations")
-
-    def _thread(self, runtime: Any, saved: Any) -> _Thread:
-        """The thread's state: from memory when ``saved`` is what this process last wrote."""
-        token = saved.get("k") if isinstance(saved, Mapping) else None
-        if token is not None:
-            key = _thread_id(runtime)
-            with self._lock:
-                cached = self._cache.pop(key, None)
-            if cached is not None and cached[0] == token:
-                return cached[1]
-        return _Thread(saved, self.policy, self.allow_set)
-
-    # -- run scoping ----------------------------------------------------------------------------
-    def _new_run(self, runtime: Any) -> bool:
-        """True on the first model call of an invocation on this thread (in this process)."""
-        key = self._key(runtime)
-        thread = _thread_id(runtime)
-        with self._lock:
-            last = self._last_run.get(thread)
-            if last is key:
-                self._last_run.move_to_end(thread)
-                return False
-            self._last_run[thread] = key
-            while len(self._last_run) > self.max_runs:
-                self._last_run.popitem(last=False)
-            return True
-
-    def _run(self, runtime: Any) -> _Run | None:
-        try:
-            key = self._key(runtime)
-            with self._lock:
-                run = self._runs.get(key)
-                if run is None:
-                    run = self._runs[key] = _Run()
-                    while len(self._runs) > self.max_runs:
-                        self._runs.popitem(last=False)
-                else:
-                    self._runs.move_to_end(key)
-                return run
-        except Exception as exc:
-            log_guard_failure(exc)
-            return None
-
-    def _key(self, runtime: Any) -> Hashable:
-        """The run's ``RunControl`` (identity-hashed), else ``("thread", thread_id)``."""
-        control = getattr(runtime, "control", None)  # Runtime: model hooks
-        if control is None:
-            config = getattr(runtime, "config", None)  # ToolRuntime: tool hooks
-            configurable = config.get("configurable") if isinstance(config, Mapping) else None
-            if isinstance(configurable, Mapping):
-                graph_runtime = next(
-                    (v for v in configurable.values() if isinstance(v, Runtime)), None
-                )
-                control = getattr(graph_runtime, "control", None)
-        if control is not None:
-            return control  # type: ignore[no-any-return]
-        if not self._warned_unscoped:
-            self._warned_unscoped = True
-            log.warning("liveguard: no RunControl in the runtime; runs are scoped by thread_id")
-        return ("thread", _thread_id(runtime))
 
 
 class _Call:
@@ -727,14 +677,18 @@ def _is_graph_bubble(exc: BaseException) -> bool:
     return isinstance(exc, GraphBubbleUp)
 
 
-def _thread_id(runtime: Any) -> Hashable:
-    info = getattr(runtime, "execution_info", None)
-    thread = getattr(info, "thread_id", None)
-    if thread is None:
-        config = getattr(runtime, "config", None)
-        configurable = config.get("configurable") if isinstance(config, Mapping) else None
-        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
-    return ("thread", thread)
+def _tell_per_call() -> None:
+    """Say (INFO) at an invocation's first model call when the agent has no checkpointer:
+    liveness is then per call."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a graph run: nothing to say
+        return
+    if configurable.get("__pregel_checkpointer") is None:
+        log.info("liveguard: the agent has no checkpointer: liveness is per call, nothing "
+                 "is kept between invocations")
 
 
 def _with_ledger(request: ModelRequest[Any], text: str) -> ModelRequest[Any]:

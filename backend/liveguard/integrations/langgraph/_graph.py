@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final
@@ -12,8 +12,15 @@ from typing import TYPE_CHECKING, Any, Final
 from liveguard.errors import NoProgressError
 from liveguard.hitl import DecisionError, Edit, with_error
 from liveguard.integrations.langgraph._policy import default_policy
-from liveguard.integrations.langgraph._record import CHECKPOINTER_KEY, MISSING, ThreadStore, athread
-from liveguard.integrations.langgraph._run_guard import RunGuard
+from liveguard.integrations.langgraph._record import (
+    CHECKPOINTER_KEY,
+    MISSING,
+    Chain,
+    Recorder,
+    ThreadStore,
+    athread,
+    recording,
+)
 from liveguard.integrations.langgraph._shapes import (
     SKIP,
     Shape,
@@ -23,23 +30,21 @@ from liveguard.integrations.langgraph._shapes import (
 )
 from liveguard.integrations.langgraph._watch import run_control, subgraph_stop, watched
 from liveguard.model import Violation
-from liveguard.monitor import Monitor
 from liveguard.policy import Policy
 from liveguard.thread_guard import (
-    EXIT_BEHAVIORS,
     GUARD_ERROR,
-    Decider,
     ExitBehavior,
+    LiveSettings,
     SeverityFloor,
-    audit_entry,
+    ThreadSession,
     decide_hold,
     hold_request,
     input_step,
+    live_settings,
     log,
     log_guard_failure,
     log_violation,
-    read_windows,
-    windows_value,
+    read_chain,
 )
 
 if TYPE_CHECKING:
@@ -50,9 +55,6 @@ if TYPE_CHECKING:
     from liveguard.notify import Notifier
 
 __all__ = ["GuardSettings", "GuardedGraph", "guard"]
-
-
-_ALIASES: Final = {"raise": "error", "end": "end", "warn": "warn"}
 
 
 class _Plan:
@@ -85,72 +87,113 @@ def _now() -> str:
 
 
 class _GuardCall:
-    """One guarded call's thread state: the Monitor to continue from and any saved stop."""
+    """One guarded call: the thread's session (shared with the other calls inside the thread
+    right now, if any), its record keeper, and the saved stop it found."""
 
-    __slots__ = ("audit", "guarded", "held", "hold", "origin", "request", "run", "saved", "stop",
-                 "store")
+    __slots__ = ("guarded", "joined", "key", "origin", "recorder", "request", "run", "session",
+                 "stop_found", "store")
 
-    def __init__(self, guarded: GuardedGraph, store: ThreadStore | None,  # noqa: PLR0917
-                 windows: Any, stop: tuple[Violation | None, bool], shape: Shape,
-                 origin: str | None = None, hold: Mapping[str, Any] | None = None,
-                 audit: list[dict[str, Any]] | None = None) -> None:
-        settings = guarded._lg
+    def __init__(self, guarded: GuardedGraph, store: ThreadStore | None, chain: Chain,
+                 stop: tuple[Violation | None, bool], shape: Shape, *,
+                 hold: Mapping[str, Any] | None = None,
+                 audit: Sequence[Mapping[str, Any]] = ()) -> None:
+        settings = guarded._lg.live
         self.guarded = guarded
         self.store = store
-        self.stop, self.held = stop
-        self.hold: dict[str, Any] = dict(hold or {})  # where the thread's pending hold is
-        self.audit: list[dict[str, Any]] = list(audit or [])
         self.request: HoldRequest | None = None  # the hold this call raises
-        self.origin = origin  # the checkpoint the call resumes from
-        monitor = read_windows(windows, settings.policy, settings.allow_set)
-        if monitor is not None:
-            monitor.new_run()
-        decider = Decider(settings.exit_behavior, settings.severity, settings.ceiling)
-        self.run = StreamRun(shape, RunGuard(settings.policy, settings.allow_set,
-                                              monitor=monitor, decider=decider))
-        self.saved = self._seen()  # what the lineage already holds when the call starts
+        self.origin = chain.origin  # the checkpoint the call resumes from
+        monitor = read_chain(chain.records, settings.policy, settings.allow_set)
+        session = ThreadSession.load(settings, monitor, stop, hold=hold, audit=audit)
+        self.key = None if store is None else (id(store.saver), store.thread_id, store.ns)
+        self.session, self.joined = _join(self.key, session)
+        self.stop_found = self.session.stop is not None
+        self.recorder = None if store is None else Recorder(self.session, store.ns, chain)
+        self.run = StreamRun(shape, self.session)
 
-    def _seen(self) -> int:
-        monitor = self.run._guard.monitor
-        return -1 if monitor is None else monitor.steps_seen
+    @property
+    def stop(self) -> Violation | None:
+        return self.session.stop if self.stop_found else None
 
-    def changed(self) -> bool:
-        """Steps since the last save? Rows are written only then.
+    @property
+    def held(self) -> bool:
+        return self.session.held
 
-        A checkpoint without a row of its own reads its ancestors' (the lineage walk of
-        ``ThreadStore.load_windows``), so an unchanged Monitor needs no write.
-        """
-        seen = self._seen()
-        if seen == self.saved:
-            return False
-        self.saved = seen
-        return True
+    @property
+    def hold(self) -> dict[str, Any]:
+        return self.session.hold
 
-    def windows(self) -> dict[str, Any]:
-        return windows_value(self.run._guard.monitor)
+    @property
+    def audit(self) -> list[dict[str, Any]]:
+        return self.session.audit
+
+    def leave(self) -> None:
+        _leave(self.key, self.session)
+
+
+_LIVE: dict[tuple[int, str, str], list[Any]] = {}
+"""(saver, thread, namespace) -> [session, calls inside]: the threads a call is inside right now."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _join(key: tuple[int, str, str] | None, session: ThreadSession) -> tuple[ThreadSession, bool]:
+    """The session of the thread's call under way, if any (overlapping calls are judged with each
+    other's steps), else ``session``, registered; ``True`` when joined."""
+    if key is None:
+        return session, False
+    with _LIVE_LOCK:
+        live = _LIVE.get(key)
+        if live is None:
+            _LIVE[key] = [session, 1]
+            return session, False
+        live[1] += 1
+        return live[0], True
+
+
+def _leave(key: tuple[int, str, str] | None, session: ThreadSession) -> None:
+    if key is None:
+        return
+    with _LIVE_LOCK:
+        live = _LIVE.get(key)
+        if live is not None and live[0] is session:
+            live[1] -= 1
+            if live[1] <= 0:
+                del _LIVE[key]
 
 
 class GuardSettings:
     """A guard's settings (kept as one attribute so ``Pregel.copy`` carries them along)."""
 
-    __slots__ = ("_nested", "allow_set", "ceiling", "exit_behavior", "inner", "node_names",
-                 "notifiers", "per_call_told", "policy", "severity")
+    __slots__ = ("_nested", "inner", "live", "node_names", "notifiers", "per_call_told")
 
-    def __init__(self, *, inner: Any, policy: Policy, allow_set: AllowSet | None,
-                 exit_behavior: ExitBehavior, severity: SeverityFloor, ceiling: int,
-                 notifiers: Sequence[Notifier] = ()) -> None:
+    def __init__(self, *, inner: Any, live: LiveSettings, notifiers: Sequence[Notifier] = ()) -> None:
         self.inner = inner
+        self.live = live
         self.notifiers: tuple[Notifier, ...] = tuple(notifiers)
-        self.policy = policy
-        self.allow_set = allow_set
-        self.exit_behavior: ExitBehavior = exit_behavior
-        self.severity: SeverityFloor = severity
-        self.ceiling = ceiling
         self._nested: bool | None = None
         self.per_call_told = False
         nodes = getattr(inner, "nodes", None)
         self.node_names: frozenset[str] = frozenset(
             n for n in (nodes if isinstance(nodes, Mapping) else ()) if isinstance(n, str))
+
+    @property
+    def policy(self) -> Policy:
+        return self.live.policy
+
+    @property
+    def allow_set(self) -> AllowSet | None:
+        return self.live.allow_set
+
+    @property
+    def exit_behavior(self) -> ExitBehavior:
+        return self.live.exit_behavior
+
+    @property
+    def severity(self) -> SeverityFloor:
+        return self.live.severity
+
+    @property
+    def ceiling(self) -> int:
+        return self.live.ceiling
 
     def nested(self, graph: Any) -> bool:
         """Whether the graph has subgraphs (then the guard streams their steps too).
@@ -210,9 +253,8 @@ class GuardedGraph:
     def severity(self) -> SeverityFloor:
         return self._lg.severity
 
-    def _begin(self, config: Any, stream_mode: Any, kwargs: Mapping[str, Any],  # noqa: PLR0917
-               store: ThreadStore | None, windows: Any, record: tuple[Any, ...],
-               origin: str | None) -> _GuardCall:
+    def _begin(self, stream_mode: Any, kwargs: Mapping[str, Any], store: ThreadStore | None,
+               chain: Chain, record: tuple[Any, ...]) -> _GuardCall:
         if store is None and not self._lg.per_call_told:
             self._lg.per_call_told = True
             log.info("liveguard: no checkpointer or thread_id: liveness is per call, nothing is "
@@ -220,7 +262,7 @@ class GuardedGraph:
         shape = Shape(stream_mode, getattr(self, "stream_mode", "values"), kwargs,
                        nested=self._lg.nested(self))
         stop, held, hold, audit = record
-        return _GuardCall(self, store, windows, (stop, held), shape, origin, hold, audit)
+        return _GuardCall(self, store, chain, (stop, held), shape, hold=hold, audit=audit)
 
     def _resume(self, call: _GuardCall, input: Any, values: Any = None) -> _Plan:
         """What to do on a thread the guard holds or stopped (``call.stop`` is set).
@@ -248,25 +290,20 @@ class GuardedGraph:
         answer = resume.get(iid, MISSING) if isinstance(resume, Mapping) and iid else MISSING
         if answer is MISSING:
             answer = resume
-        decision = decide_hold(answer, request)
-        now = _now()
-        call.audit.append(audit_entry(decision, stop, at=now))
+        decision = call.session.answer(decide_hold(answer, request), at=_now())
         if isinstance(decision, DecisionError):
             again = with_error(request, decision)
             call.hold["error"] = again["error"]
             return _Plan(part=self._hold_part(call, again, values), record=(stop, True), rewrite=again,
                          notify=again)
         if decision.type == "reject":
-            call.held = False
-            log_violation(stop, "rejected by a person: the thread stays stopped")
             return _Plan(record=(stop, False), rewrite=None, part=call.run.stop_part(
                 {"code": stop.code, "step": stop.step, "node": stop.node, "count": stop.count}))
         from langgraph.types import Command
 
-        call.stop, call.held = None, False
-        call.run = _GuardCall(self, call.store, None, (None, False), call.run._shape,
-                              call.origin).run  # the windows start afresh
-        call.saved = -2  # and the next save writes them, whatever their count
+        # the core cleared the stop and started the windows afresh: the next record is whole
+        if call.recorder is not None:
+            call.recorder.force = True
         go = {iid: answer} if iid else None
         if isinstance(decision, Edit):
             return _Plan(go=True, record=(None, False),
@@ -321,7 +358,7 @@ class GuardedGraph:
             state_config["configurable"][CHECKPOINTER_KEY] = store.saver
             snapshot = _safe(lambda: self.get_state(state_config))  # type: ignore[attr-defined]
             hold = _safe(lambda: store.put_hold(snapshot, request, iid)) or hold
-        call.hold = hold
+        call.session.hold = hold
         _safe(lambda: store.save_stop(stop, True, hold=hold, audit=call.audit))
         self._notify(store, request, iid)
 
@@ -336,6 +373,8 @@ class GuardedGraph:
         """(a part to yield, an error to raise) for a violation the guard acts on."""
         behavior = self._lg.exit_behavior
         value = {"code": stop.code, "step": stop.step, "node": stop.node, "count": stop.count}
+        if stop.code != GUARD_ERROR:  # calls inside the thread right now see it at once
+            call.session.stop = stop
         if behavior == "error":
             return SKIP, NoProgressError(stop)
         if behavior == "interrupt":
@@ -348,23 +387,33 @@ class GuardedGraph:
         return call.run.stop_part(value), None
 
     def _prepare(self, call: _GuardCall, input: Any, config: Any,
-                 kwargs: Mapping[str, Any]) -> tuple[Any, Any, Violation | None, list[str]]:
-        """(config to run with, the run's control, a stop at the input, checkpoints to save at)."""
+                 kwargs: Mapping[str, Any]) -> tuple[Any, Any, Violation | None]:
+        """(config to run with, the run's control, a stop at the input)."""
         run = call.run
-        saves: list[str] = []
-        run.on_checkpoint = saves.append
+        recorder, store = call.recorder, call.store
         control = run_control(config, kwargs)
         config = watched(config, run, control, self._lg)
+        if recorder is not None and store is not None:
+            view = recording(store.saver, recorder)
+            if view is not None:
+                configurable = dict((config or {}).get("configurable") or {})
+                configurable[CHECKPOINTER_KEY] = view
+                config = {**(config or {}), "configurable": configurable}
+                run.on_checkpoint = recorder.mark
+            else:  # a saver that cannot be viewed: a row of the whole windows per checkpoint
+                call.recorder = None
+                run.on_checkpoint = functools.partial(_row_per_checkpoint, call)
+            _safe(recorder.attach)
         found = None
         if not _is_resume(input) and self._lg.allow_set is None and call.origin is not None:
             # a new request on a thread with history: the rules see the user's turn
             step = _safe(lambda: input_step(input))
             if step is not None:
                 found = run.feed([step])
-        return config, control, found, saves
+        return config, control, found
 
     # -- streaming ------------------------------------------------------------------------------
-    def _call(  # noqa: PLR0915 - one call's whole life, read top to bottom
+    def _call(
         self, input: Any, config: Any, stream_mode: Any, kwargs: Mapping[str, Any]
     ) -> Generator[tuple[Any, ...], Any, None]:
         """One guarded call, as a sequence of operations: ``(_OUT, part)`` goes to the caller;
@@ -374,12 +423,21 @@ class GuardedGraph:
         """
         store = ThreadStore.of(self, config)
         record: tuple[Any, ...] = (None, False, {}, [])
-        windows, origin = None, None
+        chain = Chain([], None, 0, None)
         if store is not None:
             record = (yield (_IO, store.load_record, True)) or record
-            windows, origin = (yield (_IO, functools.partial(store.load_windows, _checkpoint_of(config)),
-                                      True)) or (None, None)
-        call = self._begin(config, stream_mode, kwargs, store, windows, record, origin)
+            chain = (yield (_IO, functools.partial(store.load_chain, _checkpoint_of(config)),
+                            True)) or chain
+        call = self._begin(stream_mode, kwargs, store, chain, record)
+        try:
+            yield from self._guarded(call, input, config, kwargs)
+        finally:
+            call.leave()
+
+    def _guarded(  # noqa: PLR0915 - one call's whole life, read top to bottom
+        self, call: _GuardCall, input: Any, config: Any, kwargs: Mapping[str, Any]
+    ) -> Generator[tuple[Any, ...], Any, None]:
+        store = call.store
         stop: Violation | None = None
         if call.stop is not None:
             values = None
@@ -394,18 +452,15 @@ class GuardedGraph:
             if not plan.go:
                 return
             input = plan.input  # a person approved or edited: the run goes on
+            call.stop_found = False
         run = call.run
-        if store is not None and origin is not None and _is_resume(input):
+        if store is not None and call.origin is not None and _is_resume(input):
             state = yield (_STATE, config)
             _safe(lambda: run.seed(state))
-        config, control, stop, saves = self._prepare(call, input, config, kwargs)
-        run.base = origin
-
-        def save() -> Generator[tuple[Any, ...], Any, None]:
-            if saves and store is not None and call.changed():
-                yield (_IO, functools.partial(store.save_windows, saves[-1], call.windows()), True)
-            saves.clear()
-
+        config, control, stop = self._prepare(call, input, config, kwargs)
+        run.base = call.origin
+        recorder = call.recorder
+        sync = _durability(config, kwargs) == "sync"
         try:
             if stop is not None:
                 extra, error = self._on_violation(call, stop)
@@ -420,7 +475,8 @@ class GuardedGraph:
                 try:
                     while (part := (yield (_NEXT,))) is not _END:
                         out, found = run.process(part)
-                        yield from save()
+                        if sync and run.base is not None and recorder is not None and recorder.pending():
+                            yield from self._row(call, run.base)
                         if out is not SKIP:
                             yield (_OUT, out)
                         if (stop := found or run.pending) is not None:
@@ -454,12 +510,21 @@ class GuardedGraph:
             finally:
                 yield (_CLOSE,)
         finally:
-            yield from save()
-            if store is not None and kwargs.get("durability") == "exit" and run.base is not None:
-                # only the last checkpoint reaches the saver: its row holds the whole call
-                yield (_IO, functools.partial(store.save_windows, run.base, call.windows()), True)
+            recorder = call.recorder
+            if recorder is not None and run.base is not None and recorder.pending():
+                # steps after the graph's last checkpoint (a stop, an interrupt, the end)
+                yield from self._row(call, run.base)
             if store is not None and stop is not None and stop.code != GUARD_ERROR:
                 yield (_IO, functools.partial(self._save_stop, call, stop), False)
+
+    def _row(self, call: _GuardCall, base: str) -> Generator[tuple[Any, ...], Any, None]:
+        """A row under ``base`` with the steps no checkpoint holds (:meth:`Recorder.row`)."""
+        store, recorder = call.store, call.recorder
+        if store is None or recorder is None:
+            return
+        found = _safe(lambda: recorder.row(base))
+        if found is not None:
+            yield (_IO, functools.partial(store.save_windows, *found), True)
 
     # -- streaming: the two drivers of _call ------------------------------------------------------
     def stream(
@@ -557,6 +622,22 @@ def _advance(call: Generator[tuple[Any, ...], Any, None], reply: Any,
         return None
 
 
+def _row_per_checkpoint(call: _GuardCall, checkpoint_id: str) -> None:
+    """For a saver that cannot be recorded through: the whole windows in a row per checkpoint."""
+    store = call.store
+    if store is not None and not checkpoint_id.startswith("pending:"):
+        _safe(lambda: store.save_windows(checkpoint_id, call.session.windows_value()))
+
+
+def _durability(config: Any, kwargs: Mapping[str, Any]) -> str:
+    """The call's durability mode, as LangGraph resolves it (the argument, the config, "async")."""
+    found = kwargs.get("durability")
+    if found is None:
+        configurable = (config or {}).get("configurable") or {}
+        found = configurable.get("__pregel_durability") if isinstance(configurable, Mapping) else None
+    return str(found or "async")
+
+
 def _checkpoint_of(config: Any) -> str | None:
     """The checkpoint id a call names (a replay or a fork), or None (the latest)."""
     configurable = (config or {}).get("configurable") or {}
@@ -623,32 +704,16 @@ def guard(
     failing one is logged and never releases the hold. Arguments are validated here: a
     bad policy or allow-set fails now, not mid-run.
     """
-    if on_violation is not None:
-        warnings.warn("guard(on_violation=...) is deprecated; use exit_behavior=",
-                      DeprecationWarning, stacklevel=2)
-        if exit_behavior is not None:
-            raise ValueError("pass exit_behavior or on_violation, not both")
-        if on_violation not in _ALIASES:
-            raise ValueError(f"on_violation must be one of {sorted(_ALIASES)}, got {on_violation!r}")
-        exit_behavior = _ALIASES[on_violation]  # type: ignore[assignment]
-    behavior = "error" if exit_behavior is None else exit_behavior
-    if behavior not in EXIT_BEHAVIORS:
-        raise ValueError(f"exit_behavior must be one of {EXIT_BEHAVIORS}, got {behavior!r}")
-    if severity not in ("hard", "soft"):
-        raise ValueError(f"severity must be 'hard' or 'soft', got {severity!r}")
-    if ceiling < 1:
-        raise ValueError("ceiling must be at least 1")
     if isinstance(graph, GuardedGraph):
         graph = graph.graph
     if not callable(getattr(graph, "stream", None)) or not hasattr(graph, "__dict__"):
         raise TypeError(f"guard() needs a compiled LangGraph graph, got {type(graph).__name__}")
     policy = default_policy(graph) if policy is None else policy
-    Monitor(policy, allow_set)  # fail fast on a policy the allow-set cannot refine
+    live = live_settings(policy, allow_set, exit_behavior=exit_behavior, on_violation=on_violation,
+                         severity=severity, ceiling=ceiling, who="guard")
     if not all(callable(n) for n in notifiers):
         raise TypeError("notifiers: expected callables notifier(payload, coords)")
-    settings = GuardSettings(inner=graph, policy=policy, allow_set=allow_set,
-                         exit_behavior=behavior, severity=severity, ceiling=ceiling,
-                         notifiers=notifiers)
+    settings = GuardSettings(inner=graph, live=live, notifiers=notifiers)
     cls = _guarded_class(type(graph))
     guarded: GuardedGraph = object.__new__(cls)
     guarded.__dict__.update({k: v for k, v in graph.__dict__.items() if k != "__orig_class__"})

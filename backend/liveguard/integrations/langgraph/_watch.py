@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -16,6 +17,32 @@ __all__ = ["run_control", "subgraph_stop", "watched"]
 
 
 _RUNTIME_KEY: Final = "__pregel_runtime"
+_HANDLER: Final = "LiveguardWatch"
+
+
+class _QuietStops(logging.Filter):
+    """Drops LangChain's "Error in LiveguardWatch.<event> callback" lines for the guard's own stop.
+
+    The watcher stops a node by raising :class:`~liveguard.errors.NoProgressError` from a
+    callback (``raise_error``); LangChain's callback manager logs every exception a handler
+    raises before re-raising it. That stop is no error of the callback: the guard logs it
+    itself, once (``liveguard.guard``). Any other exception of the handler is still logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (isinstance(args, tuple) and len(args) == 3 and args[0] == _HANDLER
+                    and str(args[2]).startswith("NoProgressError("))
+
+
+_QUIET = _QuietStops()
+
+
+def _quiet_callback_log() -> None:
+    """Install :class:`_QuietStops` on LangChain's callback-manager logger (once)."""
+    logger = logging.getLogger("langchain_core.callbacks.manager")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
 
 
 def subgraph_stop(run: StreamRun, exc: BaseException) -> Violation | None:
@@ -45,12 +72,13 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
     from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.runnables.config import merge_configs
 
+    _quiet_callback_log()
     configurable = (config or {}).get("configurable") or {}
     base = len([s for s in str(configurable.get("checkpoint_ns") or "").split("|") if s])
     nested = run.nested
     nodes = settings.node_names
 
-    class Watch(BaseCallbackHandler):
+    class LiveguardWatch(BaseCallbackHandler):
         raise_error = True
         run_inline = True
 
@@ -113,7 +141,7 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
             if pushed is not None:
                 run.pushed_done(pushed)
 
-    return merge_configs(config, {"callbacks": [Watch()]})
+    return merge_configs(config, {"callbacks": [LiveguardWatch()]})
 
 
 def run_control(config: Any, kwargs: Mapping[str, Any]) -> Any:
