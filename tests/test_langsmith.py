@@ -428,7 +428,10 @@ def test_a_run_object_whose_fields_raise_is_a_read_error() -> None:
 
     with pytest.raises(TrajectoryReadError) as caught:
         run_to_trajectory(Odd())
-    assert (caught.value.source, caught.value.reason) == ("odd-1", "RuntimeError: lazy load failed")
+    assert caught.value.source == "odd-1"
+    # a foreign exception's message may quote the run: its type and place only
+    assert caught.value.reason.startswith("RuntimeError: message withheld")
+    assert "lazy load failed" not in caught.value.reason
 
 
 def test_load_export_locates_errors_at_file_and_index(tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ from liveguard.readers._run_tree import (
     status_of,
 )
 from liveguard.readers.updates import MAX_RUN_DEPTH, MESSAGE_KEYS, _clean, _metadata, _to_json
+from liveguard.schema_errors import describe, withheld
 
 __all__ = ["MAX_RUN_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
 
@@ -175,12 +176,10 @@ def run_to_trajectory(
         raise
     except OddRunError as exc:
         raise TrajectoryReadError(source, str(exc)) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise TrajectoryReadError(source, f"{loc}: {first['msg']}") from None
+    except ValidationError as exc:  # keys and positions, every error, never a value
+        raise TrajectoryReadError(source, describe(exc, Trajectory)) from None
     except Exception as exc:  # odd runs never crash a batch: they become read errors
-        raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
+        raise TrajectoryReadError(source, withheld(exc)) from None
 
 
 def _steps_from_root_messages(root: Run) -> list[Step]:
