@@ -20,7 +20,7 @@ from liveguard.engine.scorer import default_jobs
 from liveguard.errors import LiveguardError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE
 from liveguard.model import Trajectory
-from liveguard.policy import PRESETS
+from liveguard.policy import PRESETS, Policy
 from liveguard.readers.inputs import iter_records
 from liveguard.rows import RunRow
 from liveguard.scoring import Record, iter_scored, score_paths
@@ -82,6 +82,7 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     default = settings.policy(PRESETS["workflow"]())
     explicit = settings.policy(PRESETS[args.policy]()) if args.policy else None
     settings.judge_config()
+    _semantic_ready(default, explicit)
     allow_sets = load_allow_sets(args)
     args.allow_sets = allow_sets  # the report draws them
     for line in env_notes(args):
@@ -120,6 +121,18 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     finally:
         if progress is not None:
             progress.close()
+
+
+def _semantic_ready(*policies: Policy | None) -> None:
+    """``--semantic`` without its extra or model: one usage error naming the one command to run,
+    before any run is read (not an error row per run)."""
+    from liveguard.semantic.base import semantic_missing
+
+    for policy in policies:
+        if policy is not None and policy.semantic:
+            lacking = semantic_missing(policy.semantic_embedder)
+            if lacking:
+                raise UsageError(f"--semantic: {lacking}")
 
 
 def all_rows(args: argparse.Namespace) -> list[RunRow]:
