@@ -41,7 +41,8 @@ async def clear_thread(request: Request) -> JSONResponse:
     # a thread of its own (a stateless run gets no checkpointer), deleted once done
     own = (await client.threads.create())["thread_id"]
     try:
-        result = await client.runs.wait(own, CLEAR_GRAPH, input={"thread_id": thread_id, "graph_id": graph_id})
+        result = await client.runs.wait(own, CLEAR_GRAPH,
+                                        input={"thread_id": thread_id, "graph_id": graph_id})
     finally:
         await client.threads.delete(own)
     error = result.get("error") if isinstance(result, dict) else "liveguard_clear: no result"

@@ -11,9 +11,10 @@
 * ``liveguard_clear``: clears a stopped thread of one of the graphs above. Its input is
   ``{"thread_id": ..., "graph_id": "guarded"}``; its output's ``cleared`` is the violation that
   had stopped the thread (or None). Run it on a thread of its own (a stateless run gets no
-  checkpointer), as ``server_app.py``'s route does. It works through public APIs only: the server gives every run its checkpointer, the
-  node finds it in its config (``liveguard.threads.run_thread_config``), and
-  ``liveguard.clear`` reads and writes the thread's record there.
+  checkpointer), as ``server_app.py``'s route does. It works through public APIs only: the
+  server gives every run its checkpointer, the node finds it in its config
+  (``liveguard.threads.run_thread_config``), and ``liveguard.clear`` reads and writes the
+  thread's record there.
 
 Run from this directory: ``langgraph dev`` (the config's dependencies ``"."`` and ``".."``
 put this directory and the repository root on the path).

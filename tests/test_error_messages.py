@@ -105,7 +105,8 @@ def test_a_foreign_exception_is_named_by_type_and_place_only() -> None:
     line = orjson.dumps({"run_id": "r", "steps": [{"node": "a", "summary": secret}]})
     (row,) = Boom(ScoreOptions(judges=False)).score_chunk([("f.jsonl:1", line)])
     assert row.error is not None
-    assert row.error.startswith("KeyError: message withheld (it may quote the run) at test_error_messages.py:")
+    assert row.error.startswith("KeyError: message withheld (it may quote the run) at "
+                                "test_error_messages.py:")
     assert secret not in row.error
 
 

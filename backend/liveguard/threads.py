@@ -152,9 +152,10 @@ def clear(graph: Any, config: Any) -> Violation | None:
     ``graph`` is the guarded graph (``guard(...)``) or the ``create_agent`` graph with
     ``LivenessMiddleware``, compiled with the thread's checkpointer; ``config`` names the
     thread (``{"configurable": {"thread_id": ...}}``), or is :func:`run_thread_config` of a
-    running graph (the LangGraph server's checkpointer, the graph compiled without one). Raises ``ValueError`` when the graph
-    has no checkpointer or the config no thread id. A damaged record is cleared too (it
-    is overwritten, never parsed for anything but the stop it held).
+    running graph (the LangGraph server's checkpointer, the graph compiled without one).
+    Raises ``ValueError`` when the graph has no checkpointer or the config no thread id. A
+    damaged record is cleared too (it is overwritten, never parsed for anything but the stop
+    it held).
     """
     cfg = _config(config)
     _checkpointer(graph, cfg)

@@ -199,7 +199,7 @@ class Scorer:
         error = _error_text(exc)
         if run is None:
             return RunRow(source=source, error=error)
-        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph, name=_name_of(run),
                       path=tuple(s.node for s in run.steps), error=error, expected=run.expected)
 
     def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
@@ -223,7 +223,7 @@ class Scorer:
     def _row(self, source: str, run: Trajectory, verdict: Verdict) -> RunRow:
         from liveguard.rows import RunRow
 
-        row = RunRow(source=source, run_id=run.run_id, graph=run.graph,
+        row = RunRow(source=source, run_id=run.run_id, graph=run.graph, name=_name_of(run),
                      path=tuple([s.node for s in run.steps]), verdict=verdict, expected=run.expected)
         row.keep_verdict = self.options.verdicts
         return row
@@ -273,6 +273,17 @@ class Scorer:
             return list(await asyncio.gather(*(one(s, p) for s, p in chunk)))
         finally:
             await self.gateway.aclose()  # the client belongs to this chunk's event loop
+
+
+def _name_of(run: Trajectory) -> str | None:
+    """A person's handle on the run for the table: the recorded run's name (a LangSmith root
+    run's, ``metadata.run_name``), else its scenario; None when it has neither."""
+    metadata = run.metadata or {}
+    for key in ("run_name", "scenario"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value and value != run.run_id:
+            return value
+    return None
 
 
 def _error_text(exc: BaseException) -> str:

@@ -155,6 +155,8 @@ def run_to_trajectory(
         md = root.metadata
         is_graph = root.node is None and any(child.node is not None for child in root.children)
         metadata = _metadata(md, SOURCE_LANGSMITH, root.session_id)
+        if isinstance(root.name, str) and root.name and root.name != "LangGraph":
+            metadata["run_name"] = root.name  # the run's name in LangSmith, beside its id
         if not steps and not root.children:
             # A root without its child runs (``list_runs`` without ``load_child_runs``): its
             # final messages are the only record of the run; read them, or it has no steps
