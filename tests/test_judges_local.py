@@ -26,7 +26,7 @@ from fake_openai import FakeOpenAI, RecordedRequest, Reply
 from liveguard.errors import PolicyError
 from liveguard.judges import JudgeConfig
 from liveguard.judges._parse import parse_answer
-from liveguard.testing import ping_pong, trajectory
+from liveguard.testing import messages, trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "judges.md"
@@ -94,7 +94,8 @@ def _pointed_at(url: str, fake: FakeOpenAI) -> str:
 
 
 def _score(tmp_path: Path, env: dict[str, str]) -> list[dict[str, Any]]:
-    run = trajectory("healthy-1", ping_pong(rounds=2), graph="support")
+    run = trajectory("healthy-1", messages(("planner", "plan the refund"), ("writer", "refund sent, ticket closed")),
+                     graph="support")
     path = tmp_path / "runs.jsonl"
     path.write_bytes(orjson.dumps(run.model_dump(mode="json", exclude_none=True)) + b"\n")
     base = {k: v for k, v in os.environ.items()

@@ -220,7 +220,9 @@ def positive_int(text: str) -> int:
 
 def add_inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
     """PATH... and the options that say how runs are scored."""
-    p.add_argument("paths", nargs="+" if required else "*", metavar="PATH")
+    p.add_argument("paths", nargs="+" if required else "*", metavar="PATH",
+                   help="a JSONL file, a LangSmith JSON export, a Parquet bulk export, or a directory "
+                        "of them (read recursively: *.jsonl, *.json, *.parquet at any depth)")
     p.add_argument("--paths", dest="paths_dir", metavar="DIR", default=None,
                    help="directory of allow-set YAML files (matched to runs by graph name; "
                         f"default ./{DEFAULT_PATHS}/ when it exists)")
@@ -247,7 +249,8 @@ def add_window(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=positive_int, default=None, metavar="N",
                    help="decide over the last N runs only (default: every run given); runs "
                         "left out with hard findings hold the decision")
-    p.add_argument("--min-runs", type=int, default=10, help="runs needed to PROMOTE")
+    p.add_argument("--min-runs", type=int, default=10, metavar="N",
+                   help="runs needed to PROMOTE (default: %(default)s); fewer is a HOLD, exit 3")
     p.add_argument("--pass-rate", type=float, default=GATE_PASS_RATE,
                    help="share of runs in the window that must pass to PROMOTE")
 

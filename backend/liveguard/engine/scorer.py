@@ -277,10 +277,12 @@ class Scorer:
 
 def _name_of(run: Trajectory) -> str | None:
     """A person's handle on the run for the table: the recorded run's name (a LangSmith root
-    run's, ``metadata.run_name``), else its scenario; None when it has neither."""
+    run's, ``metadata.run_name``) unless it is just the graph's, else its scenario; None when
+    it has neither."""
     metadata = run.metadata or {}
-    for key in ("run_name", "scenario"):
-        value = metadata.get(key)
+    name, scenario = metadata.get("run_name"), metadata.get("scenario")
+    # a root run named after its graph says less than the scenario it recorded
+    for value in ((name if name != run.graph else None), scenario, name):
         if isinstance(value, str) and value and value != run.run_id:
             return value
     return None
