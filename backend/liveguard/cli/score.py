@@ -132,8 +132,6 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
     tally = _Tally()
     if fmt == "json":
         out.write("[")
-    elif fmt == "table":
-        out.write(header() + "\n")
     for r in rows:
         if fmt == "jsonl":
             out.write(r.json_bytes().decode() + "\n")
@@ -141,7 +139,7 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
             text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
             out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))
         else:
-            write_row(out, row_line(r))
+            write_row(out, row_line(r) if tally.total else f"{header()}\n{row_line(r)}")
         tally.add(r)
     if fmt == "json":
         out.write("\n]\n" if tally.total else "]\n")
