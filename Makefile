@@ -26,7 +26,7 @@ DIST ?= dist
 EXTRAS := dev,postgres,semantic,ray,server
 
 .PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean dist \
-  test-latest
+  test-latest test-newcomer
 
 install: $(BIN)/liveguard $(NATIVE) browser postgres-server
 
@@ -120,6 +120,11 @@ test-latest:
 	    for n, s in bounds.items()))'
 	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider tests/test_server.py
 
+# A newcomer's path (README, docs/install.md, docs/ci.md, docs/server.md) followed literally in
+# one fresh venv, .venv-newcomer, from the package index: scripts/newcomer_path.py. CI runs it.
+test-newcomer:
+	$(PY) scripts/newcomer_path.py
+
 constraints: $(BIN)/liveguard
 	@{ sed -n '1,3p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vi '^liveguard'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
@@ -151,5 +156,5 @@ dist:
 	@ls -l $(DIST)
 
 clean:
-	rm -rf $(VENV) $(LATEST) build dist *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LATEST) .venv-newcomer build dist *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 	find backend -name "*.so" -delete

