@@ -383,7 +383,8 @@ def test_odd_but_readable_runs() -> None:
         Step(node="e", output={"v": 2}),
     ]
     assert (run.run_id, run.graph, run.status, run.outcome) == ("root-1", "odd", "success", {"done": True})
-    assert run.metadata == {"source": "langsmith", "start_time": "2025-01-01T00:00:00+00:00"}
+    # the root run's name ("g"), not the graph's given here, is kept to show beside the id
+    assert run.metadata == {"source": "langsmith", "start_time": "2025-01-01T00:00:00+00:00", "run_name": "g"}
     failed = run_to_trajectory(_root(error="RuntimeError('x')"))
     assert (failed.status, failed.steps) == ("error", [])
 

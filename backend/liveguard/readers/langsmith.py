@@ -155,7 +155,8 @@ def run_to_trajectory(
         md = root.metadata
         is_graph = root.node is None and any(child.node is not None for child in root.children)
         metadata = _metadata(md, SOURCE_LANGSMITH, root.session_id)
-        if isinstance(root.name, str) and root.name and root.name != "LangGraph":
+        graph_name = _graph_name(graph, md, root.name, is_graph)
+        if isinstance(root.name, str) and root.name not in ("", "LangGraph", graph_name):
             metadata["run_name"] = root.name  # the run's name in LangSmith, beside its id
         if not steps and not root.children:
             # A root without its child runs (``list_runs`` without ``load_child_runs``): its
@@ -167,7 +168,7 @@ def run_to_trajectory(
                 metadata.setdefault("policy", "tool_agent")
         return Trajectory(
             run_id=root.id,
-            graph=_graph_name(graph, md, root.name, is_graph),
+            graph=graph_name,
             steps=steps,
             status=root.status,
             outcome=_clean(root.outputs),
