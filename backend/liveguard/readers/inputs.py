@@ -46,15 +46,21 @@ def input_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """The files named by ``paths``: a directory contributes its ``*.jsonl``, ``*.json`` and
     ``*.parquet`` files at any depth (a ``langsmith/`` subfolder of exports, a LangSmith bulk
     export partitioned into ``key=value`` folders), in path order; hidden files and folders
-    (``.git``, ``.venv``) are left out."""
+    (``.git``, ``.venv``) are left out. A file named twice (a folder and its subfolder) is
+    read once."""
+    seen: set[Path] = set()
     for entry in paths:
         p = Path(entry)
         if not p.is_dir():
-            yield p
-            continue
-        found = [q for q in p.rglob("*") if q.suffix in INPUT_SUFFIXES and q.is_file()
-                 and not any(part.startswith(".") for part in q.relative_to(p).parts)]
-        yield from sorted(found)
+            found = [p]
+        else:
+            found = sorted(q for q in p.rglob("*") if q.suffix in INPUT_SUFFIXES and q.is_file()
+                           and not any(part.startswith(".") for part in q.relative_to(p).parts))
+        for q in found:
+            key = q.resolve() if q.exists() else q
+            if key not in seen:  # a file reached twice (a folder and its subfolder) is read once
+                seen.add(key)
+                yield q
 
 
 @dataclass(frozen=True, slots=True)
