@@ -25,7 +25,8 @@ BIN := $(VENV)/bin
 DIST ?= dist
 EXTRAS := dev,postgres,semantic,ray,server
 
-.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean dist
+.PHONY: install browser postgres-server test test-pure lint typecheck run bench datasets constraints clean dist \
+  test-latest test-newcomer
 
 install: $(BIN)/liveguard $(NATIVE) browser postgres-server
 
@@ -103,6 +104,27 @@ test-pure: install
 	rm -rf $(PURE) && mkdir -p $(PURE) && cp -r backend/liveguard $(PURE)/ && find $(PURE) -name '*.so' -delete
 	PYTHONPATH=$(CURDIR)/$(PURE) LIVEGUARD_NO_CANON=1 LIVEGUARD_EXPECT_PURE=1 $(BIN)/python -m pytest -q $(PURE_TESTS)
 
+# The server tests (tests/test_server.py: langgraph dev, the SDK and the clear route) in a second
+# venv with the newest langgraph-api / langgraph-cli the index serves, unpinned (no
+# constraints.txt, no upper bound): `make test` covers the pinned, lowest versions. CI runs both.
+LATEST := .venv-latest
+test-latest:
+	$(PY) -m venv $(LATEST)
+	$(LATEST)/bin/pip install --quiet --upgrade pip
+	$(LATEST)/bin/pip install --quiet --upgrade --upgrade-strategy eager -e . pytest \
+	  'langgraph-cli[inmem]' langgraph-api langgraph-sdk
+	@$(LATEST)/bin/python -c 'from importlib.metadata import requires, version; \
+	  from packaging.requirements import Requirement; \
+	  bounds = {r.name: r.specifier for r in map(Requirement, requires("liveguard")) if "extra == \"server\"" in str(r.marker)}; \
+	  print("liveguard: test-latest:", *(f"{n} {version(n)}" + ("" if version(n) in s else f" (OUTSIDE the server extra {s}: raise the bound)") \
+	    for n, s in bounds.items()))'
+	$(LATEST)/bin/python -m pytest -q -p no:cacheprovider tests/test_server.py
+
+# A newcomer's path (README, docs/install.md, docs/ci.md, docs/server.md) followed literally in
+# one fresh venv, .venv-newcomer, from the package index: scripts/newcomer_path.py. CI runs it.
+test-newcomer:
+	$(PY) scripts/newcomer_path.py
+
 constraints: $(BIN)/liveguard
 	@{ sed -n '1,3p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -vi '^liveguard'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
@@ -134,5 +156,5 @@ dist:
 	@ls -l $(DIST)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LATEST) .venv-newcomer build dist *.egg-info backend/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 	find backend -name "*.so" -delete

@@ -1,5 +1,9 @@
 """Target graph ``campaign``: an outreach campaign for one sales lead.
 
+Input: the lead to write to, ``{"lead_id": 17, "lead_name": "Ada Park", "steps": []}``
+(:func:`initial_input`); ``lead_id`` and ``lead_name`` are required (``{}`` fails in the
+first node with ``KeyError: 'lead_id'``), ``steps`` starts the node log.
+
 Topology (what ``graph.get_graph()`` shows, see ``expected_paths/campaign.yaml``)::
 
     __start__ -> load_lead -> compose_touch -> gate_draft -> compose_touch | approve_send

@@ -71,6 +71,11 @@ class Reply:
         return cls(content=content, delay=delay)
 
     @classmethod
+    def completion(cls, body: Mapping[str, Any]) -> Reply:
+        """A 200 whose JSON body is ``body`` as given: another server's answer shape."""
+        return cls(body=body)
+
+    @classmethod
     def error(
         cls, status: int, body: Any = None, *, headers: Mapping[str, str] | None = None, delay: float = 0.0
     ) -> Reply:
@@ -172,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model", "fake") if isinstance(body, dict) else "fake"
         if reply.raw is not None:
             self._send_bytes(reply.status, reply.raw.encode(), "text/plain", reply.headers)
-        elif reply.status != 200:
+        elif reply.status != 200 or reply.body is not None:  # an error, or a whole body as given
             self._send(reply.status, reply.body, reply.headers)
         else:
             content = reply.content

@@ -174,6 +174,8 @@ def test_kill_switch_and_missing_key_skip_every_call(
     monkeypatch.setenv("AGENT_EVAL_BASE_URL", fake_openai.base_url)
     if why == "kill_switch":
         monkeypatch.setenv("AGENT_EVAL_API_KEY", "present")
+    else:  # a remote endpoint with no key (a loopback one needs none)
+        monkeypatch.setenv("AGENT_EVAL_BASE_URL", "https://judge.example.com/v1")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     verdict = evaluate_trajectory(healthy(), allow_set=ALLOW, policy=Policy.workflow())

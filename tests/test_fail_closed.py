@@ -195,7 +195,9 @@ def test_a_borderline_run_is_decided_by_the_panel_inside_the_graph(fake_openai: 
 @pytest.mark.parametrize(
     ("env", "flags", "passed", "says"),
     [
-        ({}, (), False, "judges skipped (no_api_key): 3 run(s) unjudged"),
+        # a remote endpoint with no key (a loopback one needs none: test_judges_local.py)
+        ({"AGENT_EVAL_BASE_URL": "https://judge.example.com/v1"}, (), False,
+         "judges skipped (no_api_key): 3 run(s) unjudged"),
         ({"LLM_KILL_SWITCH": "1", "AGENT_EVAL_API_KEY": "k"}, (), False,
          "judges skipped (kill_switch): 3 run(s) unjudged"),
         ({}, ("--no-judges",), True, "structural only"),
@@ -206,7 +208,7 @@ def test_judges_not_run(env: dict[str, str], flags: tuple[str, ...], *, passed: 
                         fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     """Not run = unjudged; only an explicit --no-judges lets a clean run pass, and it says so."""
     runs = write(tmp_path, [healthy(f"r{i}") for i in range(3)])
-    e = base_env(AGENT_EVAL_BASE_URL=fake_openai.base_url, **env)
+    e = base_env(**{"AGENT_EVAL_BASE_URL": fake_openai.base_url, **env})
     score = cli("score", str(runs), "--format", "jsonl", *flags, env=e)
     assert [r["passed"] for r in rows_of(score)] == [passed] * 3
     gate = cli("gate", str(runs), "--min-runs", "1", *flags, env=e)
@@ -220,8 +222,9 @@ def test_judges_not_run(env: dict[str, str], flags: tuple[str, ...], *, passed: 
 @pytest.mark.parametrize(
     ("keys", "host_of_url", "sent", "hint"),
     [
-        ({"OPENAI_API_KEY": "sk-openai"}, "fake", None, "no API key for 127.0.0.1"),
-        ({"DEEPSEEK_API_KEY": "sk-ds"}, "fake", None, "no API key for 127.0.0.1"),
+        # a loopback server is asked without a key: the provider's key stays home
+        ({"OPENAI_API_KEY": "sk-openai"}, "fake", "no-key", None),
+        ({"DEEPSEEK_API_KEY": "sk-ds"}, "fake", "no-key", None),
         ({"OPENAI_API_KEY": "sk-openai"}, "default", None,
          "no API key for api.deepseek.com: set AGENT_EVAL_API_KEY or DEEPSEEK_API_KEY "
          "(OPENAI_API_KEY is sent only to api.openai.com)"),

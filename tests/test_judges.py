@@ -299,7 +299,8 @@ def test_kill_switch_skips_without_any_request(
 
 
 def test_no_key_skips_without_any_request(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENT_EVAL_BASE_URL", fake_openai.base_url)
+    """A remote host with no key: skipped (a loopback server needs none: test_judges_local.py)."""
+    monkeypatch.setenv("AGENT_EVAL_BASE_URL", "https://judge.example.com/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "   ")  # blank counts as unset
 
     async def run() -> None:

@@ -383,7 +383,8 @@ def test_odd_but_readable_runs() -> None:
         Step(node="e", output={"v": 2}),
     ]
     assert (run.run_id, run.graph, run.status, run.outcome) == ("root-1", "odd", "success", {"done": True})
-    assert run.metadata == {"source": "langsmith", "start_time": "2025-01-01T00:00:00+00:00"}
+    # the root run's name ("g"), not the graph's given here, is kept to show beside the id
+    assert run.metadata == {"source": "langsmith", "start_time": "2025-01-01T00:00:00+00:00", "run_name": "g"}
     failed = run_to_trajectory(_root(error="RuntimeError('x')"))
     assert (failed.status, failed.steps) == ("error", [])
 
@@ -428,7 +429,10 @@ def test_a_run_object_whose_fields_raise_is_a_read_error() -> None:
 
     with pytest.raises(TrajectoryReadError) as caught:
         run_to_trajectory(Odd())
-    assert (caught.value.source, caught.value.reason) == ("odd-1", "RuntimeError: lazy load failed")
+    assert caught.value.source == "odd-1"
+    # a foreign exception's message may quote the run: its type and place only
+    assert caught.value.reason.startswith("RuntimeError: message withheld")
+    assert "lazy load failed" not in caught.value.reason
 
 
 def test_load_export_locates_errors_at_file_and_index(tmp_path: Path) -> None:

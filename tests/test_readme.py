@@ -54,7 +54,8 @@ def test_ci_runs_the_pure_python_pass_and_install_handles_the_browser(tmp_path: 
     done = subprocess.run(["bash", str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True,
                           check=False, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert log.read_text().split("\n")[:-1] == ["install", "test", "test-pure"]
+    assert log.read_text().split("\n")[:-1] == ["install", "test", "test-latest", "test-newcomer",
+                                                 "test-pure"]
     pure = subprocess.run(["make", "-n", "--no-print-directory", "-o", ".venv", "test-pure"], cwd=ROOT,
                           capture_output=True, text=True, check=False, timeout=60)
     assert pure.returncode == 0, pure.stderr

@@ -89,18 +89,22 @@ def test_the_model_name_and_keys_follow_the_judges_rules(server: _Server) -> Non
     assert embedder.name == "openai:my-embedder"
     embedder.embed(["x"])
     assert server.requests[-1]["auth"] == "Bearer sk-env"
-    # A provider key goes only to its own host (the judges' key/host rule): not to this server.
+    # A provider key goes only to its own host (the judges' key/host rule): not to this server,
+    # which is on loopback and so is asked without a key (the client's placeholder).
     foreign = {"AGENT_EVAL_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-openai"}
+    OpenAIEmbedder.from_settings(Settings.from_env(foreign)).embed(["x"])
+    assert server.requests[-1]["auth"] == "Bearer no-key"
+    remote = {"AGENT_EVAL_BASE_URL": "https://embed.example.com/v1", "OPENAI_API_KEY": "sk-openai"}
     with pytest.raises(EmbeddingError, match="no_api_key"):
-        OpenAIEmbedder.from_settings(Settings.from_env(foreign)).embed(["x"])
-    assert len(server.requests) == 1
+        OpenAIEmbedder.from_settings(Settings.from_env(remote)).embed(["x"])
+    assert len(server.requests) == 2
 
 
 def test_kill_switch_and_missing_key_make_no_request(server: _Server) -> None:
     with pytest.raises(EmbeddingError, match="kill_switch"):
         OpenAIEmbedder(config(server, kill_switch=True)).embed(["x"])
     with pytest.raises(EmbeddingError, match="no_api_key"):
-        OpenAIEmbedder(JudgeConfig(base_url=server.base_url)).embed(["x"])
+        OpenAIEmbedder(JudgeConfig(base_url="https://embed.example.com/v1")).embed(["x"])
     assert server.requests == []
 
 

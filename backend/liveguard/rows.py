@@ -40,7 +40,7 @@ class RunRow:
     """
 
     __slots__ = ("_json", "_line", "_summary", "_verdict", "_verdict_json", "error", "expected",
-                 "graph", "keep_verdict", "path", "run_id", "source")
+                 "graph", "keep_verdict", "name", "path", "run_id", "source")
 
     def __init__(
         self,
@@ -52,9 +52,13 @@ class RunRow:
         path: tuple[str, ...] = (),
         error: str | None = None,
         expected: Expected | None = None,
+        name: str | None = None,
     ) -> None:
         self.source = source
         self.run_id = run_id
+        self.name = name
+        """A person's handle on the run beside its id (a LangSmith run's name or scenario), for
+        the text table; not part of the JSON form."""
         self.graph = graph
         self.path = path
         self.error = error
@@ -135,7 +139,7 @@ class RunRow:
         if joined and joined.count(_PATH_SEP) == len(self.path) - 1:  # one string crosses cheaper
             path = joined
         return _restore_row, ((self.source, self.run_id, self.graph, path, self.error, expected,
-                               verdict_json, self.json_bytes(), self._summary),)
+                               verdict_json, self.json_bytes(), self._summary, self.name),)
 
     def as_json(self) -> dict[str, Any]:
         """The row as written by ``score --format json|jsonl`` (a fresh top-level dict)."""
@@ -192,11 +196,11 @@ class RunRow:
 
 def _restore_row(state: tuple[Any, ...]) -> RunRow:
     """Unpickle a row: the verdict stays JSON text until it is read."""
-    source, run_id, graph, path, error, expected, verdict_json, line, summary = state
+    source, run_id, graph, path, error, expected, verdict_json, line, summary, name = state
     if isinstance(path, str):
         path = tuple(path.split(_PATH_SEP)) if path else ()
     row = RunRow(source=source, run_id=run_id, graph=graph, path=path, error=error,
-                 expected=None if expected is None else Expected.model_validate(expected))
+                 expected=None if expected is None else Expected.model_validate(expected), name=name)
     row._verdict_json = verdict_json
     row._line = line
     row._summary = summary

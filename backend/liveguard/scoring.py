@@ -76,7 +76,7 @@ def mark_duplicates(rows: Iterable[RunRow]) -> Iterator[RunRow]:
             continue
         yield RunRow(source=row.source, run_id=row.run_id, graph=row.graph, path=row.path,
                      error="DuplicateRunId: the same run id came earlier in this input",
-                     expected=row.expected)
+                     expected=row.expected, name=row.name)
 
 
 def _options(

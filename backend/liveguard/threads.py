@@ -30,24 +30,51 @@ from liveguard.errors import UnknownThreadError
 from liveguard.model import Violation
 from liveguard.thread_guard import DAMAGED, chain_steps, read_audit, read_stop, windows_value
 
-__all__ = ["UnknownThreadError", "aclear", "athread_status", "clear", "thread_status"]
+__all__ = ["UnknownThreadError", "aclear", "athread_status", "clear", "run_thread_config", "thread_status"]
 
 
 _STATE_KEY = "liveguard"
 _DAMAGED_KEY = "__damaged__"
 
 
+def _run_key() -> str:
+    """Where LangGraph passes a run's checkpointer to the run's nodes."""
+    from liveguard.integrations.langgraph._record import CHECKPOINTER_KEY
+
+    return CHECKPOINTER_KEY
+
+
+def run_thread_config(run_config: Any, thread_id: str) -> dict[str, Any]:
+    """The config of thread ``thread_id`` in the checkpointer of a running graph.
+
+    ``run_config`` is the ``RunnableConfig`` a node receives. The LangGraph server gives each
+    run its own checkpointer (graphs are served compiled without one), and a node sees it
+    only in its config: a node of a graph served beside a guarded one clears a thread with
+    ``liveguard.clear(guarded, run_thread_config(config, thread_id))``
+    (``examples/server_graphs.py``). Raises ``ValueError`` when the run has no checkpointer.
+    """
+    configurable = (run_config or {}).get("configurable") if isinstance(run_config, Mapping) else None
+    saver = configurable.get(_run_key()) if isinstance(configurable, Mapping) else None
+    if saver is None or not callable(getattr(saver, "put", None)):
+        raise ValueError("run_thread_config: the run has no checkpointer (call it from a node of a "
+                         "graph run with one, such as a graph served by the LangGraph server)")
+    return {"configurable": {"thread_id": str(thread_id), _run_key(): saver}}
+
+
 def _config(config: Any) -> dict[str, Any]:
     configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else None
     if not isinstance(configurable, Mapping) or configurable.get("thread_id") is None:
         raise ValueError("clear/thread_status: config needs configurable.thread_id")
+    key = _run_key()
     return {"configurable": {"thread_id": configurable["thread_id"],
                              **({"checkpoint_ns": configurable["checkpoint_ns"]}
-                                if configurable.get("checkpoint_ns") else {})}}
+                                if configurable.get("checkpoint_ns") else {}),
+                             **({key: configurable[key]} if configurable.get(key) is not None else {})}}
 
 
-def _checkpointer(graph: Any) -> Any:
-    saver = getattr(graph, "checkpointer", None)
+def _checkpointer(graph: Any, config: dict[str, Any]) -> Any:
+    """The run's checkpointer carried by ``config`` (:func:`run_thread_config`), else the graph's."""
+    saver = config["configurable"].get(_run_key()) or getattr(graph, "checkpointer", None)
     if saver is None or isinstance(saver, bool) or not callable(getattr(saver, "put", None)):
         raise ValueError("clear/thread_status: the graph has no checkpointer, so no thread state")
     return saver
@@ -109,7 +136,7 @@ async def athread_status(graph: Any, config: Any) -> dict[str, Any]:
 
 def _status(graph: Any, config: Any) -> Body[dict[str, Any]]:
     cfg = _config(config)
-    saver = _checkpointer(graph)
+    saver = _checkpointer(graph, cfg)
     out: dict[str, Any] = {"agent": None, "guard": None}
     agent = yield from _agent_state(graph, cfg)
     if agent is not None:
@@ -142,16 +169,18 @@ async def aclear(graph: Any, config: Any) -> Violation | None:
 
     ``graph`` is the guarded graph (``guard(...)``) or the ``create_agent`` graph with
     ``LivenessMiddleware``, compiled with the thread's checkpointer; ``config`` names the
-    thread (``{"configurable": {"thread_id": ...}}``). Raises ``ValueError`` when the graph
-    has no checkpointer or the config no thread id. A damaged record is cleared too (it
-    is overwritten, never parsed for anything but the stop it held).
+    thread (``{"configurable": {"thread_id": ...}}``), or is :func:`run_thread_config` of a
+    running graph (the LangGraph server's checkpointer, the graph compiled without one).
+    Raises ``ValueError`` when the graph has no checkpointer or the config no thread id. A
+    damaged record is cleared too (it is overwritten, never parsed for anything but the stop
+    it held).
     """
     return await arun(_clear(graph, config))
 
 
 def _clear(graph: Any, config: Any) -> Body[Violation | None]:
     cfg = _config(config)
-    _checkpointer(graph)
+    _checkpointer(graph, cfg)
     cleared: Violation | None = None
     agent = yield from _agent_state(graph, cfg)
     if agent is not None:

@@ -35,9 +35,11 @@ drafts and threads the live guards hold.
 
 commands:
   score PATH...               score recorded runs (JSONL, LangSmith JSON or Parquet exports,
-                              directories, or --langsmith-project NAME [--push-feedback])
+                              directories read recursively, or --langsmith-project NAME
+                              [--push-feedback])
   gate PATH...                release decision over every run (or --window N): PROMOTE /
-                              HOLD / ROLLBACK; --format json, --junit FILE for CI
+                              HOLD / ROLLBACK; PROMOTE needs --min-runs (default 10) runs;
+                              --format json, --junit FILE for CI
   report PATH... -o FILE      a static HTML report: FILE (the overview) and a folder of pages
                               beside it (run lists, one page per run); --fail-on rollback|hold
   paths check FILE...         static checks of allow-set files
@@ -53,7 +55,7 @@ commands:
 exit status:
   0 done; 1 score --strict with a failing run, or paths check with an error finding;
   2 bad input or usage, or an output file that cannot be written (gate and report also
-  refuse duplicate run ids and unreadable runs);
+  refuse duplicate run ids and unreadable runs; report writes its pages first);
   gate (and report --fail-on): PROMOTE 0, HOLD 3, ROLLBACK 4; 70 a bug in liveguard itself.
 
 Progress goes to stderr, only when stderr is a terminal. The environment is read once

@@ -20,7 +20,7 @@ from liveguard.engine.scorer import default_jobs
 from liveguard.errors import LiveguardError, TrajectoryReadError
 from liveguard.gate import GATE_PASS_RATE
 from liveguard.model import Trajectory
-from liveguard.policy import PRESETS
+from liveguard.policy import PRESETS, Policy
 from liveguard.readers.inputs import iter_records
 from liveguard.rows import RunRow
 from liveguard.scoring import Record, iter_scored, score_paths
@@ -119,6 +119,7 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     from liveguard.judges import JudgeConfig
 
     JudgeConfig.from_settings(settings)
+    _semantic_ready(default, explicit)
     allow_sets = load_allow_sets(args)
     args.allow_sets = allow_sets  # the report draws them
     for line in env_notes(args):
@@ -157,6 +158,18 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     finally:
         if progress is not None:
             progress.close()
+
+
+def _semantic_ready(*policies: Policy | None) -> None:
+    """``--semantic`` without its extra or model: one usage error naming the one command to run,
+    before any run is read (not an error row per run)."""
+    from liveguard.semantic.base import semantic_missing
+
+    for policy in policies:
+        if policy is not None and policy.semantic:
+            lacking = semantic_missing(policy.semantic_embedder)
+            if lacking:
+                raise UsageError(f"--semantic: {lacking}")
 
 
 def all_rows(args: argparse.Namespace) -> list[RunRow]:
@@ -246,7 +259,9 @@ def positive_int(text: str) -> int:
 
 def add_inputs(p: argparse.ArgumentParser, required: bool = True) -> None:
     """PATH... and the options that say how runs are scored."""
-    p.add_argument("paths", nargs="+" if required else "*", metavar="PATH")
+    p.add_argument("paths", nargs="+" if required else "*", metavar="PATH",
+                   help="a JSONL file, a LangSmith JSON export, a Parquet bulk export, or a directory "
+                        "of them (read recursively: *.jsonl, *.json, *.parquet at any depth)")
     p.add_argument("--paths", dest="paths_dir", metavar="DIR", default=None,
                    help="directory of allow-set YAML files (matched to runs by graph name; "
                         f"default ./{DEFAULT_PATHS}/ when it exists)")
@@ -273,7 +288,8 @@ def add_window(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=positive_int, default=None, metavar="N",
                    help="decide over the last N runs only (default: every run given); runs "
                         "left out with hard findings hold the decision")
-    p.add_argument("--min-runs", type=int, default=10, help="runs needed to PROMOTE")
+    p.add_argument("--min-runs", type=int, default=10, metavar="N",
+                   help="runs needed to PROMOTE (default: %(default)s); fewer is a HOLD, exit 3")
     p.add_argument("--pass-rate", type=float, default=GATE_PASS_RATE,
                    help="share of runs in the window that must pass to PROMOTE")
 

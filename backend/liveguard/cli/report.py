@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
                              "(report.html: report_pages/)")
     report.add_argument("--fail-on", choices=("rollback", "hold"), default=None,
                         help="exit as the gate does: rollback: 4 on ROLLBACK; hold: also 3 on HOLD "
-                             "(default: 0 once the report is written)")
+                             "(default: 0 once the report is written; 2, the report still "
+                             "written, when a run could not be read)")
     report.set_defaults(handler=run)
 
 

@@ -26,6 +26,7 @@ from liveguard.cli._common import (
     iter_rows,
     langsmith_client,
 )
+from liveguard.cli._table import header, row_line, write_row
 from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
 from liveguard.model import Trajectory
 from liveguard.rows import RunRow
@@ -138,7 +139,7 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
             text = orjson.dumps(r.as_json(), option=orjson.OPT_INDENT_2).decode()
             out.write(("\n" if not tally.total else ",\n") + "\n".join("  " + ln for ln in text.splitlines()))
         else:
-            out.write(_table_row(r) + "\n")
+            write_row(out, row_line(r) if tally.total else f"{header()}\n{row_line(r)}")
         tally.add(r)
     if fmt == "json":
         out.write("\n]\n" if tally.total else "]\n")
@@ -156,17 +157,3 @@ def _emit(rows: Iterable[RunRow], fmt: str, out: TextIO) -> _Tally:
     if tally.families:
         out.write(f"-- rule families off: {', '.join(sorted(tally.families))}\n")
     return tally
-
-
-def _table_row(r: RunRow) -> str:
-    if r.verdict is None:
-        return f"ERROR  {r.source}: {r.error}"
-    v = r.verdict
-    verdict = "PASS" if v.passed else "UNJUDGED" if v.reason.endswith("unjudged") else "FAIL"
-    if v.missing and not v.reason.endswith("unjudged") and not v.passed:
-        verdict = "INCOMPLETE" if not v.hard_codes else verdict
-    hits = ", ".join(f"{x.code}@{x.step}" for x in v.violations) or "-"
-    score = "  -  " if v.composite is None else f"{v.composite:.2f} "
-    mark = {None: "", True: "  [as expected]", False: "  [UNEXPECTED]"}[r.matches_expected]
-    gaps = f"  missing: {', '.join(v.missing)}" if v.missing else ""
-    return f"{verdict}  {score} {r.run_id or '-':<28} {r.graph or '-':<16} {hits}{mark}{gaps}"

@@ -11,9 +11,12 @@ same records.
 
 Batch isolation: whatever goes wrong with one record (unreadable JSON, a hostile value
 that trips a rule, a bug), that record becomes an error row (``ExceptionType: message``)
-and the others are scored. Messages are redacted: any text of the record (values *and*
-dict keys) that appears in a message is replaced by ``<redacted:digest>``, so no step
-text reaches an error row.
+and the others are scored. No step text reaches an error row, by construction rather than
+by redaction: a read error names keys and positions only (:mod:`liveguard.schema_errors`,
+built without the input), an error of liveguard's own (a ``LiveguardError``, a missing
+extra's ``ImportError``) keeps its message, which names settings and packages, never the
+run's text; any other exception is named by its type and where it was raised, its message
+withheld (:func:`liveguard.schema_errors.withheld`).
 """
 
 from __future__ import annotations
@@ -24,15 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-import xxhash
-
 from liveguard.allowset import AllowSet
-from liveguard.errors import TrajectoryReadError, redact_location
-from liveguard.model import Expected, Step, Trajectory, Verdict
+from liveguard.errors import LiveguardError, TrajectoryReadError
+from liveguard.model import Trajectory, Verdict
 from liveguard.policy import Policy
-from liveguard.readers.inputs import LineReader, LineRef, Payload, Record, read_ref, unreadable
+from liveguard.readers.inputs import LineReader, LineRef, Payload, Record, unreadable
 from liveguard.readers.jsonl import parse_line
+from liveguard.schema_errors import withheld
 
 if TYPE_CHECKING:
     from liveguard.engine.floor import Floor
@@ -40,14 +41,7 @@ if TYPE_CHECKING:
     from liveguard.rows import RunRow
     from liveguard.settings import Settings
 
-__all__ = ["Payload", "Record", "ScoreOptions", "Scorer", "redact"]
-
-MAX_ERROR_CHARS = 300
-_MIN_REDACT = 3
-_SCHEMA_WORDS = frozenset(
-    set(Trajectory.model_fields) | set(Step.model_fields) | set(Expected.model_fields)
-)
-"""Field names of the input format: vocabulary, not step text (never redacted)."""
+__all__ = ["Payload", "Record", "ScoreOptions", "Scorer"]
 
 
 @dataclass(frozen=True)
@@ -79,45 +73,6 @@ class ScoreOptions:
         from liveguard.judges import JudgeConfig
 
         return JudgeConfig.from_settings(self.settings())
-
-
-def _collect(obj: Any, out: set[str], depth: int = 0) -> None:
-    if depth > 200:
-        return
-    if isinstance(obj, str):
-        if len(obj) >= _MIN_REDACT and obj not in _SCHEMA_WORDS:
-            out.add(obj)
-    elif isinstance(obj, Mapping):
-        for key, value in obj.items():
-            _collect(str(key), out, depth + 1)
-            _collect(value, out, depth + 1)
-    elif isinstance(obj, list | tuple):
-        for value in obj:
-            _collect(value, out, depth + 1)
-    elif isinstance(obj, int | float) and not isinstance(obj, bool):
-        text = repr(obj)
-        if len(text) >= 6:
-            out.add(text)
-
-
-def redact(message: str, content: Any) -> str:
-    """``message`` with every text of ``content`` (keys and values) replaced by a digest tag."""
-    texts: set[str] = set()
-    if isinstance(content, bytes):
-        try:
-            content = orjson.loads(content)
-        except orjson.JSONDecodeError:
-            content = None
-    elif isinstance(content, Trajectory):
-        content = content.model_dump(mode="json")
-    _collect(content, texts)
-    for text in sorted(texts, key=len, reverse=True):
-        if text in message:
-            digest = xxhash.xxh3_64_hexdigest(text.encode("utf-8", "surrogatepass"))[:8]
-            message = message.replace(text, f"<redacted:{digest}>")
-    if len(message) > MAX_ERROR_CHARS:
-        message = message[:MAX_ERROR_CHARS] + "…"
-    return message
 
 
 class Scorer:
@@ -238,12 +193,10 @@ class Scorer:
     def _error_row(source: str, payload: Payload, exc: BaseException, run: Trajectory | None) -> RunRow:
         from liveguard.rows import RunRow
 
-        content: Any = run if run is not None else payload
-        message = redact(str(exc), content)
-        error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        error = _error_text(exc)
         if run is None:
             return RunRow(source=source, error=error)
-        return RunRow(source=source, run_id=run.run_id, graph=run.graph,
+        return RunRow(source=source, run_id=run.run_id, graph=run.graph, name=_name_of(run),
                       path=tuple(s.node for s in run.steps), error=error, expected=run.expected)
 
     def _prepare(self, source: str, payload: Payload) -> Trajectory | RunRow:
@@ -259,16 +212,15 @@ class Scorer:
             else:
                 item = self._read(source, payload)
         except Exception as exc:  # batch isolation: a reader bug is this record's error row
-            return self._error_row(source, _content(source, payload), exc, None)
-        if isinstance(item, TrajectoryReadError):
-            reason = redact(redact_location(item.reason), _content(source, payload))
-            return RunRow(source=item.source, error=reason)
+            return self._error_row(source, payload, exc, None)
+        if isinstance(item, TrajectoryReadError):  # its reason names keys, never values
+            return RunRow(source=item.source, error=item.reason)
         return item
 
     def _row(self, source: str, run: Trajectory, verdict: Verdict) -> RunRow:
         from liveguard.rows import RunRow
 
-        row = RunRow(source=source, run_id=run.run_id, graph=run.graph,
+        row = RunRow(source=source, run_id=run.run_id, graph=run.graph, name=_name_of(run),
                      path=tuple([s.node for s in run.steps]), verdict=verdict, expected=run.expected)
         row.keep_verdict = self.options.verdicts
         return row
@@ -320,10 +272,25 @@ class Scorer:
             await self.gateway.aclose()  # the client belongs to this chunk's event loop
 
 
-def _content(source: str, payload: Payload) -> Payload:
-    """What an error message about ``payload`` is redacted against: a referenced line's bytes
-    (read again: its view in the reader's buffer may be gone)."""
-    return read_ref(source, payload) if isinstance(payload, LineRef) else payload
+def _name_of(run: Trajectory) -> str | None:
+    """A person's handle on the run for the table: the recorded run's name (a LangSmith root
+    run's, ``metadata.run_name``) unless it is just the graph's, else its scenario; None when
+    it has neither."""
+    metadata = run.metadata or {}
+    name, scenario = metadata.get("run_name"), metadata.get("scenario")
+    # a root run named after its graph says less than the scenario it recorded
+    for value in ((name if name != run.graph else None), scenario, name):
+        if isinstance(value, str) and value and value != run.run_id:
+            return value
+    return None
+
+
+def _error_text(exc: BaseException) -> str:
+    """An error row's text: liveguard's own errors as written, any other with its message withheld."""
+    if isinstance(exc, LiveguardError | ImportError):
+        message = str(exc)
+        return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return withheld(exc)
 
 
 def _bare_error(source: str, exc: BaseException) -> RunRow:

@@ -233,16 +233,14 @@ class JudgeClient:
             return self._client, self._semaphore
         import openai
 
-        key = self.config.api_key
-        assert key is not None  # skip_reason() was None
         self._client = openai.AsyncOpenAI(
             base_url=self.config.base_url,
-            api_key=key.get_secret_value(),
             timeout=self.config.timeout,
             max_retries=self.config.max_retries,
             http_client=openai.DefaultAsyncHttpxClient(
                 event_hooks={"request": [_on_request], "response": [_on_response]}
             ),
+            **self.config.client_options(),  # the key, or none at all on the user's own host
         )
         self._semaphore = asyncio.Semaphore(self.config.concurrency)
         self._loop = loop

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -23,6 +23,7 @@ _ENV_NAMES: Final[Mapping[str, str]] = MappingProxyType(
         "max_retries": "AGENT_EVAL_MAX_RETRIES",
         "concurrency": "AGENT_EVAL_CONCURRENCY",
         "kill_switch": "LLM_KILL_SWITCH",
+        "allow_http_hosts": "AGENT_EVAL_ALLOW_HTTP_HOSTS",
     }
 )
 _KEY_HOSTS: Final[Mapping[str, str]] = MappingProxyType(
@@ -31,6 +32,9 @@ _KEY_HOSTS: Final[Mapping[str, str]] = MappingProxyType(
 """Provider keys and the one host each is sent to. ``AGENT_EVAL_API_KEY`` goes to the
 configured ``AGENT_EVAL_BASE_URL`` (default DeepSeek's API), whatever its host."""
 DEFAULT_BASE_URL: Final = "https://api.deepseek.com"
+NO_KEY: Final = "no-key"
+"""What a keyless client sends as its bearer token (``Authorization: Bearer no-key``): the
+``openai`` client needs one, and a server that takes no key ignores it."""
 
 
 def host_of(url: str) -> str:
@@ -48,20 +52,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def plain_http_refusal(base_url: str) -> str | None:
-    """Why a key must not go to ``base_url`` (``http://`` to a non-loopback host), else None.
+def own_host(base_url: str, allow_http_hosts: Collection[str] = ()) -> bool:
+    """True when ``base_url``'s host is the user's own: loopback, or named in
+    ``AGENT_EVAL_ALLOW_HTTP_HOSTS`` (a server on the user's own network)."""
+    host = host_of(base_url).strip("[]")
+    return is_loopback(host) or host in {h.strip("[]").lower() for h in allow_http_hosts}
 
-    Keys travel only over https; plain http is allowed for loopback hosts only (a local
-    server, a test double), where nothing crosses a network.
+
+def plain_http_refusal(base_url: str, allow_http_hosts: Collection[str] = ()) -> str | None:
+    """Why a key must not go to ``base_url`` (``http://`` to a host not the user's own), else None.
+
+    Keys travel only over https; plain http is allowed for loopback hosts (a local server, a
+    test double), where nothing crosses a network, and for the hosts the user names in
+    ``AGENT_EVAL_ALLOW_HTTP_HOSTS`` (their own network).
     """
     parts = urlsplit(base_url)
     if parts.scheme.lower() == "https":
         return None
     host = parts.hostname or ""
-    if parts.scheme.lower() == "http" and is_loopback(host):
+    if parts.scheme.lower() == "http" and own_host(base_url, allow_http_hosts):
         return None
     return (f"refusing to send an API key to {base_url!r}: keys go only over https "
-            f"(plain http only to loopback hosts, not {host or 'this host'!r})")
+            f"(plain http only to loopback hosts and to those named in AGENT_EVAL_ALLOW_HTTP_HOSTS, "
+            f"not {host or 'this host'!r})")
 
 
 def key_for(base_url: str, env: Mapping[str, str]) -> tuple[str | None, str | None]:
@@ -102,15 +115,31 @@ class JudgeConfig(BaseModel):
     max_retries: int = Field(default=3, ge=0, le=10)
     concurrency: int = Field(default=4, ge=1)
     kill_switch: bool = False
+    allow_http_hosts: tuple[str, ...] = ()
+    """Hosts of the user's own network that may be reached over plain http, key or not
+    (``AGENT_EVAL_ALLOW_HTTP_HOSTS``, comma-separated); loopback always may."""
 
     @model_validator(mode="after")
     def _key_only_over_https(self) -> JudgeConfig:
-        """A key is never sent in clear text: ``http://`` only to loopback hosts."""
+        """A key is never sent in clear text: ``http://`` only to the user's own hosts."""
         if self.api_key is not None and self.api_key.get_secret_value():
-            refusal = plain_http_refusal(self.base_url)
+            refusal = plain_http_refusal(self.base_url, self.allow_http_hosts)
             if refusal is not None:
                 raise ValueError(refusal)
         return self
+
+    @property
+    def keyless(self) -> bool:
+        """No key is needed: the endpoint is on loopback or an allowed host of the user's own
+        (Ollama, vLLM, LM Studio, llama.cpp's server take none by default)."""
+        return own_host(self.base_url, self.allow_http_hosts)
+
+    def client_options(self) -> dict[str, Any]:
+        """``api_key`` for an ``openai`` client: the key, or (keyless) :data:`NO_KEY`, a
+        placeholder that the client insists on and that servers without auth ignore.
+        Call only when :meth:`skip_reason` is None."""
+        key = self.api_key.get_secret_value() if self.api_key is not None else ""
+        return {"api_key": key or NO_KEY}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> JudgeConfig:
@@ -134,6 +163,13 @@ class JudgeConfig(BaseModel):
                 if raw.lower() not in _TRUE | _FALSE:
                     raise PolicyError(f"{var}={raw!r}: expected 1 or 0")
                 values[name] = raw.lower() in _TRUE
+            elif name == "allow_http_hosts":
+                hosts = tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+                bad = [h for h in hosts if "/" in h or (":" in h.strip("[]") and not _is_ip(h))]
+                if bad:
+                    raise PolicyError(f"{var}: expected host names or addresses, comma-separated "
+                                      f"(no scheme, port or path), got {', '.join(map(repr, bad))}")
+                values[name] = hosts
             elif raw:
                 values[name] = raw
         key, _ = key_for(str(values.get("base_url") or DEFAULT_BASE_URL), env)
@@ -163,6 +199,14 @@ class JudgeConfig(BaseModel):
         """Why judging is off (``kill_switch``, ``no_api_key``), or None when it is on."""
         if self.kill_switch:
             return "kill_switch"
-        if self.api_key is None or not self.api_key.get_secret_value():
+        if (self.api_key is None or not self.api_key.get_secret_value()) and not self.keyless:
             return "no_api_key"
         return None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True

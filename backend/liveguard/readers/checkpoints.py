@@ -48,6 +48,7 @@ from liveguard.readers.updates import (
     _task_update,
     _to_json,
 )
+from liveguard.schema_errors import withheld
 
 __all__ = ["read_saver_thread", "saver_history", "thread_to_trajectory"]
 
@@ -154,7 +155,7 @@ def thread_to_trajectory(
     except TrajectoryReadError:
         raise
     except Exception as exc:
-        raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
+        raise TrajectoryReadError(source, withheld(exc)) from None
 
 
 # ============================================================================ from a checkpointer

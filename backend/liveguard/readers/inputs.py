@@ -1,7 +1,7 @@
 """Input discovery: the files a command names, and every run in them as a record, lazily.
 
-A directory contributes its ``*.jsonl`` and ``*.json`` files and its ``*.parquet`` files at
-any depth. A JSONL line stays raw bytes (the scoring process parses it, see
+A directory contributes its ``*.jsonl``, ``*.json`` and ``*.parquet`` files at any depth
+(hidden folders left out). A JSONL line stays raw bytes (the scoring process parses it, see
 :mod:`liveguard.engine.scorer`); LangSmith JSON exports (:mod:`liveguard.readers.langsmith`)
 and Parquet bulk exports (:mod:`liveguard.readers.parquet`) are read here. A file that cannot
 be read is one error record; the batch goes on.
@@ -41,17 +41,24 @@ INPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
 def input_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """The files named by ``paths``: a directory contributes its ``*.jsonl`` and ``*.json``
-    files (not recursively) and its ``*.parquet`` files at any depth (a LangSmith bulk
-    export is partitioned into ``key=value`` folders)."""
+    """The files named by ``paths``: a directory contributes its ``*.jsonl``, ``*.json`` and
+    ``*.parquet`` files at any depth (a ``langsmith/`` subfolder of exports, a LangSmith bulk
+    export partitioned into ``key=value`` folders), in path order; hidden files and folders
+    (``.git``, ``.venv``) are left out. A file named twice (a folder and its subfolder) is
+    read once."""
+    seen: set[Path] = set()
     for entry in paths:
         p = Path(entry)
         if not p.is_dir():
-            yield p
-            continue
-        flat = [q for q in p.iterdir() if q.is_file() and q.suffix in (".jsonl", ".json")]
-        deep = [q for q in p.rglob("*.parquet") if q.is_file()]
-        yield from sorted(flat + deep)
+            found = [p]
+        else:
+            found = sorted(q for q in p.rglob("*") if q.suffix in INPUT_SUFFIXES and q.is_file()
+                           and not any(part.startswith(".") for part in q.relative_to(p).parts))
+        for q in found:
+            key = q.resolve() if q.exists() else q
+            if key not in seen:  # a file reached twice (a folder and its subfolder) is read once
+                seen.add(key)
+                yield q
 
 
 @dataclass(frozen=True, slots=True)

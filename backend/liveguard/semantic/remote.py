@@ -52,11 +52,9 @@ class OpenAIEmbedder:
             if self._client is None:
                 import openai
 
-                key = self.config.api_key
-                assert key is not None  # skip_reason() was None
                 self._client = openai.OpenAI(
-                    base_url=self.config.base_url, api_key=key.get_secret_value(),
-                    timeout=self.config.timeout, max_retries=self.config.max_retries,
+                    base_url=self.config.base_url, timeout=self.config.timeout,
+                    max_retries=self.config.max_retries, **self.config.client_options(),
                 )
             return self._client
 
