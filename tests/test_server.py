@@ -188,7 +188,7 @@ def test_stop_survives_newer_servers_error_filter() -> None:
 @pytest.mark.parametrize("graph_id", sorted(INPUTS))
 def test_stopped_thread_stays_stopped(client: SyncLangGraphClient, graph_id: str,
                                       expected: dict[str, Violation]) -> None:
-    """A second run on a stopped thread stops at once with the same stop; no node runs."""
+    """A second run on a stopped thread stops at once with the same stop; no model, tool or poll step runs."""
     thread_id = client.threads.create()["thread_id"]
     first, _ = _run(client, thread_id, graph_id, input=INPUTS[graph_id])
     before = client.threads.get_state(thread_id)["values"]
@@ -199,12 +199,15 @@ def test_stopped_thread_stays_stopped(client: SyncLangGraphClient, graph_id: str
     assert _stop_of(second)["code"] == expected[graph_id].code
     after = client.threads.get_state(thread_id)["values"]
     added = after.get("messages", [])[len(before.get("messages", [])):]
-    assert [m["type"] for m in added] == (["human"] if "messages" in INPUTS[graph_id] else [])
+    # the agent's new human turn, answered by the middleware's stop message (no model call)
+    assert [m["type"] for m in added] == (["human", "ai"] if "messages" in INPUTS[graph_id] else [])
+    if added:
+        assert added[-1]["response_metadata"]["liveguard"]["code"] == expected[graph_id].code
     assert after.get("messages", [])[:len(before.get("messages", []))] == before.get("messages", [])
     assert {k: v for k, v in after.items() if k != "messages"} == {
         k: v for k, v in before.items() if k != "messages"}
-    # only the input was written (the agent's new human turn): no model, tool or poll step ran
-    assert _history(client, thread_id) <= checkpoints + (2 if "messages" in INPUTS[graph_id] else 0)
+    # only the input and the stop message were written: no model, tool or poll step ran
+    assert _history(client, thread_id) <= checkpoints + (3 if "messages" in INPUTS[graph_id] else 0)
 
 
 @pytest.mark.parametrize("graph_id", sorted(INPUTS))
