@@ -12,6 +12,7 @@ def test_defaults_match_the_documented_table() -> None:
     assert (p.window, p.max_revisits, p.stall, p.repeat, p.repeat_window) == (24, 3, 2, 3, 10)
     assert (p.tool_repeats, p.tool_window, p.tool_repeats_nonretryable, p.max_visits) == (3, 6, 2, 4)
     assert p.cycle_periods == (2, 3, 4)
+    assert (p.semantic_hard_matches, p.spin_check_every, p.spin_hard_repeats) == (2, 0, 2)
 
 
 def test_policies_compare_and_print() -> None:
@@ -33,6 +34,8 @@ def test_invalid_values_raise_policy_error_naming_the_field() -> None:
         Policy.build(tool_repeats=9)
     with pytest.raises(PolicyError, match=r"Policy\.nonsense"):
         Policy.build(nonsense=1)
+    with pytest.raises(PolicyError, match=r"Policy\.spin_hard_repeats"):
+        Policy.build(spin_hard_repeats=0)  # 0 would let no answer at all stop a run: not a setting
 
 
 def test_or_returns_a_validated_copy() -> None:

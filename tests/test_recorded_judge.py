@@ -38,19 +38,24 @@ record = _module("detection_record_under_test", "record.py")
 cassette = sys.modules["cassette"]
 
 PAGE = "Survivor winners list: All seasons - GoldDerby. Season 1 Richard Hatch, Season 2 Tina Wesson."
+WIKI = "Survivor (American TV series) - Wikipedia. The winners table lists names and seasons, not birthdates."
 
 
-def run_of(run_id: str, queries: list[str]) -> Trajectory:
-    """A tau-bench-shaped run whose reworded searches bring the same page back: one suspicion."""
+def run_of(run_id: str, queries: list[str], titles: list[str]) -> Trajectory:
+    """A tau-bench-shaped run whose reworded searches and lookups bring the same pages back:
+    two suspicions (one per tool, steps 4 and 5)."""
     steps = [Step(node="user", summary="Find the birthdates of every Survivor winner.")]
-    for query in queries:
+    for query, title in zip(queries, titles, strict=True):
         steps += [Step(node="tools", tool="web_search", args={"query": query}, result=PAGE),
+                  Step(node="tools", tool="wiki_lookup", args={"title": title}, result=WIKI),
                   Step(node="agent", summary=f"No birthdates yet; searching {query!r} did not help.")]
     return Trajectory(run_id=run_id, steps=steps, metadata={"source": "taubench", "policy": "tool_agent"})
 
 
-RUNS = {"a": run_of("a", ["survivor winners birthdates", "birthdates of all survivor winners"]),
-        "b": run_of("b", ["survivor champions born when", "when were survivor champions born"])}
+RUNS = {"a": run_of("a", ["survivor winners birthdates", "birthdates of all survivor winners"],
+                    ["Survivor winners", "List of Survivor winners"]),
+        "b": run_of("b", ["survivor champions born when", "when were survivor champions born"],
+                    ["Survivor champions", "Survivor champions list"])}
 LABELS = [{"run_id": "a", "source": "taubench", "label": "loop", "split": "test", "loop_start": 3},
           {"run_id": "b", "source": "taubench", "label": "progress", "split": "test"}]
 
@@ -63,7 +68,7 @@ def exported_prompts(tmp_path: Path) -> list[dict[str, Any]]:
 
 def test_the_exported_prompts_hold_only_what_the_model_sees(tmp_path: Path) -> None:
     prompts = exported_prompts(tmp_path)
-    assert len(prompts) == 2  # one suspicion per run, distinct prompts
+    assert len(prompts) == 4  # two suspicions per run, distinct prompts
     for line in prompts:
         assert set(line) == {"digest", "messages"}
         assert prompt_digest(line["messages"]) == line["digest"]
@@ -86,18 +91,20 @@ def answers_file(tmp_path: Path, prompts: list[dict[str, Any]], scores: list[flo
 def test_answers_are_replayed_by_digest_to_the_real_judge_client(tmp_path: Path) -> None:
     prompts = exported_prompts(tmp_path)
     tape = tmp_path / "cassette.jsonl"
-    counts = record.record(answers_file(tmp_path, prompts, [0.1, 0.9]), by="test-model (machinery test)",
-                           at="2026-12-07T00:00:00+00:00", prompts=[tmp_path / "prompts.jsonl"],
-                           replace=False, path=tape)
-    assert (counts["added"], counts["total"], counts["unusable"]) == (2, 2, 0)
+    counts = record.record(answers_file(tmp_path, prompts, [0.1, 0.2, 0.1, 0.9]),
+                           by="test-model (machinery test)", at="2026-12-07T00:00:00+00:00",
+                           prompts=[tmp_path / "prompts.jsonl"], replace=False, path=tape)
+    assert (counts["added"], counts["total"], counts["unusable"]) == (4, 4, 0)
     entries = [json.loads(line) for line in tape.read_text(encoding="utf-8").splitlines()]
     assert {e["answered_by"] for e in entries} == {"test-model (machinery test)"}
     assert all(e["answered_at"] and e["recorded_at"] and e["prompt_version"] for e in entries)
     scored = detection.score(LABELS, RUNS, [detection.RECORDED], cassette_path=tape)
     flags = scored["results"][detection.RECORDED]
-    assert flags == {"a": 3, "b": None}  # the answer below 0.5 confirms the suspicion; the other does not
+    # a: both suspicions judged spins, hard at the second; b: one judged spin on a first
+    # suspicion is not a stop (Policy.spin_hard_repeats, 2)
+    assert flags == {"a": 5, "b": None}
     judge = scored["judge"]
-    assert (judge["calls"], judge["distinct_prompts"], judge["unusable_answers"]) == (2, 2, 0)
+    assert (judge["calls"], judge["distinct_prompts"], judge["unusable_answers"]) == (4, 4, 0)
     assert judge["tokens"] > 0
 
 
@@ -106,7 +113,7 @@ def test_a_prompt_without_a_recorded_answer_fails_loudly(tmp_path: Path) -> None
     tape = tmp_path / "cassette.jsonl"
     record.record(answers_file(tmp_path, prompts[:1], [0.1]), by="test-model", at=None, prompts=[],
                   replace=False, path=tape)
-    with pytest.raises(SystemExit, match=r"FAILED: 1 spin-check prompt\(s\) have no recorded answer") as info:
+    with pytest.raises(SystemExit, match=r"FAILED: 3 spin-check prompt\(s\) have no recorded answer") as info:
         detection.score(LABELS, RUNS, [detection.RECORDED], cassette_path=tape)
     assert prompts[1]["digest"] in str(info.value)
 
@@ -118,13 +125,13 @@ def test_record_refuses_unknown_prompts_and_silent_overwrites(tmp_path: Path) ->
     stray.write_text(json.dumps({"digest": "0" * 64, "answer": "{}"}) + "\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="in none of the --prompts files"):
         record.record(stray, by="m", at=None, prompts=[tmp_path / "prompts.jsonl"], replace=False, path=tape)
-    record.record(answers_file(tmp_path, prompts, [0.1, 0.9]), by="m", at=None, prompts=[], replace=False,
-                  path=tape)
+    record.record(answers_file(tmp_path, prompts, [0.1, 0.9, 0.1, 0.9]), by="m", at=None, prompts=[],
+                  replace=False, path=tape)
     with pytest.raises(SystemExit, match="already has another recorded answer"):
-        record.record(answers_file(tmp_path, prompts, [0.2, 0.9]), by="m", at=None, prompts=[],
+        record.record(answers_file(tmp_path, prompts, [0.2, 0.9, 0.1, 0.9]), by="m", at=None, prompts=[],
                       replace=False, path=tape)
-    counts = record.record(answers_file(tmp_path, prompts, [0.2, 0.9]), by="m", at=None, prompts=[],
+    counts = record.record(answers_file(tmp_path, prompts, [0.2, 0.9, 0.1, 0.9]), by="m", at=None, prompts=[],
                            replace=True, path=tape)
-    assert (counts["replaced"], counts["unchanged"]) == (1, 1)
+    assert (counts["replaced"], counts["unchanged"]) == (1, 3)
     with pytest.raises(SystemExit, match="--by must name"):
         record.record(stray, by=" ", at=None, prompts=[], replace=False, path=tape)

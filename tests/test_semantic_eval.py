@@ -91,15 +91,110 @@ def test_a_reworded_repeat_between_new_observations_is_a_suspicion_only(fake_ope
     assert verdict.passed
 
 
-def test_the_spin_check_judge_confirms_a_suspicion(fake_openai: FakeOpenAI) -> None:
-    """The other confirmation: the judge says the rounds spin; the suspicion becomes hard."""
-    fake_openai.default_answer = GOOD
-    fake_openai.enqueue(Reply.json(GOOD), Reply.json(GOOD), Reply.json(SPINS))  # step, trajectory, spin
+def spins_answer(fake: FakeOpenAI, *replies: Reply) -> None:
+    """The spin checks get ``replies`` in order (then GOOD); every other judge gets GOOD."""
+    queue = list(replies)
+
+    def respond(request: Any) -> Reply:
+        if request.content("system") == SPIN_CHECK_PROMPT and queue:
+            return queue.pop(0)
+        return Reply.json(GOOD)
+
+    fake.responder = respond
+
+
+def test_the_spin_check_judge_confirms_a_suspicions_second_return(fake_openai: FakeOpenAI) -> None:
+    """The other confirmation: the judge says the rounds spin at the first suspicion (step 3)
+    and at the second (step 5, the node's second in its window): hard at the second."""
+    spins_answer(fake_openai, Reply.json(SPINS), Reply.json(SPINS))
     verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
     [confirmed] = [v for v in verdict.violations if v.hard]
-    assert (confirmed.code, confirmed.step, confirmed.node) == ("semantic_repeat", 3, "reviewer")
+    assert (confirmed.code, confirmed.step, confirmed.node) == ("semantic_repeat", 5, "reviewer")
     assert confirmed.detail["confirmed_by"] == "spin_check"
+    assert (confirmed.detail["finding_count"], confirmed.detail["judged_spins"]) == (2, 2)
     assert not verdict.passed
+
+
+def test_a_judged_spin_at_a_suspicions_second_count_is_hard_alone(fake_openai: FakeOpenAI) -> None:
+    """The first suspicion judged fine, the second (its node's second in the window) a spin:
+    hard, as the layer's own confirmation would make it (``semantic_hard_matches``)."""
+    spins_answer(fake_openai, Reply.json(GOOD), Reply.json(SPINS))
+    verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
+    assert [(v.code, v.step, v.detail["judged_spins"]) for v in verdict.violations if v.hard] == [
+        ("semantic_repeat", 5, 1)]
+
+
+WRAP_UP = [  # whowhen-ag-27's shape: the answer restated once before the end, the terminal idle between
+    ("user", "What is the world record time for Sweet Sweet Canyon, 150cc, as of June 7, 2023?"),
+    ("DataVerification_Expert", "Let me check the records for Sweet Sweet Canyon 150cc as of June 2023."),
+    ("Computer_terminal", "There is no code from the last 1 message for me to execute."),
+    ("DataVerification_Expert", "Great! We have reviewed the data and confirmed the world record time for "
+     "Sweet Sweet Canyon in 150cc as of June 7, 2023: 1:48.585. Everyone agrees, the task is complete. "
+     "TERMINATE"),
+    ("Computer_terminal", "There is no code from the last 1 message for me to execute."),
+    ("DataVerification_Expert", "All members have agreed on the accuracy of the world record time for Sweet "
+     "Sweet Canyon in 150cc as of June 7, 2023, being 1:48.585. TERMINATE"),
+]
+
+
+def test_one_judged_spin_on_a_first_suspicion_does_not_stop_a_converging_wrap_up(
+        fake_openai: FakeOpenAI) -> None:
+    """Healthy look-alike (dev: whowhen-ag-27, and the re-run verification script, the re-asked
+    refusal): the answer restated once is two occurrences, progress by the labelling protocol.
+    The judge rightly calls it a repeat (score 0.15); one judged spin on a first suspicion is
+    not a stop (``spin_hard_repeats`` 2). It was hard."""
+    spins_answer(fake_openai, Reply.json({"score": 0.15, "confidence": 0.75, "reason": "same final answer"}))
+    verdict = evaluate_trajectory(run_of(WRAP_UP), policy=SEMANTIC, client=client(fake_openai))
+    assert [(v.code, v.severity, v.step) for v in verdict.violations] == [("semantic_repeat", "soft", 5)]
+    [spin] = verdict.evidence["spin_checks"]
+    assert (spin["score"], spin["finding_count"]) == (0.15, 1)
+    assert verdict.passed
+    once = SEMANTIC | {"spin_hard_repeats": 1}  # the old rule, as a setting: every judged spin is hard
+    spins_answer(fake_openai, Reply.json({"score": 0.15, "confidence": 0.75, "reason": "same final answer"}))
+    verdict = evaluate_trajectory(run_of(WRAP_UP), policy=once, client=client(fake_openai))
+    assert [(v.code, v.step) for v in verdict.violations if v.hard] == [("semantic_repeat", 5)]
+
+
+def test_the_wrap_up_restated_a_third_time_is_a_loop(fake_openai: FakeOpenAI) -> None:
+    """The looping twin: three restatements with only the idle terminal between are hard."""
+    third = ("DataVerification_Expert", "The world record time for Sweet Sweet Canyon in 150cc as of June 7, "
+             "2023 is confirmed by all members as 1:48.585. TERMINATE")
+    spins_answer(fake_openai, Reply.json(SPINS))
+    run = run_of([*WRAP_UP, WRAP_UP[4], third])
+    verdict = evaluate_trajectory(run, policy=SEMANTIC, client=client(fake_openai))
+    assert "semantic_repeat" in verdict.hard_codes
+    assert min(v.step for v in verdict.violations if v.hard) <= 7
+    assert not verdict.passed
+
+
+FENCED_SPIN = '```json\n{"score": 0.1, "confidence": 0.9, "reason": "same complaint reworded"}\n```'
+
+
+def test_fenced_spin_answers_count_as_judged_spins(fake_openai: FakeOpenAI) -> None:
+    """A local model's answer in ```json fences is an answer: two fenced spins confirm."""
+    spins_answer(fake_openai, Reply.text(FENCED_SPIN), Reply.text(FENCED_SPIN))
+    verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
+    assert [(v.code, v.step) for v in verdict.violations if v.hard] == [("semantic_repeat", 5)]
+    assert [s["score"] for s in verdict.evidence["spin_checks"]] == [0.1, 0.1]
+    assert verdict.missing == []
+
+
+def test_an_unusable_spin_answer_is_neither_a_spin_nor_a_pass(fake_openai: FakeOpenAI) -> None:
+    """Prose beside the JSON, or a score out of range, is unusable: missing evidence (the run
+    does not pass), and it never counts toward a judged spin (one spin after it: not hard)."""
+    for unusable, code in (('The run loops.\n```json\n{"score": 0.1, "confidence": 0.9, "reason": "r"}\n```',
+                            "malformed_json"),
+                           ('{"score": -1, "confidence": 0.9, "reason": "loops"}', "out_of_range")):
+        spins_answer(fake_openai, Reply.text(unusable), Reply.json(GOOD))
+        verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC, client=client(fake_openai))
+        assert verdict.hard_codes == []
+        assert f"judge_error:spin_check:{code}" in verdict.missing
+        assert not verdict.passed
+        spins_answer(fake_openai, Reply.text(unusable), Reply.json(GOOD))
+        verdict = evaluate_trajectory(run_of(LOOKALIKE), policy=SEMANTIC | {"spin_hard_repeats": 1},
+                                      client=client(fake_openai))
+        assert verdict.hard_codes == []  # the unusable answer confirmed nothing, even at 1
+        assert not verdict.passed
 
 
 def test_without_judges_a_lookalike_is_never_vetoed_by_the_semantic_layer() -> None:

@@ -16,8 +16,10 @@ from liveguard.semantic.spin import (
     BETWEEN_CHARS,
     MAX_STEP_CHARS,
     MAX_TASK_CHARS,
+    SpinTally,
     cut_middle,
     spin_checks,
+    spin_confirmations,
     spin_payload,
 )
 
@@ -57,7 +59,7 @@ def test_soft_findings_trigger_checks_and_a_hard_one_stops_them(fake_openai: Fak
     assert score.source == "spin_check:judge-m"
     assert score.evidence == {"trigger": "soft_finding", "steps": [1, 2, 3], "requests": 1,
                               "prompt_version": PROMPT_VERSION, "finding_step": 3,
-                              "finding_node": "reviewer", "matched_step": 1}
+                              "finding_node": "reviewer", "finding_count": 1, "matched_step": 1}
     request = fake_openai.requests[0]
     assert request.content("system") == SPIN_CHECK_PROMPT  # its own prompt, not the trajectory one
     sent = sent_payload(request.content("user"))
@@ -183,6 +185,57 @@ def test_kill_switch_means_no_call_and_missing_evidence(fake_openai: FakeOpenAI)
     assert len(scores) == 2
     score = scores[0]
     assert (score.score, score.reason, score.source) == (None, "skipped:kill_switch", "spin_check")
+
+
+def test_two_first_suspicions_judged_spins_are_hard_at_the_second(fake_openai: FakeOpenAI) -> None:
+    """Two suspicions of the run (reviewer at 3, coder at 4, each its node's first in the
+    window) that the judge calls spins: the second is hard; the first alone is not."""
+    steps = [Step(node=n, summary=t) for n, t in LOOP]
+    fake_openai.enqueue(Reply.json(SPINNING), Reply.json(SPINNING))
+    scores = run_checks(steps, Policy(semantic=True), gateway(fake_openai))
+    assert [s.evidence["finding_count"] for s in scores] == [1, 1]
+    [hard] = spin_confirmations(scores, Policy(semantic=True))
+    assert (hard.step, hard.node, hard.severity, hard.count) == (4, "coder", "hard", 2)
+    assert spin_confirmations(scores[:1], Policy(semantic=True)) == []
+    assert [v.step for v in spin_confirmations(scores, Policy(semantic=True, spin_hard_repeats=1))] == [3, 4]
+    assert spin_confirmations(scores, Policy(semantic=True, spin_hard_repeats=3)) == []
+
+
+def test_an_unusable_answer_never_counts_toward_a_judged_spin(fake_openai: FakeOpenAI) -> None:
+    """Fail closed both ways: an answer that is not the answer's JSON is missing evidence
+    (score None), neither a pass nor a spin; a fenced answer is an answer."""
+    steps = [Step(node=n, summary=t) for n, t in LOOP]
+    fenced = '```json\n{"score": 0.1, "confidence": 0.9, "reason": "same complaint"}\n```'
+    fake_openai.enqueue(Reply.text("It loops, score 0.1."), Reply.text(fenced))
+    scores = run_checks(steps, Policy(semantic=True), gateway(fake_openai))
+    assert [(s.score, s.reason) for s in scores] == [(None, "judge_error:malformed_json"), (0.1, "judged")]
+    assert spin_confirmations(scores, Policy(semantic=True)) == []  # one spin: a first suspicion's
+    assert [v.step for v in spin_confirmations(scores, Policy(semantic=True, spin_hard_repeats=1))] == [4]
+
+
+def test_once_a_judged_spin_is_hard_no_more_checks_are_asked(fake_openai: FakeOpenAI) -> None:
+    """The run is vetoed at the judged spin that is hard: a further call would be waste."""
+    steps = [Step(node=n, summary=t) for n, t in LOOP]
+    fake_openai.enqueue(Reply.json(SPINNING), Reply.json(SPINNING))
+    scores = run_checks(steps, Policy(semantic=True, spin_hard_repeats=1), gateway(fake_openai))
+    assert [s.evidence["finding_step"] for s in scores] == [3]
+    assert len(fake_openai.requests) == 1
+
+
+def test_a_recorded_check_without_its_count_is_a_first_suspicion() -> None:
+    """Spin checks recorded before the suspicion's count was kept: read as first suspicions
+    (never harder than they were); a periodic check confirms nothing."""
+    from liveguard.model import LevelScore
+
+    old = LevelScore(level="trajectory", score=0.1, confidence=0.9, reason="judged", source="spin_check:m",
+                     evidence={"trigger": "soft_finding", "finding_step": 7, "finding_node": "a"})
+    periodic = LevelScore(level="trajectory", score=0.0, confidence=1.0, reason="judged",
+                          source="spin_check:m", evidence={"trigger": "periodic", "steps": [1, 2]})
+    tally = SpinTally(Policy())
+    assert (tally.add(old), tally.add(periodic)) == (None, None)
+    again = tally.add(old.model_copy(update={"evidence": {**old.evidence, "finding_step": 9}}))
+    assert again is not None
+    assert (again.step, again.detail["judged_spins"], again.detail["finding_count"]) == (9, 2, 1)
 
 
 def test_a_failed_check_is_missing_evidence_never_a_pass(fake_openai: FakeOpenAI) -> None:

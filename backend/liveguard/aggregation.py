@@ -191,10 +191,10 @@ def build_verdict(
     extra = [LevelScore.model_validate(anomaly_judge)] if anomaly_judge else []
     spins = [LevelScore.model_validate(s) for s in telemetry.get("detect_defects", {}).get("spin_checks", [])]
     extra += spins
-    if spins:  # the judge confirms a soft semantic_repeat: hard (issue 17, the layered defence)
+    if spins:  # the judge confirms a soft semantic_repeat: hard from the policy's spin_hard_repeats
         from liveguard.semantic.spin import spin_confirmations
 
-        violations += spin_confirmations(spins)
+        violations += spin_confirmations(spins, state.get("policy"))
     for level_score in [*scores.values(), *extra]:
         if level_error(level_score.reason) is not None:
             violations.append(Violation(

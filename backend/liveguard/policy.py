@@ -34,6 +34,9 @@ setting                       default  meaning
 ``role_drift_drop``           0.15     role_drift: similarity to the own role fell this much
 ``role_drift_margin``         0.05     role_drift: nearer another node's role by this much
 ``spin_check_every``          0        spin check every K message steps (0: only on soft finds)
+``spin_hard_repeats``         2        a suspicion the spin-check judge calls a spin is hard
+                                       from the Nth repeat: its count in its node's window,
+                                       or the run's Nth judged spin (1: every judged spin)
 ``volatile``                  all      volatile-text patterns masked in content digests
                                        (times, durations, ids in text; docs/detection.md)
 ============================  =======  ======================================================
@@ -120,6 +123,12 @@ class Policy(BaseModel):
     role_drift_drop: float = Field(default=0.15, gt=0.0, le=2.0)
     role_drift_margin: float = Field(default=0.05, ge=0.0, le=2.0)
     spin_check_every: int = Field(default=0, ge=0)
+    spin_hard_repeats: int = Field(default=2, ge=1)
+    """The judge confirms a state's return from this repeat on, never a first one alone: a
+    suspicion it calls a spin is hard when the suspicion is at least the Nth in its node's
+    window, or at least N suspicions of the run were called a spin (this one included;
+    :func:`liveguard.semantic.spin.spin_confirmations`). Two occurrences and moving on is
+    not a loop; a judge answer about one is a suspicion confirmed, not yet a stop."""
 
     @model_validator(mode="after")
     def _check(self) -> Self:

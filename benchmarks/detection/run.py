@@ -279,7 +279,7 @@ class RecordedJudge:
         self.calls[run.run_id] = self.server.requests - calls
         self.tokens[run.run_id] = getattr(self.server, "tokens", 0) - tokens
         self.unusable += sum(1 for spin in spins if spin.score is None)
-        return _first_hard(spin_confirmations(spins))
+        return _first_hard(spin_confirmations(spins, policy))
 
     async def _checks(self, run: Any, violations: list[Any], policy: Any) -> list[Any]:
         from liveguard.judges import JudgeClient, JudgeConfig

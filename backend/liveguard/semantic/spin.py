@@ -20,6 +20,16 @@ its heading and its last lines); when the steps between are too many for the pro
 middle ones are left out and counted (``omitted``). The prompt says that below
 :data:`SPIN_CONFIRMS` stops the run and that a retry after a new result is not a spin.
 
+What an answer does (:func:`spin_confirmations`, :class:`SpinTally`): an answer below
+:data:`SPIN_CONFIRMS` to a check a soft ``semantic_repeat`` triggered is a *judged spin*.
+The judge confirms a state's return, never a first one alone: a judged spin is hard from
+``policy.spin_hard_repeats`` (2) on, counting the suspicion's own count in its node's window
+or the run's judged spins so far, whichever is larger. A reworded repeat that the judge
+calls a spin at its first suspicion is two occurrences (a converging wrap-up, a re-run
+verification script, a re-asked refusal): hard only once a second suspicion of the run is
+called a spin too, as the layer itself makes only the second suspicion in a window hard.
+Once a judged spin is hard, :func:`spin_checks` asks no more (the run is vetoed).
+
 Evidence rule: the kill switch or a missing key means no request and a
 ``skipped:<why>`` score; a failed request is ``judge_error:<code>``. Both have
 ``score=None``: missing evidence, never a pass. Each answer is a
@@ -45,14 +55,15 @@ if TYPE_CHECKING:
     from liveguard.judges import JudgeClient
 
 __all__ = [
-    "SPIN_CONFIRMS", "SpinTrigger", "cut_middle", "spin_check", "spin_checks", "spin_confirmations",
-    "spin_payload",
+    "SPIN_CONFIRMS", "SpinTally", "SpinTrigger", "cut_middle", "spin_check", "spin_checks",
+    "spin_confirmations", "spin_payload",
 ]
 
 SPIN_CONFIRMS: Final = 0.5
 """A spin check after a soft ``semantic_repeat`` that scores below this says the run spins:
-it confirms the suspicion, which becomes hard (:func:`spin_confirmations`). The prompt
-tells the judge so."""
+it confirms the suspicion (a *judged spin*), which becomes hard from the policy's
+``spin_hard_repeats``-th repeat on (:func:`spin_confirmations`). The prompt tells the judge
+that below this stops the run."""
 MAX_TASK_CHARS: Final = 2_000
 """The task, the suspected step and the matched step are each cut to this many characters."""
 BETWEEN_CHARS: Final = 14_000
@@ -63,6 +74,7 @@ MAX_STEP_CHARS: Final = 1_500
 the least are left out from the middle of the stretch (and counted)."""
 Trigger = Literal["periodic", "soft_finding"]
 _CUT = " […{} characters cut…] "
+_DEFAULT = Policy()
 
 
 class SpinTrigger:
@@ -198,7 +210,7 @@ async def spin_check(
     payload, sent = spin_payload(steps, index, matched, task=task)
     evidence: dict[str, Any] = {"trigger": trigger, "steps": sent}
     if finding is not None:
-        evidence.update(finding_step=finding.step, finding_node=finding.node)
+        evidence.update(finding_step=finding.step, finding_node=finding.node, finding_count=finding.count)
         if matched is not None:
             evidence["matched_step"] = matched
     if "steps_left_out" in payload:
@@ -239,6 +251,7 @@ async def spin_checks(
     for v in violations:
         by_step.setdefault(v.step, []).append(v)
     trigger = SpinTrigger(policy)
+    tally = SpinTally(policy)
     found: list[LevelScore] = []
     for index, step in enumerate(steps):
         here = by_step.get(index, [])
@@ -247,23 +260,50 @@ async def spin_checks(
             continue
         finding = next((v for v in here if v.code == "semantic_repeat"), None)
         since = trigger.messages[0] if finding is None and trigger.messages else None
-        found.append(await spin_check(gateway, steps, index, why, finding, since=since, task=task))
+        spin = await spin_check(gateway, steps, index, why, finding, since=since, task=task)
+        found.append(spin)
+        if tally.add(spin) is not None:  # a judged spin is hard: the run is vetoed, ask no more
+            trigger.stopped = True
     return found
 
 
-def spin_confirmations(spins: Iterable[LevelScore]) -> list[Violation]:
-    """The judge's confirmations: a hard ``semantic_repeat`` for each spin check that a soft
-    ``semantic_repeat`` triggered and that scored below :data:`SPIN_CONFIRMS` (the run
-    spins). A skipped or failed check confirms nothing (it is missing evidence already)."""
-    found: list[Violation] = []
-    for spin in spins:
+class SpinTally:
+    """The judge's confirmations, one spin check at a time, in the run's order (module docstring).
+
+    :meth:`add` returns the hard ``semantic_repeat`` a spin check makes, or None: a check
+    triggered by a soft ``semantic_repeat`` that scored below :data:`SPIN_CONFIRMS` is a
+    judged spin; it is hard when ``max(its suspicion's count, judged spins so far)`` reaches
+    ``policy.spin_hard_repeats``. A skipped or failed check (``score`` None) is missing
+    evidence already: it counts neither as a spin nor as a pass. A check without its
+    suspicion's count (recorded before it was kept) counts as a first suspicion."""
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        self.needed = (policy or _DEFAULT).spin_hard_repeats
+        self.spins = 0
+
+    def add(self, spin: LevelScore) -> Violation | None:
         evidence = spin.evidence
         if spin.score is None or spin.score >= SPIN_CONFIRMS or "finding_step" not in evidence:
-            continue
-        found.append(Violation(
+            return None
+        self.spins += 1
+        count = evidence.get("finding_count")
+        own = count if isinstance(count, int) and not isinstance(count, bool) else 1
+        repeats = max(own, self.spins)
+        if repeats < self.needed:
+            return None
+        return Violation(
             code="semantic_repeat", severity="hard", step=int(evidence["finding_step"]),
-            node=str(evidence.get("finding_node", "-")), count=1,
+            node=str(evidence.get("finding_node", "-")), count=repeats,
             detail={"confirmed": True, "confirmed_by": "spin_check", "score": spin.score,
-                    "source": spin.source},
-        ))
-    return found
+                    "source": spin.source, "judged_spins": self.spins, "finding_count": own,
+                    "needed": self.needed},
+        )
+
+
+def spin_confirmations(spins: Iterable[LevelScore], policy: Policy | None = None) -> list[Violation]:
+    """The judge's confirmations: a hard ``semantic_repeat`` for each judged spin (a spin check
+    that a soft ``semantic_repeat`` triggered and that scored below :data:`SPIN_CONFIRMS`)
+    from ``policy.spin_hard_repeats`` on (:class:`SpinTally`; default policy: 2). A skipped
+    or failed check confirms nothing (it is missing evidence already)."""
+    tally = SpinTally(policy)
+    return [v for v in map(tally.add, spins) if v is not None]
