@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
-PROMPT_VERSION: Final[str] = "judges-2026-12-07.1"
+PROMPT_VERSION: Final[str] = "judges-2026-12-04.2"
 """Names the prompts below; change it whenever a prompt changes, so scores stay comparable."""
 
 MAX_PAYLOAD_CHARS: Final[int] = 24_000
@@ -72,7 +72,8 @@ SPIN_CHECK_PROMPT: Final[str] = (
     "a loop\"). Not a spin: a retry after a new result or a new error, the same call on "
     "another id or input, a list worked off item by item, paging through a long page, a re-ask "
     "that got a new answer. Volatile text (times, request ids, \"N seconds ago\") is not new. "
-    "Your score decides: below 0.5 stops the run; 0.5 or more lets it go on. Score 0 when the "
+    "Your score decides: below 0.5 confirms this repeat, and the run stops once the same state's "
+    "return is confirmed a second time; 0.5 or more lets it go on. Score 0 when the "
     "suspected step brings the same state back with nothing new since the matched step, 1 when "
     "something new came back between them or the state differs; score below 0.5 only when you "
     f"can name the repeat and nothing new between. {_ANSWER}"
