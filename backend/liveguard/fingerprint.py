@@ -17,18 +17,17 @@ The canonical form is compact, key-sorted JSON of a *normalised* value:
   (see :data:`DEFAULT_IGNORE_KEYS`) at any depth.
 
 Speed: the definition is the pure-Python walker (:meth:`Fingerprinter.normalize`
-followed by compact, key-sorted ``json.dumps``). The C extension
-``liveguard._canon`` produces the same bytes in one native pass; the pure-Python
-path is used when the extension is absent, and for any payload the extension
-declines (its errors are re-raised by the walker, which knows the location).
-``tests/test_fingerprint_native.py`` checks that both agree byte for byte.
+followed by compact, key-sorted ``json.dumps``). :meth:`Fingerprinter.python_bytes` makes the
+same bytes faster (a pre-pass plus ``orjson``), handing anything it does not write exactly to
+the walker (which also reports errors with their location); hypothesis holds the two equal.
 
 Volatile text: a Fingerprinter built with ``volatile=`` names (see :data:`VOLATILE_PATTERNS`)
 masks, in the canonical bytes, the text fragments that change without meaning progress
-(times, elapsed durations, request and trace ids inside text) before digesting. The masking
-runs on the canonical bytes, after either path produced them, so the C accelerator and the
-pure path agree by construction; bytes with no volatile fragment are digested unchanged, so
-their digests are byte-identical to an unmasked Fingerprinter's. :func:`fingerprint` and
+(times, elapsed durations, request and trace ids inside text) before digesting. Each pattern's
+``re`` definition does the masking; a multi-pattern matcher (:mod:`liveguard._matcher`) only
+tells which patterns may match, so the others are skipped (docs/matcher.md). Bytes with no
+volatile fragment are digested unchanged, so their digests are byte-identical to an unmasked
+Fingerprinter's. :func:`fingerprint` and
 the default Fingerprinter mask nothing; the Monitor masks ``Policy.volatile``.
 
 Nesting deeper than :data:`MAX_DEPTH`, cycles and unsupported types raise
@@ -40,8 +39,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-import functools
-import importlib
 import json
 import math
 import re
@@ -56,27 +53,12 @@ import xxhash
 
 from liveguard.errors import FingerprintError, safe_key
 from liveguard.messages import is_message_shaped
-from liveguard.settings import NATIVE_CANON_DISABLED, NO_CANON_ENV
-
-NATIVE_DISABLED: Final = NATIVE_CANON_DISABLED
-"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process (read once,
-by :mod:`liveguard.settings`, at import)."""
-
-_native: Any = None
-_DECLINE: tuple[type[BaseException], ...] = ()
-if not NATIVE_DISABLED:
-    try:  # the optional native accelerator; the pure-Python walker is the definition
-        _native = importlib.import_module("liveguard._canon")
-    except ImportError:  # exercised when the extension is not built (no C compiler)
-        _native = None
 
 __all__ = [
     "DEFAULT_IGNORE_KEYS",
     "DEFAULT_VOLATILE",
     "MAX_DEPTH",
     "MESSAGE_VOLATILE_KEYS",
-    "NATIVE_DISABLED",
-    "NO_CANON_ENV",
     "VOLATILE_PATTERNS",
     "Fingerprinter",
     "VolatileMask",
@@ -294,12 +276,6 @@ class _Declined(Exception):
     """The fast pure-Python path's own decline signal: the walker decides instead."""
 
 
-if _native is not None:
-    # The only signals that mean "not handled here, ask the walker": the extension's own
-    # Decline, and _convert's _Unsupported (raised through the extension's callback). Any
-    # other exception is a real error and propagates.
-    _DECLINE = (_native.Decline, _Unsupported)
-
 
 _IS_MESSAGE: dict[type, bool] = {}
 
@@ -344,7 +320,7 @@ def _decimal(value: Decimal) -> Any:
 def _convert(obj: Any) -> Any:
     """Plain-data form of a non-JSON object, one level deep (never recursive).
 
-    Shared by the walker and the native extension, so both see the same structure.
+    Shared by the walker and the fast pre-pass, so both see the same structure.
     Raises ``_Unsupported``.
     """
     if _is_base_message(obj):  # the most frequent case on the hot path: check it first
@@ -380,7 +356,7 @@ class Fingerprinter:
     function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
     """
 
-    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask", "native_canonical")
+    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask")
 
     def __init__(
         self,
@@ -392,18 +368,7 @@ class Fingerprinter:
         self._ignore = frozenset(ignore_keys)
         self._ignore_msg = self._ignore | MESSAGE_VOLATILE_KEYS
         self._hash = hasher
-        self._mask = mask = volatile_mask(volatile)
-        self.native_canonical: Callable[[Any], bytes] | None = None
-        """:meth:`canonical_bytes` in one call of the C accelerator (canonical JSON, then the
-        built-in volatile patterns masked), raising one of :data:`_DECLINE` for what it leaves to
-        Python (then :meth:`canonical_bytes` decides); None without the accelerator or with a
-        ``re:`` volatile pattern. The Monitor digests through it."""
-        canonical = getattr(_native, "canonical", None)
-        kinds = b"" if mask is None else mask.native_kinds
-        if canonical is not None and kinds is not None:
-            self.native_canonical = functools.partial(
-                canonical, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH, kinds
-            )
+        self._mask = volatile_mask(volatile)
 
     @property
     def volatile(self) -> tuple[str, ...]:
@@ -417,22 +382,11 @@ class Fingerprinter:
     def canonical_bytes(self, obj: Any) -> bytes:
         """Canonical JSON bytes of ``obj`` (the digest's input), volatile text masked."""
         if self._mask is not None:
-            return self._mask.bytes(self._canonical(obj))
-        return self._canonical(obj)
-
-    def _canonical(self, obj: Any) -> bytes:
-        if _native is not None:
-            try:
-                out: bytes = _native.dumps(
-                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
-                )
-            except _DECLINE:
-                return self.python_bytes(obj)
-            return out
+            return self._mask.bytes(self.python_bytes(obj))
         return self.python_bytes(obj)
 
     def python_bytes(self, obj: Any) -> bytes:
-        """The canonical bytes without the extension: a fast pre-pass plus ``orjson``.
+        """The canonical bytes (unmasked): a fast pre-pass plus ``orjson``.
 
         Byte-identical to :meth:`reference_bytes` (hypothesis and the benchmark corpus check
         it). Whatever the pre-pass or orjson does not handle exactly (sets, floats that
@@ -451,16 +405,9 @@ class Fingerprinter:
     def raw_digest(self, obj: Any) -> bytes:
         """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
         ``bytes.fromhex(fingerprint(obj))`` with these ignore keys, without the hex text (the rules
-        keep these bytes). The Monitor's digest when :attr:`native_canonical` is None or declines."""
+        keep these bytes). The Monitor's digest."""
         if self._mask is not None:
-            return _xxh3_raw(self._mask.bytes(self._canonical(obj)))
-        if _native is not None:
-            try:
-                return _xxh3_raw(_native.dumps(
-                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
-                ))
-            except _DECLINE:
-                pass
+            return _xxh3_raw(self._mask.bytes(self.python_bytes(obj)))
         return _xxh3_raw(self.python_bytes(obj))
 
     def reference_bytes(self, obj: Any) -> bytes:
