@@ -51,6 +51,7 @@ from typing import Any, Final
 import orjson
 import xxhash
 
+from liveguard._matcher import PatternSet
 from liveguard.errors import FingerprintError, safe_key
 from liveguard.messages import is_message_shaped
 
@@ -112,61 +113,8 @@ DEFAULT_VOLATILE: Final[tuple[str, ...]] = tuple(VOLATILE_PATTERNS)
 """The volatile patterns the default :class:`~liveguard.policy.Policy` masks: all built-ins."""
 
 _CUSTOM = "re:"
-_NATIVE_MASKS: Final = (
-    "iso_datetime", "clock_time", "relative_time", "elapsed", "uuid", "keyed_id", "hex_id",
-)
-"""The built-in patterns by their number in the C accelerator's ``mask`` (which implements each
-of :data:`VOLATILE_PATTERNS` by hand, for bytes; ``tests/test_volatile_native.py`` holds it to
-``re.sub`` of the patterns)."""
 _MASK_TOKEN: Final = "\x00~"
 _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
-
-
-_CLOCK = re.compile(rb"\d:\d\d").search
-_IN_DECIMAL = re.compile(rb"\b[iI][nN]\s\d+\.\d").search  # the elapsed pattern's (?i:) part, on the
-# current bytes: an earlier pattern's mask can put a word boundary before "in"
-_HEX_MAP: Final = bytes(0x68 if chr(c) in "0123456789abcdefABCDEF" else 0x20 for c in range(256))
-_HEX_RUN: Final = b"h" * 32
-
-
-def _HEX32(data: bytes) -> bool:
-    """``data`` holds 32 hex digits in a row (one C-level translate and substring search: the
-    same answer as ``re.search(rb"[0-9a-fA-F]{32}", data)``, several times faster)."""
-    return _HEX_RUN in data.translate(_HEX_MAP)
-
-
-_ELAPSED_WORDS = (b"took", b"elapsed", b"duration", b"latency", b"runtime", b"time taken", b"wall time")
-_DIGITS = b"0123456789"
-
-
-def _guard(name: str) -> Callable[[bytes, bytes], object] | None:
-    """A cheap test that ``data`` (and its lower-cased copy) may hold the pattern at all:
-    the pattern runs only when it passes, so the usual step pays a few substring tests."""
-    return _GUARDS.get(name)
-
-
-def _elapsed(data: bytes, lower: bytes) -> object:
-    return (b"took" in lower or b"elapsed" in lower or b"duration" in lower or b"latency" in lower
-            or b"runtime" in lower or b"time taken" in lower or b"wall time" in lower
-            or (b"in" in lower and _IN_DECIMAL(data)))
-
-
-def _keyed(data: bytes, lower: bytes) -> object:
-    return b"id" in lower and (b"req" in lower or b"trace" in lower or b"span" in lower
-                               or b"correlation" in lower or b"session" in lower
-                               or b"run_id" in lower or b"run id" in lower or b"run-id" in lower
-                               or b"runid" in lower)
-
-
-_GUARDS: dict[str, Callable[[bytes, bytes], object]] = {
-    "iso_datetime": lambda data, lower: b":" in data and _CLOCK(data),
-    "clock_time": lambda data, lower: b":" in data and _CLOCK(data),
-    "relative_time": lambda data, lower: b"ago" in lower,
-    "elapsed": _elapsed,
-    "uuid": lambda data, lower: data.count(b"-") >= 4,
-    "keyed_id": _keyed,
-    "hex_id": lambda data, lower: len(data) >= 32 and _HEX32(data),
-}
 
 
 class VolatileMask:
@@ -175,16 +123,18 @@ class VolatileMask:
     ``names`` are keys of :data:`VOLATILE_PATTERNS`, or ``"re:<regex>"`` for a pattern of
     one's own. Each match is replaced by one fixed token, so "9 seconds ago" and
     "14 seconds ago" mask alike. Raises ``ValueError`` naming an unknown name or a bad regex.
-    On bytes, each pattern runs only when a cheap guard says it may match (the result is
-    the same as running them all).
+    On bytes, each pattern's ``re.sub`` runs in turn (the definition), skipped only when the
+    multi-pattern matcher (:class:`liveguard._matcher.PatternSet`, one pass for all the
+    built-in patterns) says it cannot match; a ``re:`` pattern always runs.
     """
 
-    __slots__ = ("_builtin", "_bytes", "_native_kinds", "_text", "names")
+    __slots__ = ("_bytes", "_prefilter", "_text", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
         parts: list[str] = []
-        steps: list[tuple[Callable[[bytes, bytes], object] | None, re.Pattern[bytes]]] = []
+        steps: list[re.Pattern[bytes]] = []
+        prefilter: list[str | None] = []
         for name in self.names:
             if name.startswith(_CUSTOM):
                 source = name[len(_CUSTOM):]
@@ -194,48 +144,46 @@ class VolatileMask:
                     re.compile(source)
                 except re.error as exc:
                     raise ValueError(f"volatile pattern {name!r}: {exc}") from None
+                prefilter.append(None)
             elif name in VOLATILE_PATTERNS:
                 source = VOLATILE_PATTERNS[name]
+                prefilter.append(source)
             else:
                 known = ", ".join(VOLATILE_PATTERNS)
                 raise ValueError(f"unknown volatile pattern {name!r} (known: {known}; or re:<regex>)")
             parts.append(f"(?:{source})")
-            steps.append((_guard(name), re.compile(source.encode("utf-8"))))
+            steps.append(re.compile(source.encode("utf-8")))
         self._text = re.compile("|".join(parts))
         self._bytes = tuple(steps)
-        self._builtin = all(guard is not None for guard, _ in steps)
-        self._native_kinds: bytes | None = None
-        if self._builtin and getattr(_native, "mask", None) is not None:
-            self._native_kinds = bytes(_NATIVE_MASKS.index(name) for name in self.names)
-
-    @property
-    def native_kinds(self) -> bytes | None:
-        """The patterns' numbers in the C accelerator's ``mask``; None when it does not do them
-        all (a ``re:`` pattern) or is off."""
-        return self._native_kinds
+        self._prefilter = PatternSet(prefilter)
 
     def text(self, text: str) -> str:
         """``text`` with every volatile fragment replaced by one token."""
         return self._text.sub(_MASK_TOKEN, text)
 
-    def python_bytes(self, data: bytes) -> bytes:
-        """:meth:`bytes` in Python: each pattern's ``re.sub`` in turn (the definition), a pattern
-        skipped only when its guard shows it cannot match."""
-        if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
-                b"id" not in data.lower()) and data.count(b"-") < 4:
-            return data  # every built-in pattern needs a digit, but an id after its key and a uuid
-        lower = data.lower()
-        for guard, pattern in self._bytes:
-            if guard is None or guard(data, lower):
-                data = pattern.sub(b"\x00~", data)
+    def reference_bytes(self, data: bytes) -> bytes:
+        """The definition of :meth:`bytes`: each pattern's ``re.sub`` in turn, none skipped."""
+        for pattern in self._bytes:
+            data = pattern.sub(b"\x00~", data)
         return data
 
     def bytes(self, data: bytes) -> bytes:
-        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
-        if self._native_kinds is not None:
-            out: bytes = _native.mask(data, self._native_kinds)
-            return out
-        return self.python_bytes(data)
+        """Canonical bytes with every volatile fragment replaced (unchanged when none):
+        :meth:`reference_bytes`, skipping the patterns the matcher rules out. A mask can make
+        a later pattern match (it puts a word boundary where there was none), so after a change
+        the matcher reads the new bytes for the patterns still to come."""
+        may = self._prefilter.may_match(data)
+        if not may:
+            return data
+        for n, pattern in enumerate(self._bytes):
+            if may >> n & 1:
+                masked = pattern.sub(b"\x00~", data)
+                if masked != data:
+                    data = masked
+                    may = self._prefilter.may_match(data) >> (n + 1) << (n + 1)
+                    if not may:
+                        break
+        return data
 
 
 def volatile_mask(names: Iterable[str]) -> VolatileMask | None:

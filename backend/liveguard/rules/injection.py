@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from liveguard.fingerprint import _native
+_native: Any = None
 from liveguard.model import Step, Violation
 from liveguard.rules.base import RuleBase
 
