@@ -130,7 +130,7 @@ def test_non_ascii_fields_find_what_the_definition_finds(around: str) -> None:
 
 
 
-@pytest.mark.parametrize("pattern", injection._NATIVE_PATTERNS)
+@pytest.mark.parametrize("pattern", tuple(injection._GATE_PATTERN_STARTS))
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_gate_patterns_are_tried_where_their_start_words_are(pattern: str, data: st.DataObject) -> None:

@@ -85,7 +85,6 @@ def test_normalised_variants_fire(name: str, pattern: str, text: str) -> None:
     assert (hit.code, hit.step) == (CODE, 2)
     assert pattern in hit.detail["patterns"], (name, hit.detail)
     raw = orjson.dumps(injection._fields(step))
-    assert injection._json_scan(raw)  # native (when built)
     assert injection._json_may_match(raw)  # the definition
     assert injection._may_match(text)
 
@@ -173,7 +172,6 @@ def test_the_prefilters_never_skip_what_the_patterns_match(summary: str, output:
     if matched:
         raw = orjson.dumps(injection._fields(step))
         assert injection._step_may_match(step)
-        assert injection._json_scan(raw)
         assert injection._json_may_match(raw)
         assert any(injection._may_match(injection._text_of(getattr(step, n)))
                    for n in injection._FIELDS if getattr(step, n) is not None)

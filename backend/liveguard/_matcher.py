@@ -65,9 +65,8 @@ def prefilter_source(source: str) -> str:
     return "".join(out)
 
 
-def _options(*, literal: bool = False, latin1: bool = False) -> Any:
+def _options(*, latin1: bool = False) -> Any:
     options = re2.Options()
-    options.literal = literal
     options.log_errors = False
     if latin1:
         options.encoding = re2.Options.Encoding.LATIN1
@@ -75,15 +74,21 @@ def _options(*, literal: bool = False, latin1: bool = False) -> Any:
 
 
 class WordSet:
-    """The presence of each of ``words`` (literal, case-sensitive) in a text, in one pass."""
+    """The presence of each of ``words`` (literal, case-sensitive) in a text, in one pass.
+
+    ``exact`` adds RE2 patterns after the words (bit ``len(words) + j``: ``exact[j]`` found); only
+    patterns whose RE2 reading is Python's on the texts searched belong there (ASCII literals
+    and classes of ASCII characters: a character beyond ASCII never matches either)."""
 
     __slots__ = ("_match", "words")
 
-    def __init__(self, words: Sequence[str]) -> None:
+    def __init__(self, words: Sequence[str], exact: Sequence[str] = ()) -> None:
         self.words = tuple(words)
-        matcher = re2.Set.SearchSet(_options(literal=True))
+        matcher = re2.Set.SearchSet(_options())
         for word in self.words:
-            matcher.Add(word)
+            matcher.Add(re2.escape(word))
+        for pattern in exact:
+            matcher.Add(pattern)
         matcher.Compile()
         self._match = matcher.Match
 
@@ -125,7 +130,7 @@ class PatternSet:
                 continue
             try:
                 matcher.Add(prefilter_source(source))
-            except Exception:  # re2.error, or a ValueError for text it rejects: no pre-filter  # noqa: BLE001
+            except re2.error:  # a construct RE2 does not read: that pattern always runs
                 always |= 1 << n
                 continue
             ids.append(n)
