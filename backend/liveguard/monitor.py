@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any, Final
 from xxhash import xxh3_128_digest
 
 from liveguard.errors import FingerprintError, SnapshotError
-from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.messages import content, is_user_turn, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
