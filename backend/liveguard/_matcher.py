@@ -80,22 +80,23 @@ class WordSet:
     patterns whose RE2 reading is Python's on the texts searched belong there (ASCII literals
     and classes of ASCII characters: a character beyond ASCII never matches either)."""
 
-    __slots__ = ("_match", "words")
+    __slots__ = ("_match", "_search", "words")
 
     def __init__(self, words: Sequence[str], exact: Sequence[str] = ()) -> None:
         self.words = tuple(words)
+        sources = [*map(re2.escape, self.words), *exact]
         matcher = re2.Set.SearchSet(_options())
-        for word in self.words:
-            matcher.Add(re2.escape(word))
-        for pattern in exact:
-            matcher.Add(pattern)
+        for source in sources:
+            matcher.Add(source)
         matcher.Compile()
         self._match = matcher.Match
+        # "any of them": one search that stops at the first match (a Set reads the whole text)
+        self._search = re2.compile("|".join(f"(?:{source})" for source in sources), _options()).search
 
     def mask(self, text: str | bytes) -> int:
-        """Bit ``i`` set when ``words[i] in text`` (str text: UTF-8; lone surrogates are read
-        as the replacement character, which no word holds)."""
-        if isinstance(text, str) and not text.isascii():
+        """Bit ``i`` set when ``words[i] in text`` (str text is searched as UTF-8, a lone
+        surrogate as ``?``: no word holds either)."""
+        if isinstance(text, str):  # bytes: RE2's wrapper maps str offsets, at a cost
             text = text.encode("utf-8", "replace")
         found = self._match(text)
         mask = 0
@@ -105,10 +106,11 @@ class WordSet:
         return mask
 
     def any(self, text: str | bytes) -> bool:
-        """True when one of the words is in ``text``."""
-        if isinstance(text, str) and not text.isascii():
+        """True when one of the words (or ``exact`` patterns) is in ``text``: :meth:`mask` is not
+        0, found by one search that stops at the first match."""
+        if isinstance(text, str):
             text = text.encode("utf-8", "replace")
-        return bool(self._match(text))
+        return self._search(text) is not None
 
 
 class PatternSet:

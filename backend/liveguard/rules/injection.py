@@ -327,13 +327,10 @@ _ANY_FIRST: Final = _first_words(tuple((first,) for _, first, _, _ in _ALTERNATI
 _ANY_FIRST_SQUASHED: Final = _first_words(tuple((first,) for _, first, _, _ in _SQUASHED_MASKED))
 
 
-_GATE_WORD_SET: Final = WordSet(_GATE_WORDS)
-
-
 def _present(low: str) -> int:
     """The presence mask of :data:`_GATE_WORDS` in ``low``: bit ``i`` when ``_GATE_WORDS[i] in low``
     (one pass of the multi-pattern matcher)."""
-    return _GATE_WORD_SET.mask(low)
+    return _GATE_WORD_SET.mask(low) & _ALL_GATE_WORDS
 
 
 def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str]) -> bool:
@@ -360,6 +357,26 @@ _SEP: Final = " .-_*|+~/"
 _SPACED: Final = re.compile(r"[a-z](?:[ .\-_*|+~/][a-z]){3}", re.IGNORECASE)
 """Four letters, each spaced from the next by one :data:`_SEP` mark: a letter-spaced word."""
 _SQUASH: Final = re.compile(r"[\s.\-_*|+~/]+")
+_SQUASH_ASCII: Final = b" .-_*|+~/\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+"""The ASCII characters :data:`_SQUASH` removes (its marks and the ASCII that ``\\s`` matches)."""
+
+
+def _squash(text: str) -> str:
+    """``_SQUASH.sub("", text)``: ASCII text by one ``bytes.translate``."""
+    if text.isascii():
+        return text.encode().translate(None, _SQUASH_ASCII).decode()
+    return _SQUASH.sub("", text)
+_SPACED_LOW: Final = r"[a-z](?:[ .\-_*|+~/][a-z]){3}"
+""":data:`_SPACED` on :func:`_lowered` text: it finds a match exactly where :data:`_SPACED` finds one
+in the text (``re.IGNORECASE`` equates ``[a-z]`` with ASCII letters in either case and the four
+letters :func:`_lowered` folds to them; lower-casing moves no ASCII character)."""
+_GATE_WORD_SET: Final = WordSet(_GATE_WORDS, (_SPACED_LOW,))
+"""One matcher pass over a field's lower-cased text: each of :data:`_GATE_WORDS`, then
+:data:`_SPACED_LOW` (ASCII classes: RE2 reads it as ``re`` does)."""
+_ALL_GATE_WORDS: Final = (1 << len(_GATE_WORDS)) - 1
+_GATE_SPACED: Final = 1 << len(_GATE_WORDS)
+_SPACED_SET: Final = WordSet((), (_SPACED_LOW,))
+""":data:`_SPACED_LOW` alone: whether lower-cased text holds a letter-spaced run, in one search."""
 
 _INVISIBLE: Final = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
@@ -463,36 +480,6 @@ _LATIN1_TABLE, _LATIN1_SLOW = _latin1_table()
 
 
 _FIELDS: Final = ("summary", "output", "args", "result", "error")
-_TRIGGER_WORDS: Final = (
-    # English
-    "ignor", "disregard", "forget", "override", "evaluator", "judge", "grader", "scorer",
-    "reviewer", "score", "rating", "grade", "mark", "perfect",
-    # German
-    "vergiss", "vergess", "missacht", "uberschreib", "ubergeh", "bewert", "gutacht", "prufer",
-    "pruefer", "juror", "punktzahl", "punkte", "wertung", "bestnote",
-    # French
-    "oubli", "neglig", "compte", "evaluateur", "evaluatrice", "correcteur", "correctrice", "juge",
-    "examinat", "notateur", "notatrice", "maxim", "parfait", "meilleure",
-    # Spanish
-    "olvid", "omite", "omita", "descart", "desestim", "cuenta", "evaluador", "juez", "calificador",
-    "corrector", "examinador", "puntuacion", "calificacion", "puntaje", "mejor",
-    # role markers and forged ends of the data block
-    "<|", "[inst", "[/inst", "<<sys", "<</sys", "#", "<system", "</system", "<assistant",
-    "</assistant", "_run_data", "daten", "donnees", "datos",
-)
-"""Words as substrings of lower-cased, :func:`normalise`'d text: each alternative of each
-pattern holds one of them, or ``end`` and then ``of`` / ``run`` / ``data`` / ``input``
-(:data:`_END_TAILS`), or it matches only letter-spaced text (:data:`_SPACED`)."""
-_END_TAILS: Final = ("of", "run", "data", "input")
-"""What may follow ``end`` (after a gap, see :data:`_END_OF_JSON`) in a pattern."""
-_TRIGGERS: Final = re.compile(
-    "|".join(re.escape(w) for w in _TRIGGER_WORDS) + r"|end[\s_-]*(?:of|run|data|input)|" + _SPACED.pattern,
-    re.IGNORECASE,
-)
-"""A cheap pre-filter: text without any of these (after :func:`normalise`) cannot match a pattern."""
-_END_OF: Final = re.compile(r"end[\s_-]*(?:of|run|data|input)")
-
-
 _FOLD_TO_ASCII: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 """The four non-ASCII letters that ``re.IGNORECASE`` matches with ASCII letters (``İ ı ſ K``)."""
 _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
@@ -521,83 +508,85 @@ def _ascii_lowered(text: str) -> str:
     return data.lower().decode("utf-8", "surrogatepass")
 
 
-def _may_match_plain(text: str) -> bool:
-    """:func:`_may_match` of text already :func:`normalise`'d."""
-    return _may_match_low(_lowered(text))
-
-
-def _may_match_low(low: str) -> bool:
-    """:func:`_may_match_plain` of text already :func:`_lowered`."""
-    return (any(word in low for word in _TRIGGER_WORDS)
-            or ("end" in low and _END_OF.search(low) is not None)
-            or _SPACED.search(low) is not None)
-
-
-def _may_match(text: str) -> bool:
-    """True when ``text`` may match a pattern; never False when :data:`_TRIGGERS` finds a word
-    in ``text`` or in its :func:`normalise`'d form.
-
-    Plain substring tests on ``text.lower()`` (after folding the four non-ASCII letters that
-    ``re.IGNORECASE`` equates with ASCII ones), about 4x cheaper than the case-insensitive
-    regex. Every trigger word is ASCII, so this finds at least what the regex finds. Text
-    with non-ASCII characters is also tested normalised (fullwidth, zero-width splits, accents).
-    """
-    if _may_match_plain(text):
-        return True
-    return not text.isascii() and _may_match_plain(normalise(text))
-
-
-_WORDS_MIN: Final = tuple(
-    word for word in _TRIGGER_WORDS if not any(o != word and o in word for o in _TRIGGER_WORDS)
-)
-""":data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
-_GAP_JSON_TEXT: Final = r'(?:[\s",:\[\]{}0-9.e+\-_]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)'
-"""One token that may stand between ``end`` and ``of`` in a step's JSON (see :data:`_END_OF_JSON`)."""
-_END_OF_JSON_TEXT: Final = rf"end{_GAP_JSON_TEXT}*?(?:of|run|data|input)"
-_END_OF_JSON: Final = re.compile(_END_OF_JSON_TEXT)  # Unicode \s: orjson leaves it unescaped
-"""``end[\\s_-]*of`` (or ``run``, ``data``, ``input``: :data:`_END_TAILS`) as it can look in a
-step's JSON: the whitespace escaped, or the two words in
-different strings (which the per-field text joins with a newline), with only JSON
-punctuation, numbers and literals between them. Broader than needed, never narrower."""
 _SPACED_JSON: Final = re.compile(r"[ .\-_*|+~/][a-z][ .\-_*|+~/][a-z][ .\-_*|+~/]")
 """Two letters between three :data:`_SEP` marks: every :data:`_SPACED` run holds this (its
 second and third letters with the marks around them; JSON leaves marks and letters
 unescaped); cheaper to search for than the run itself."""
-_JSON_WORD_SET: Final = WordSet((*_WORDS_MIN, "end"), (_SPACED_JSON.pattern,))
-"""One matcher pass over a step's lower-cased JSON: each word of :data:`_WORDS_MIN`, ``end`` (then
-:data:`_END_OF_JSON` decides), and :data:`_SPACED_JSON` (ASCII classes: RE2 reads it as ``re``)."""
-_JSON_WORDS_FOUND: Final = (1 << len(_WORDS_MIN)) - 1
-_JSON_END: Final = 1 << len(_WORDS_MIN)
-_JSON_SPACED: Final = 1 << (len(_WORDS_MIN) + 1)
-""":data:`_GAP_JSON_TEXT`'s longer tokens, spelled out (as lower-cased text has them)."""
+_JSON_WORDS: Final[tuple[str, ...]] = tuple(word.replace('"', "") for word in _GATE_WORDS)
+""":data:`_GATE_WORDS` (same order, so a mask of one is a mask of the other) as JSON text holds
+them: ``"score"`` as ``score`` (JSON escapes a quote in a string; no other gate word holds a
+character JSON escapes)."""
+_JSON_WORD_SET: Final = WordSet(_JSON_WORDS, (_SPACED_JSON.pattern,))
+"""One matcher pass over lower-cased JSON text: each of :data:`_JSON_WORDS`, then
+:data:`_SPACED_JSON` (ASCII classes: RE2 reads it as ``re`` does)."""
+_JSON_SPACED: Final = 1 << len(_JSON_WORDS)
+
+
+def _json_conjunctions() -> tuple[tuple[int, ...], ...]:
+    """Every conjunction of every gate of :data:`_ALTERNATIVES`, as its word groups' masks (its
+    patterns left out: such a gate read on JSON text is a superset)."""
+    out: list[tuple[int, ...]] = []
+    for _code, _first, gate, _rx in _ALTERNATIVES_MASKED:
+        for conjunction in gate:
+            groups = tuple(group for group in conjunction if isinstance(group, int))
+            if groups not in out:
+                out.append(groups)
+    return tuple(out)
+
+
+_JSON_CONJUNCTIONS: Final = _json_conjunctions()
+_JSON_PASSES: dict[int, bool] = {}
+""":func:`_may_pass` by mask (steps of a run hold the same few words over and over)."""
+
+
+def _may_pass(found: int) -> bool:
+    """Whether the words (and letter spacing) ``found`` in a text can let an alternative match:
+    a letter-spaced run, or every word group of one conjunction of a gate."""
+    if found & _JSON_SPACED:
+        return True
+    known = _JSON_PASSES.get(found)
+    if known is None:
+        known = _conjunction_passes(found)
+        if len(_JSON_PASSES) >= 4096:
+            _JSON_PASSES.clear()
+        _JSON_PASSES[found] = known
+    return known
+
+
+def _conjunction_passes(found: int) -> bool:
+    for groups in _JSON_CONJUNCTIONS:
+        for group in groups:
+            if not found & group:
+                break
+        else:
+            return True
+    return False
 
 
 def _fields(step: Step) -> tuple[Any, ...]:
     return (step.summary, step.output, step.args, step.result, step.error)
 
 
-def _step_may_match(step: Step) -> bool:
-    """False only when no text field of ``step`` can pass :func:`_may_match`."""
-    return _values_may_match(_fields(step))
-
-
-def _values_may_match(values: tuple[Any, ...]) -> bool:
-    """:func:`_step_may_match` of the step whose :func:`_fields` are ``values``."""
-    try:
-        raw = orjson.dumps(values)
-    except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
-        return True
-    return _json_may_match(raw)
-
-
 def _json_may_match(raw: bytes) -> bool:
-    """False only when no string in the JSON text ``raw`` can pass :func:`_may_match`.
+    """False only when no string of the JSON text ``raw`` can match a pattern: no gate of an
+    alternative (:data:`_GATES`, its words) passes on the whole text and no letter-spaced run is in
+    it. Read on ``raw`` and, when it is not ASCII, on ``raw`` :func:`normalise`'d (the same ASCII
+    letters as :func:`_lowered` of each string :func:`normalise`'d, in order, see
+    :func:`_normalise_json`). A word of a field is a word of the step's JSON (no gate word holds a
+    character JSON escapes but ``"``, see :data:`_JSON_WORDS`), so the gates read on the whole
+    step pass wherever they pass on one of its fields."""
+    return _may_pass(_json_words(raw))
 
-    The definition: :func:`_json_may_match_core` of ``raw``, or, when ``raw`` is not ASCII,
-    of ``raw`` :func:`normalise`'d (what the native scanner answers, see :func:`_json_scan`)."""
-    if _json_may_match_core(raw):
-        return True
-    return _may_normalise(raw) and _json_may_match_core(_normalise_json(raw))
+
+def _json_words(raw: bytes) -> int:
+    """The words of :data:`_JSON_WORD_SET` in the JSON text ``raw`` (bit ``i``: gate word ``i``;
+    :data:`_JSON_SPACED`: a letter-spaced run), read as it is and, when it is not ASCII,
+    :func:`normalise`'d: a superset of the gate words of :func:`_lowered` :func:`normalise` of
+    its strings."""
+    found = _json_words_core(raw)
+    if _may_normalise(raw):
+        found |= _json_words_core(_normalise_json(raw))
+    return found
 
 
 _NORMALISABLE_LEADS: Final = re.compile(b"[\xc2-\xd4\xe1-\xe3\xea\xef-\xf4]")
@@ -633,14 +622,15 @@ def _normalise_json(raw: bytes) -> bytes:
 
 
 def _normalise_unencodable(exc: UnicodeError) -> tuple[bytes, int]:
-    """``encode`` error handler: a run of non-Latin-1 characters, :func:`_normalise_slow`'d,
-    as its ASCII bytes."""
+    """``encode`` error handler: a run of non-Latin-1 characters, :func:`_normalise_slow`'d and
+    :func:`_lowered` (the four letters ``re.IGNORECASE`` equates with ASCII ones folded), as its
+    ASCII bytes."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     segment = exc.object[exc.start : exc.end]
     ascii_ = _SEGMENTS.get(segment)
     if ascii_ is None:
-        ascii_ = _normalise_slow(segment).encode("ascii", "ignore")
+        ascii_ = _lowered(_normalise_slow(segment)).encode("ascii", "ignore")  # İ ı ſ K folded
         if len(_SEGMENTS) >= 4096:
             _SEGMENTS.clear()
         _SEGMENTS[segment] = ascii_
@@ -661,25 +651,18 @@ _OTHER_BYTES_WIDE: Final = bytes(
 needs its error handler only when one of those is in the text)."""
 
 
-def _json_may_match_core(raw: bytes) -> bool:
-    """The words, ``end ... of`` and letter spacing in ``raw`` as it is (the native scanner's
-    part of :func:`_json_may_match`)."""
+def _json_words_core(raw: bytes) -> int:
+    """The words of :data:`_JSON_WORD_SET` in ``raw`` as it is, lower-cased as :func:`_lowered`
+    lower-cases (``raw`` and, when it is not ASCII, ``raw`` :func:`normalise`'d make
+    :func:`_json_words`)."""
     if raw.isascii():
-        low = raw.lower().decode()
-    elif not any(seq in raw for seq in _FOLD_UTF8):
+        return _JSON_WORD_SET.mask(raw.lower())
+    if not any(seq in raw for seq in _FOLD_UTF8):
         # Only the four folded letters lower-case to (or stand for) ASCII ones, so lower-case
         # the ASCII bytes and drop the rest: every ASCII word stays whole (dropping can only
-        # join more text, and ``end`` and ``of`` with Unicode whitespace between them), and
-        # the words are searched in a one-byte-per-character string, several times faster.
-        low = raw.lower().decode("ascii", "ignore")
-    else:  # as :func:`_may_match`: fold, lower-case
-        low = raw.decode().translate(_FOLD_TABLE).lower()
-    found = _JSON_WORD_SET.mask(low)  # one pass: the words, "end", the letter spacing
-    if found & _JSON_WORDS_FOUND:
-        return True
-    if found & _JSON_END and _END_OF_JSON.search(low) is not None:
-        return True
-    return bool(found & _JSON_SPACED) and _SPACED_JSON.search(low) is not None
+        # join more text).
+        return _JSON_WORD_SET.mask(raw.lower().translate(None, _HIGH_BYTES))
+    return _JSON_WORD_SET.mask(_lowered(raw.decode("utf-8", "replace")))
 
 
 _GATE_PATTERN_STARTS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -709,14 +692,46 @@ def _field_codes(text: str) -> list[str]:
     tells which gate words the text holds (:func:`_present`), and only the alternatives whose gate
     passes are searched (:func:`_codes_masked`); the letter-spaced reading likewise, only when
     :data:`_SPACED` finds a letter-spaced word."""
-    present = _present(_lowered(text))
-    spaced = _SPACED.search(text) is not None
-    if not spaced:
+    found = _GATE_WORD_SET.mask(_lowered(text))
+    present = found & _ALL_GATE_WORDS
+    if not found & _GATE_SPACED:  # as _SPACED.search(text) is None
         if not present & _ANY_FIRST:
             return []
         return _codes_masked(text, present, 0, False)
-    flat = _present(_lowered(_SQUASH.sub("", text)))
+    flat = _present(_lowered(_squash(text)))
     return _codes_masked(text, present, flat, True)
+
+
+def _value_codes(value: Any) -> list[str]:
+    """:func:`_codes` of :func:`normalise` of a field's text (:func:`_text_of` ``value``), gated on
+    the field's JSON (a string: its first :data:`MAX_SCAN_CHARS` characters, as UTF-8): one
+    matcher pass over it tells which gate words it may hold (a superset of the text's: the JSON
+    holds every string of the text, escapes aside), and a field whose gates all fail is not read
+    further; otherwise only the alternatives whose gate passes are searched
+    (:func:`_codes_masked`). A value orjson cannot serialise (a LangChain message, non-string
+    keys, a lone surrogate) is gated on its text (:func:`_field_codes`)."""
+    if type(value) is str:  # the text itself, as far as it is read (_text_of cuts it there)
+        cut = value[:MAX_SCAN_CHARS]
+        try:
+            raw = cut.encode()
+        except UnicodeEncodeError:  # a lone surrogate
+            return _field_codes(normalise(cut))
+    else:
+        try:
+            raw = orjson.dumps(value)
+        except TypeError:
+            return _field_codes(normalise(_text_of(value)))
+    found = _json_words(raw)
+    if not _may_pass(found):
+        return []
+    text = normalise(_text_of(value))
+    present = found & _ALL_GATE_WORDS
+    if not found & _JSON_SPACED:  # no letter-spaced run in the JSON: none in the text
+        return _codes_masked(text, present, 0, False)
+    low = _lowered(text)
+    if not _SPACED_SET.any(low):  # as _SPACED.search(text) is None
+        return _codes_masked(text, present, 0, False)
+    return _codes_masked(text, present, _present(_lowered(_squash(text))), True)
 
 
 def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]:
@@ -741,7 +756,7 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
     candidates = [(n, code, rx) for n, (code, first, gate, rx) in enumerate(_SQUASHED_MASKED)
               if flat & first and code not in found and _mask_passes(gate, flat, None, low)]
     if candidates and spaced:
-        squashed = _SQUASH.sub("", text)
+        squashed = _squash(text)
         for n, code, rx in candidates:
             if code not in found and _search_squashed(rx, n, squashed):
                 found.append(code)
@@ -936,15 +951,13 @@ class EvaluatorInjection(RuleBase):
 
     def check(self, index: int, step: Step) -> Violation | None:
         values = _fields(step)
-        if not _values_may_match(values):  # the step's pre-filter: one matcher pass over its JSON
-            return None
         hits: list[str] = []
         fields: list[str] = []
         for n, name in enumerate(_FIELDS):
             value = values[n]
             if value is None:
                 continue
-            found = _field_codes(normalise(_text_of(value)))
+            found = _value_codes(value)
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
