@@ -131,8 +131,8 @@ class PatternSet:
                 always |= 1 << n
                 continue
             try:
-                matcher.Add(prefilter_source(source))
-            except re2.error:  # a construct RE2 does not read: that pattern always runs
+                matcher.Add(prefilter_source(source).encode("latin-1"))
+            except (re2.error, UnicodeEncodeError):  # RE2 cannot read it: that pattern always runs
                 always |= 1 << n
                 continue
             ids.append(n)
