@@ -1,9 +1,7 @@
 """The Monitor per step on real runs (issue 21, item 1): two builds of liveguard side by side.
 
 Times, in child processes that alternate between the two source trees given (each child
-imports liveguard from its tree: build each one first, e.g. with
-``LIVEGUARD_MYPYC=1 python setup.py build_ext --inplace`` in it, for the compiled build),
-on a JSONL corpus (default: the committed mini-swe-agent runs,
+imports liveguard from its tree), on a JSONL corpus (default: the committed mini-swe-agent runs,
 ``benchmarks/detection/data/miniswe.jsonl``), CPU time (``time.process_time``), best of
 ``--repeats`` in each child and of ``--rounds`` children per tree:
 
@@ -14,8 +12,8 @@ on a JSONL corpus (default: the committed mini-swe-agent runs,
 * the stages of that path: ``parse_line`` (orjson and the ``Trajectory`` model) of every
   line, the ``floor`` (``Scorer.floor_verdict``: the Monitor and the verdict) of every run
   already parsed, and the ``rows`` (``RunRow`` and its JSON bytes) of every verdict;
-* ``monitor``: the Monitor's own per-step cost, without the two parts other work owns (the C
-  accelerator's canonical form and the step-text rule): each run's Monitor (its policy,
+* ``monitor``: the Monitor's own per-step cost, without the two parts other work owns (the
+  canonical form with its volatile masks, and the step-text rule): each run's Monitor (its policy,
   ``scan_text`` off) with ``orjson.dumps`` standing in for the canonical form, less the
   cost of ``orjson.dumps`` and xxh3 of the same payloads.
 

@@ -30,7 +30,7 @@ EXTRAS_ONLY = ("ray", "pyarrow", "onnxruntime", "onnx", "numpy", "tokenizers", "
 
 def clean_env() -> dict[str, str]:
     """This environment without anything that would put the source tree or a venv on the path."""
-    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "LIVEGUARD_MYPYC", "PYTHONSTARTUP")
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 

@@ -44,42 +44,30 @@ Evidence is the step index, the field name and the pattern code, never the text.
 
 It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.build`),
 so offline scoring and live guards run it on every step: the observation carries the
-step, and the rule reads its text only here, once. A step first goes through one
-combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
-orjson, lower-cased, and searched for the trigger words (:func:`_json_may_match`); only a
-step that passes it is gathered field by field and matched (the same per-field path as
-before, so the verdicts are the same). The serialised text holds every string of the step
-unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
-trigger word contains), so the pre-filter never skips a step the per-field path would flag;
-a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
-path directly. A recorded run is pre-filtered once, its first steps and then the rest
-(:meth:`EvaluatorInjection.prefetch`).
+step, and the rule reads its text only here, once.
 
-With the C accelerator, a step's fields are first read natively (``_canon.Words.fields``): for
-each field made of plain data (str, dict, list, tuple, numbers), one pass builds
-:func:`normalise` of :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate
-patterns (:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with
-none is not read again, and the others are searched for those alternatives only
-(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A non-ASCII
-character is read by its learned reading (:func:`_reading`: :func:`normalise` of it, which does
-not depend on its neighbours for the characters that have one); the rule teaches the native
-reader each new character it meets in a field left to Python (:func:`_learn`), so the next
-fields with it are read natively. A field it leaves to Python (a character not learned or
-without a reading, such as a combining mark; other data) takes the pre-filter and the
-per-field path above.
+The patterns (:data:`PATTERNS`, :data:`_SQUASHED`) are the one definition of what matches
+(:func:`_codes`). Speed comes from tables that say when an alternative *cannot* match, read by
+one multi-pattern matcher (:class:`liveguard._matcher.WordSet`, RE2's ``Set``; docs/matcher.md):
 
-:func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
-(and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
-native pass over the bytes (``_canon.Scanner``: a DFA that :func:`_scan_tables` builds from
-the same words, ``end ... of`` tokens and letter spacing), with the same answer; for the rare
-text holding one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python
-decides. Text that is not ASCII is scanned as it is and :func:`normalise`'d (the scanner
-sees the same letters the patterns see, so a fullwidth or zero-width-split word is never
-skipped; Latin-1 text is normalised natively too, ``Scanner.may_match_normalised``); ASCII
-text, most of it, is scanned once. On
-the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
-natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
-(``benchmarks/scan_prefilter.py``).
+* :data:`_GATES`: for each alternative, the words any match of it holds (a disjunction of
+  conjunctions of word groups, plus a few cheap patterns); :data:`_GATE_WORDS` is every such word.
+* :data:`_STARTS`: for each alternative, the words every match of it starts with, so a search is
+  tried only where one of them is (:func:`_search_ascii`).
+
+Each field (``summary``, ``output``, ``args``, ``result``, ``error``) is read once by the matcher:
+its JSON (a string: its first :data:`MAX_SCAN_CHARS` characters), lower-cased, and, when it is not
+ASCII, :func:`normalise`'d too (:func:`_json_words`). JSON holds every string of the field
+unchanged but for escapes, which no gate word holds (``"score"`` is looked for as ``score``), so
+the words found are a superset of the words of the field's text. A field whose gates all fail
+(:func:`_may_pass`) is not read further; otherwise only the alternatives whose gate passes are
+searched, each where its start words are (:func:`_value_codes`, :func:`_codes_masked`), and the
+letter-spaced reading only when the text holds a letter-spaced run. A value orjson cannot
+serialise (a LangChain message, non-string keys) is gated on its text (:func:`_field_codes`).
+A recorded run is pre-filtered as a whole, its first step, then up to the eighth, then the rest
+(:meth:`EvaluatorInjection.prefetch`, :func:`_json_may_match`). ``tests/test_injection_gates.py``
+holds every gate and start word to matches hypothesis draws from its alternative, and the tests
+of ``test_injection_*`` and ``test_fuzz_agent_text.py`` hold the rule to :func:`_codes` on any text.
 """
 
 from __future__ import annotations
@@ -735,7 +723,8 @@ def _value_codes(value: Any) -> list[str]:
 
 
 def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]:
-    """:func:`_codes_gated` on presence masks: ``present`` of ``text`` :func:`_lowered`, ``flat``
+    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on presence
+    masks: ``present`` of ``text`` :func:`_lowered` (or a superset of it), ``flat``
     of it with every spacing mark removed (as :data:`_SQUASH` removes them); ``spaced``:
     :data:`_SPACED` finds a letter-spaced word in ``text``."""
     found: list[str] = []
@@ -848,22 +837,6 @@ def _search_squashed(rx: re.Pattern[str], n: int, squashed: str) -> bool:
     if len(low) != len(squashed):
         return rx.search(squashed) is not None
     return _search_ascii(rx, _SQUASHED_STARTS[n], squashed, low)
-
-
-def _codes_gated(text: str, low: str) -> list[str]:
-    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on ``low``
-    (``text`` lower-cased by :func:`_lowered`; the letter-spaced reading gated on its own)."""
-    found: list[str] = []
-    for code, gate, rx in _ALTERNATIVES:
-        if code not in found and _gate_passes(gate, low) and rx.search(text) is not None:
-            found.append(code)
-    if any(code not in found for code in _SQUASHED) and _SPACED.search(text):
-        flat = _SQUASH.sub("", text)
-        flat_low = _lowered(flat)
-        for code, gate, rx in _SQUASHED_ALTERNATIVES:
-            if code not in found and _gate_passes(gate, flat_low, True) and rx.search(flat) is not None:
-                found.append(code)
-    return found
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
