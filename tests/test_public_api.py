@@ -67,7 +67,7 @@ def _all_modules() -> list[types.ModuleType]:
     out = [liveguard]
     for info in pkgutil.walk_packages(liveguard.__path__, "liveguard."):
         if info.name.endswith(".__main__"):
-            continue  # the C accelerator (no __all__); a __main__ runs the CLI
+            continue  # a __main__ runs the CLI
         out.append(importlib.import_module(info.name))
     return out
 
