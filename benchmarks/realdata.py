@@ -8,17 +8,16 @@ and on the generated scale corpus (``benchmarks/scale_corpus.py``, small runs), 
 * ``score``: the engine path the CLI runs for ``liveguard score --no-judges --format jsonl``
   (``score_paths(judges=False, verdicts=False)``: ``iter_records``, by reference with more
   than one job, → ``iter_scored`` → each row's JSON bytes),
-  in-process, with ``--jobs 1`` and ``--jobs 2``, for the **compiled** build (the C
-  accelerator and the mypyc-compiled modules, as this interpreter imports them) and the
-  **pure** build (a copy of the sources without any extension module, and
-  ``LIVEGUARD_NO_CANON=1``: what ``make test-pure`` runs).
+  in-process, with ``--jobs 1`` and ``--jobs 2``, for **this** checkout (the liveguard this
+  interpreter imports) and, with ``--base DIR``, the liveguard package under ``DIR`` (another
+  checkout's ``backend``: a baseline measured side by side).
 
-Each build is measured in its own child process (a build is chosen at import), children
-alternating, best of ``--repeats`` passes each; the parse is timed in each child too, so
-every ratio divides two figures of the same process. Interpreter start-up and imports are
-outside the timings (the CLI adds about 0.3 s of them).
+Each tree is measured in its own child process, children alternating, best of ``--repeats``
+passes each; the parse is timed in each child too, so every ratio divides two figures of the
+same process. Interpreter start-up and imports are outside the timings (the CLI adds about
+0.3 s of them).
 
-Usage: ``python benchmarks/realdata.py [--repeats 3] [--scale-runs 2000] [--json PATH]``.
+Usage: ``python benchmarks/realdata.py [--repeats 3] [--scale-runs 2000] [--base DIR] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ import importlib
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,12 +40,13 @@ HERE = Path(__file__).resolve().parent
 MINISWE = HERE / "detection" / "data" / "miniswe.jsonl"
 
 
-def _parse(path: Path) -> float:
-    start = time.perf_counter()
+def _parse(path: Path) -> tuple[float, float]:
+    """Wall time and process CPU time of a bare parse."""
+    start, cpu = time.perf_counter(), time.process_time()
     with path.open("rb") as f:
         for line in f:
             orjson.loads(line)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _cpu(who: int) -> float:
@@ -73,43 +72,29 @@ def _score(path: Path, jobs: int) -> tuple[float, int, float, float]:
 
 def child(path: Path, repeats: int) -> dict[str, Any]:
     """In this process's build: best-of-``repeats`` parse and score (jobs 1 and 2)."""
-    fingerprint = importlib.import_module("liveguard.fingerprint")
-    from liveguard._compiled import compiled_modules
-    from liveguard.monitor import check_trajectory  # noqa: F401 - import the compiled modules
+    liveguard = importlib.import_module("liveguard")
 
     _score(path, 1)  # warm-up: imports, caches, the page cache
-    best: dict[str, float] = {key: float("inf") for key in ("parse", "jobs1", "jobs2", "parent2", "workers2")}
+    keys = ("parse", "parse_cpu", "jobs1", "jobs1_cpu", "jobs2", "parent2", "workers2")
+    best: dict[str, float] = {key: float("inf") for key in keys}
     runs = 0
     for _ in range(repeats):
-        best["parse"] = min(best["parse"], _parse(path))
-        t, runs, _, _ = _score(path, 1)
+        wall, cpu = _parse(path)
+        best["parse"] = min(best["parse"], wall)
+        best["parse_cpu"] = min(best["parse_cpu"], cpu)
+        t, runs, own, _ = _score(path, 1)
         best["jobs1"] = min(best["jobs1"], t)
+        best["jobs1_cpu"] = min(best["jobs1_cpu"], own)
         t, _, parent, workers = _score(path, 2)
         if t < best["jobs2"]:  # the CPU times of the fastest --jobs 2 pass
             best["jobs2"], best["parent2"], best["workers2"] = t, parent, workers
-    compiled = compiled_modules()
-    return {
-        **best,
-        "runs": runs,
-        "bytes": path.stat().st_size,
-        "native": fingerprint._native is not None,
-        "mypyc": f"{sum(compiled.values())} of {len(compiled)}",
-    }
+    return {**best, "runs": runs, "bytes": path.stat().st_size, "package": liveguard.__file__}
 
 
-def _pure_tree(tmp: Path) -> Path:
-    """A copy of the liveguard package without any extension module (``make test-pure``'s)."""
-    source = Path(importlib.import_module("liveguard").__file__ or "").parent
-    dest = tmp / "pure"
-    shutil.copytree(source, dest / "liveguard", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    return dest
-
-
-def _run_child(path: Path, repeats: int, pure_root: Path | None) -> dict[str, Any]:
+def _run_child(path: Path, repeats: int, root: Path | None) -> dict[str, Any]:
     env = dict(os.environ)
-    if pure_root is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(pure_root), str(HERE)])
-        env["LIVEGUARD_NO_CANON"] = "1"
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(root), str(HERE)])
     else:
         env["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), str(HERE)])
     out = subprocess.run(
@@ -128,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2, help="alternating child processes per build")
     parser.add_argument("--scale-runs", type=int, default=2000)
+    parser.add_argument("--base", type=Path, help="a baseline tree's backend directory, measured alongside")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -142,20 +128,22 @@ def main(argv: list[str] | None = None) -> int:
 
         generated = tmp / "scale.jsonl"
         write_corpus(generated, args.scale_runs, seed=SEED)
-        pure_root = _pure_tree(tmp)
+        trees: list[tuple[str, Path | None]] = [("this", None)]
+        if args.base is not None:
+            trees.append(("base", args.base.resolve()))
         for label, path in (("miniswe", MINISWE), ("generated", generated)):
             best: dict[str, dict[str, Any]] = {}
             for _ in range(args.rounds):
-                for build, root in (("compiled", None), ("pure", pure_root)):
+                for build, root in trees:
                     got = _run_child(path, args.repeats, root)
                     kept = best.setdefault(build, got)
-                    for key in ("parse", "jobs1"):
+                    for key in ("parse", "parse_cpu", "jobs1", "jobs1_cpu"):
                         kept[key] = min(kept[key], got[key])
                     if got["jobs2"] < kept["jobs2"]:
                         for key in ("jobs2", "parent2", "workers2"):
                             kept[key] = got[key]
             figures[label] = best
-            first = best["compiled"]
+            first = best["this"]
             print(
                 f"[{label}] {path.name}: {first['runs']:,} runs, {first['bytes'] / 2**20:.1f} MiB "
                 f"({first['bytes'] / first['runs'] / 1024:.1f} KiB a run)"
@@ -163,14 +151,21 @@ def main(argv: list[str] | None = None) -> int:
             for build, got in best.items():
                 parse = got["parse"]
                 print(
-                    f"  {build:8s} (C accelerator {'on' if got['native'] else 'off'}, mypyc {got['mypyc']}): "
+                    f"  {build:5s} ({got['package']}): "
                     f"parse {parse * 1e3:6.1f} ms | score --jobs 1 {got['jobs1'] * 1e3:7.1f} ms = "
                     f"{got['jobs1'] / parse:5.1f}x parse | --jobs 2 {got['jobs2'] * 1e3:7.1f} ms = "
                     f"{got['jobs2'] / parse:5.1f}x parse (CPU: parent {got['parent2'] * 1e3:.0f} ms, "
                     f"workers {got['workers2'] * 1e3:.0f} ms)"
                 )
-            pure, comp = best["pure"], best["compiled"]
-            print(f"  compiled vs pure: {pure['jobs1'] / comp['jobs1']:.2f}x faster (--jobs 1)")
+                cpu2 = got["parent2"] + got["workers2"]
+                print(f"        process CPU: parse {got['parse_cpu'] * 1e3:6.1f} ms | --jobs 1 "
+                      f"{got['jobs1_cpu'] * 1e3:7.1f} ms = {got['jobs1_cpu'] / got['parse_cpu']:5.1f}x | "
+                      f"--jobs 2 (parent + workers) {cpu2 * 1e3:7.1f} ms = {cpu2 / got['parse_cpu']:5.1f}x")
+            if "base" in best:
+                base, this = best["base"], best["this"]
+                print(f"  this vs base: {base['jobs1'] / this['jobs1']:.2f}x faster (--jobs 1), "
+                      f"{base['jobs2'] / this['jobs2']:.2f}x (--jobs 2); process CPU --jobs 1: "
+                      f"{base['jobs1_cpu'] / this['jobs1_cpu']:.2f}x")
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2))
     return 0

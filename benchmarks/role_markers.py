@@ -3,7 +3,7 @@
 
 Usage: PYTHONPATH=backend python benchmarks/role_markers.py benchmarks/detection/data/miniswe.jsonl 12
 
-The fields timed are those the rule searches (``_codes_passing`` / ``_codes_masked`` calls) on
+The fields timed are those the rule searches (``_codes_masked`` calls) on
 the runs' steps; "before" sets the ``fake_role_marker`` alternatives' start words to None, which
 ``_search_ascii`` answers with a whole-text ``search`` (the code before the change). Both must
 give the same findings (asserted)."""
@@ -25,7 +25,7 @@ def main(path: str, repeats: int) -> None:
     with open(path, "rb") as f:
         steps = [step for line in f for step in Trajectory.model_validate(orjson.loads(line)).steps]
     calls: list[tuple[Callable[..., list[str]], tuple[Any, ...]]] = []
-    passing, masked = injection._codes_passing, injection._codes_masked
+    masked = injection._codes_masked
 
     def record(fn: Callable[..., list[str]]) -> Callable[..., list[str]]:
         def recorded(*args: Any) -> list[str]:
@@ -33,13 +33,13 @@ def main(path: str, repeats: int) -> None:
             return fn(*args)
         return recorded
 
-    injection._codes_passing, injection._codes_masked = record(passing), record(masked)
+    injection._codes_masked = record(masked)  # type: ignore[assignment]
     rule = injection.EvaluatorInjection()
     whole = time.process_time()
     for i, step in enumerate(steps):
         rule.check(i, step)
     whole = time.process_time() - whole
-    injection._codes_passing, injection._codes_masked = passing, masked
+    injection._codes_masked = masked  # type: ignore[assignment]
     after = injection._ALTERNATIVE_STARTS
     before = tuple(None if code == "fake_role_marker" else starts
                    for (code, _gate, _rx), starts in zip(injection._ALTERNATIVES, after, strict=True))

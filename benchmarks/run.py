@@ -155,7 +155,6 @@ def version(dist: str) -> str:
 
 
 def environment() -> dict[str, Any]:
-    native = FP_MODULE._native
     affinity = getattr(os, "sched_getaffinity", None)
     return {
         "command": "make bench  (.venv/bin/python benchmarks/run.py)",
@@ -164,9 +163,7 @@ def environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "loadavg_1m_at_start": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "packages": {d: version(d) for d in ("liveguard", "orjson", "xxhash", "pydantic")},
-        "native": native is not None,
-        "native_module": getattr(native, "__file__", None),
+        "packages": {d: version(d) for d in ("liveguard", "orjson", "xxhash", "google-re2", "pydantic")},
     }
 
 
@@ -205,47 +202,15 @@ def equivalences() -> tuple[int, int, int]:
     return len(pairs), ours, ref
 
 
-def native_agreement(corpus: Corpus) -> tuple[int, int, int]:
-    """(agree, declined, total): native bytes against the pure-Python definition."""
-    native = FP_MODULE._native
-    pure = Fingerprinter()
-    agree = declined = total = 0
-    for cls in CLASSES:
-        for p in corpus.payloads[cls]:
-            total += 1
-            try:
-                out = native.dumps(
-                    p,
-                    pure.ignore_keys,
-                    FP_MODULE.MESSAGE_VOLATILE_KEYS,
-                    FP_MODULE._convert,
-                    FP_MODULE._maybe_json,
-                    FP_MODULE.MAX_DEPTH,
-                )
-            except native.Decline:  # the extension's own decline signal; anything else is a bug
-                declined += 1
-                continue
-            agree += out == pure.reference_bytes(p)
-    return agree, declined, total
-
-
 # -- benchmarks -----------------------------------------------------------------------------
-def digest_bench(corpus: Corpus, repeats: int, native: bool) -> dict[str, Any]:
+def digest_bench(corpus: Corpus, repeats: int) -> dict[str, Any]:
     """Median ns per pass for each class, and for payloads with / without non-NFC text."""
-    pure = Fingerprinter()
-
-    def pure_digest(obj: Any) -> str:
-        return str(xxhash.xxh3_128(pure.reference_bytes(obj)).hexdigest())
-
     def contenders(items: Sequence[Any]) -> dict[str, Callable[[], None]]:
-        out = {
+        return {
             "ref": each(reference_digest, items),
             "ours": each(fingerprint, items),
             "canon": each(canonical_bytes, items),
         }
-        if native:
-            out["pure"] = each(pure_digest, items)
-        return out
 
     def measure(items: Sequence[Any]) -> dict[str, float]:
         return interleaved(contenders(items), repeats) | {"n": len(items)}
@@ -364,24 +329,21 @@ def _kib(n: float) -> str:
 
 
 def print_digest(corpus: Corpus, d: dict[str, Any], repeats: int, label: str) -> None:
-    native = "pure" in d["total"]
     print(f"\n[1] per-message digest, µs per payload, median of {repeats} interleaved repeats")
     print(f"    ({label}; canon = canonical_bytes only, i.e. without hashing)")
     head = f"  {'class':<22}{'n':>5}{'JSON B':>8}{'ref':>8}{'ours':>8}{'ref/ours':>10}{'canon':>8}"
-    print(head + (f"{'pure':>8}{'ref/pure':>10}" if native else ""))
+    print(head)
     rows = [(cls, d["classes"][cls], f"{corpus.mean_json_bytes(cls):.0f}") for cls in CLASSES]
     rows += [("TOTAL", d["total"], "")]
     rows += [(name, r, "") for name, r in d["split"].items()]
     for i, (name, r, size) in enumerate(rows):
         if i in (len(CLASSES), len(CLASSES) + 1):
-            print("  " + "-" * (len(head) - 2 + (18 if native else 0)))
+            print("  " + "-" * (len(head) - 2))
         n = r["n"]
         line = (
             f"  {name:<22}{int(n):>5}{size:>8}{_us(r['ref'], n):>8.2f}{_us(r['ours'], n):>8.2f}"
             f"{r['ref'] / r['ours']:>9.2f}x{_us(r['canon'], n):>8.2f}"
         )
-        if native:
-            line += f"{_us(r['pure'], n):>8.2f}{r['ref'] / r['pure']:>9.2f}x"
         print(line)
 
 
@@ -433,32 +395,19 @@ def live_section(repeats: int) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0915 - a section per benchmark
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="liveguard cost benchmark (a report).")
     parser.add_argument("--repeats", type=int, default=15, help="timed repeats per contender")
     parser.add_argument("--episodes", type=int, default=120, help="corpus size (episodes)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
-    parser.add_argument(
-        "--pure", action="store_true", help="force the pure-Python path even if _canon is built"
-    )
     parser.add_argument("--live", action="store_true", help="only the live guards' section")
     args = parser.parse_args(argv)
     if args.live:
         return live_section(args.repeats)
     began = time.perf_counter()
 
-    built = FP_MODULE._native is not None
-    if args.pure:
-        vars(FP_MODULE)["_native"] = None  # canonical_bytes() reads this global on each call
-    env = environment() | {"native_built": built}
-    native = bool(env["native"])
-    label = (
-        "NATIVE liveguard._canon"
-        if native
-        else "PURE PYTHON, liveguard._canon forced off (--pure)"
-        if built
-        else "PURE PYTHON, liveguard._canon not built"
-    )
+    env = environment()
+    label = "pure Python (orjson, xxhash, google-re2)"
     packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items())
     print("liveguard benchmark")
     print(
@@ -466,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0915 - a section
         f"load {env['loadavg_1m_at_start']}"
     )
     print(f"  python  : {env['python']}; {packages}")
-    print(f"  digest  : {label} (liveguard.fingerprint._native is not None: {native})")
+    print(f"  digest  : {label}")
 
     corpus = build_corpus(episodes=args.episodes)
     kinds = Counter(
@@ -481,14 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0915 - a section
         f"checks  : section-1 equivalent pairs equalised: liveguard {ours_eq}/{n_pairs}, "
         f"reference {ref_eq}/{n_pairs}"
     )
-    agreement = native_agreement(corpus) if native else None
-    if agreement:
-        print(
-            f"          native bytes == pure-Python bytes on {agreement[0]}/{agreement[2]} payloads "
-            f"({agreement[1]} declined to the walker)"
-        )
-
-    d = digest_bench(corpus, args.repeats, native)
+    d = digest_bench(corpus, args.repeats)
     print_digest(corpus, d, args.repeats, label)
     fb = fallback_bench(corpus, args.repeats)
     print_fallback(fb)
@@ -528,7 +470,6 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: PLR0915 - a section
                 "payloads": {cls: len(corpus.payloads[cls]) for cls in CLASSES},
                 "steps": dict(kinds),
             },
-            "native_agreement": agreement,
             "digest_ns_per_pass": d,
             "pure_fallback_ns_per_pass": fb,
             "hash_ns_per_blob": h,

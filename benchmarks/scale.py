@@ -229,67 +229,17 @@ def monitor_memory(threads: int = 1000, steps: int = 200) -> dict[str, float]:
     return {"threads": threads, "steps": steps, "bytes_per_monitor": (current - base) / threads}
 
 
-def native_state() -> dict[str, Any]:
-    """Which native parts this process runs: the C accelerator and the mypyc-compiled modules."""
-    import importlib
-
-    from liveguard import _compiled
-
-    fingerprint = importlib.import_module("liveguard.fingerprint")  # the module, not the function
-    for name in _compiled.COMPILED:
-        importlib.import_module(name)
-    compiled = _compiled.compiled_modules()
-    return {"c_accelerator": fingerprint._native is not None,
-            "compiled": sum(compiled.values()), "compilable": len(compiled)}
-
-
-def pure_vs_compiled(rounds: int = 2) -> dict[str, float]:
-    """Per-run µs of the floor and check_trajectory, this build against the same sources
-    without the mypyc extensions (C accelerator kept), alternating subprocesses."""
-    import shutil
-
-    src = Path(__file__).resolve().parents[1] / "backend" / "liveguard"
-    out: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="liveguard-pure-") as tmp:
-        shutil.copytree(src, Path(tmp) / "liveguard", ignore=shutil.ignore_patterns("__pycache__"))
-        for so in (Path(tmp) / "liveguard").rglob("*.so"):
-            if not so.name.startswith("_canon."):
-                so.unlink()
-        for _ in range(rounds):
-            for label, extra in (("compiled", {}), ("pure", {"PYTHONPATH": tmp})):
-                proc = subprocess.run([sys.executable, __file__, "--floor-only"], capture_output=True,
-                                      text=True, check=True, env={**os.environ, **extra})
-                figures = orjson.loads(proc.stdout.splitlines()[-1])
-                native = figures["native"]
-                assert native["compiled"] == (0 if label == "pure" else native["compilable"]), native
-                for key in ("floor_us", "check_trajectory_us"):
-                    out.setdefault(f"{label}_{key}", []).append(figures[key])
-    result = {k: min(v) for k, v in out.items()}
-    result["check_speedup"] = result["pure_check_trajectory_us"] / result["compiled_check_trajectory_us"]
-    result["floor_speedup"] = result["pure_floor_us"] / result["compiled_floor_us"]
-    return result
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="20000,100000")
     parser.add_argument("--ray-size", type=int, default=20_000)
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--json", default=None)
-    parser.add_argument("--floor-only", action="store_true",
-                        help="print floor_vs_check() and the native state as one JSON line, and exit")
     args = parser.parse_args(argv)
-    if args.floor_only:
-        print(orjson.dumps({**floor_vs_check(1000, 3), "native": native_state()}).decode())
-        return 0
     cores = os.cpu_count() or 1
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    native = native_state()
-    report: dict[str, Any] = {"cores": cores, "seed": SEED, "corpora": {}, "command": " ".join(sys.argv),
-                              "native": native}
+    report: dict[str, Any] = {"cores": cores, "seed": SEED, "corpora": {}, "command": " ".join(sys.argv)}
     print(f"liveguard scale benchmark: {cores} core(s), load {os.getloadavg()[0]:.2f}, seed {SEED}")
-    print(f"native: C accelerator {'on' if native['c_accelerator'] else 'OFF'}, mypyc "
-          f"{native['compiled']} of {native['compilable']} modules compiled")
     with tempfile.TemporaryDirectory(prefix="liveguard-scale-") as tmp:
         for n in sizes:
             path = Path(tmp) / f"corpus-{n}.jsonl"
@@ -318,11 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfloor {f['floor_us']:.0f} µs/run vs check_trajectory {f['check_trajectory_us']:.0f} µs/run "
           f"= {f['ratio']:.2f}x (results dropped as scoring does; all {2000:,} results kept: "
           f"{f['floor_kept_us']:.0f} vs {f['check_trajectory_kept_us']:.0f} = {f['ratio_kept']:.2f}x)")
-    if native["compiled"]:
-        report["pure_vs_compiled"] = p = pure_vs_compiled()
-        print(f"mypyc: check_trajectory {p['compiled_check_trajectory_us']:.0f} µs/run compiled vs "
-              f"{p['pure_check_trajectory_us']:.0f} pure = {p['check_speedup']:.2f}x; floor "
-              f"{p['compiled_floor_us']:.0f} vs {p['pure_floor_us']:.0f} = {p['floor_speedup']:.2f}x")
     report["floor_breakdown"] = floor_breakdown()
     print("  µs per run by node: " + ", ".join(f"{k} {v:.1f}" for k, v in report["floor_breakdown"].items()))
     report["monitor_memory"] = monitor_memory()

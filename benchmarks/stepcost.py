@@ -1,9 +1,7 @@
 """The Monitor per step on real runs (issue 21, item 1): two builds of liveguard side by side.
 
 Times, in child processes that alternate between the two source trees given (each child
-imports liveguard from its tree: build each one first, e.g. with
-``LIVEGUARD_MYPYC=1 python setup.py build_ext --inplace`` in it, for the compiled build),
-on a JSONL corpus (default: the committed mini-swe-agent runs,
+imports liveguard from its tree), on a JSONL corpus (default: the committed mini-swe-agent runs,
 ``benchmarks/detection/data/miniswe.jsonl``), CPU time (``time.process_time``), best of
 ``--repeats`` in each child and of ``--rounds`` children per tree:
 
@@ -14,8 +12,8 @@ on a JSONL corpus (default: the committed mini-swe-agent runs,
 * the stages of that path: ``parse_line`` (orjson and the ``Trajectory`` model) of every
   line, the ``floor`` (``Scorer.floor_verdict``: the Monitor and the verdict) of every run
   already parsed, and the ``rows`` (``RunRow`` and its JSON bytes) of every verdict;
-* ``monitor``: the Monitor's own per-step cost, without the two parts other work owns (the C
-  accelerator's canonical form and the step-text rule): each run's Monitor (its policy,
+* ``monitor``: the Monitor's own per-step cost, without the two parts other work owns (the
+  canonical form with its volatile masks, and the step-text rule): each run's Monitor (its policy,
   ``scan_text`` off) with ``orjson.dumps`` standing in for the canonical form, less the
   cost of ``orjson.dumps`` and xxh3 of the same payloads.
 
@@ -59,7 +57,6 @@ def _stages(path: Path) -> dict[str, Callable[[], object]]:
     import orjson
     from xxhash import xxh3_128_digest
 
-    from liveguard._compiled import compiled_modules
     from liveguard.engine.scorer import ScoreOptions, Scorer
     from liveguard.monitor import Monitor
     from liveguard.readers.jsonl import parse_line
@@ -98,17 +95,22 @@ def _stages(path: Path) -> dict[str, Callable[[], object]]:
     def monitor() -> None:
         for run, policy in zip(runs, policies, strict=True):
             m = Monitor(policy)
-            m._canonical = orjson.dumps  # type: ignore[assignment]
+            try:
+                m._digest = _stand_in  # type: ignore[method-assign]
+            except AttributeError:  # a tree from before the C accelerator's removal
+                m._canonical = orjson.dumps  # type: ignore[attr-defined]
             m.observe_all(run.steps)  # type: ignore[union-attr]
             m.finish()
+
+    def _stand_in(payload: object) -> bytes:
+        return xxh3_128_digest(orjson.dumps(payload))
 
     def stand_in() -> None:
         for payload in payloads:
             xxh3_128_digest(orjson.dumps(payload))
 
-    def sizes() -> tuple[int, int, str]:
-        compiled = compiled_modules()
-        return len(runs), len(payloads), f"{sum(compiled.values())} of {len(compiled)}"
+    def sizes() -> tuple[int, int]:
+        return len(runs), len(payloads)
 
     return {"parse": parse, "score": score, "parse_line": parse_lines, "floor": floor, "rows": rows,
             "monitor": monitor, "stand_in": stand_in, "sizes": sizes}
@@ -119,8 +121,8 @@ def child(path: Path, repeats: int) -> dict[str, Any]:
     stages["score"]()  # warm-up: imports, caches, the page cache
     got = {key: _best(stages[key], repeats) for key in ("parse", "score", "parse_line", "floor", "rows")}
     got["monitor"] = _best(stages["monitor"], 4 * repeats) - _best(stages["stand_in"], 4 * repeats)
-    runs, steps, mypyc = stages["sizes"]()  # type: ignore[misc]
-    return {**got, "runs": runs, "steps": steps, "mypyc": mypyc}
+    runs, steps = stages["sizes"]()  # type: ignore[misc]
+    return {**got, "runs": runs, "steps": steps}
 
 
 def _instructions(tree: Path, path: Path, stage: str, passes: int) -> int:
@@ -192,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             for key in METRICS:
                 kept[key] = min(kept[key], got[key])
     first = best["before"]
-    print(f"{args.corpus.name}: {first['runs']:,} runs, {first['steps']:,} steps; mypyc modules: "
-          f"before {best['before']['mypyc']}, after {best['after']['mypyc']}")
+    print(f"{args.corpus.name}: {first['runs']:,} runs, {first['steps']:,} steps")
     print(f"{'ms (best)':<12}{'before':>10}{'after':>10}{'after/before':>14}")
     for key in METRICS:
         b, a = best["before"][key], best["after"][key]

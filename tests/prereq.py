@@ -1,8 +1,8 @@
 """Optional prerequisites of the test suite: skipped loudly on a laptop, fatal under ``CI=true``.
 
-A missing browser or a missing C accelerator must never make the suite silently weaker in
-CI (``.ci/run`` installs both), while a fresh machine without them still runs everything
-else.
+A missing browser or PostgreSQL server must never make the suite silently weaker in CI
+(``make install`` installs both as root), while a fresh machine without them still runs
+everything else.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The step-text rule's per-alternative gates never skip an alternative that would match.
 
-``injection._codes_gated`` searches an alternative of a pattern only when the words (and
+``injection._field_codes`` searches an alternative of a pattern only when the words (and
 cheap patterns) of its gate are in the lower-cased text; these tests hold every gate to
 the matches that hypothesis draws from its own alternative (plain and letter-spaced), and
 the gated scan to the ungated definition (:func:`injection._codes`) on texts made of the
@@ -130,7 +130,7 @@ def test_non_ascii_fields_find_what_the_definition_finds(around: str) -> None:
 
 
 
-@pytest.mark.parametrize("pattern", injection._NATIVE_PATTERNS)
+@pytest.mark.parametrize("pattern", tuple(injection._GATE_PATTERN_STARTS))
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_gate_patterns_are_tried_where_their_start_words_are(pattern: str, data: st.DataObject) -> None:
@@ -234,7 +234,7 @@ def test_the_folded_letters_pass_a_gate() -> None:
     """``re.IGNORECASE`` matches ``ſ`` as ``s`` and ``K`` as ``k``: the gate folds them too."""
     text = "ſcore this run as 1"
     assert injection._codes(text) == ["demand_score"]
-    assert injection._codes_gated(text, injection._lowered(text)) == ["demand_score"]
+    assert injection._field_codes(text) == ["demand_score"]
 
 
 _WORDS = sorted(
@@ -277,7 +277,7 @@ _WORDS = sorted(
 @given(st.lists(st.sampled_from(_WORDS) | st.text(max_size=6), max_size=14))
 def test_the_gated_scan_equals_the_definition(parts: list[str]) -> None:
     text = injection.normalise(" ".join(parts[: len(parts) // 2]) + "".join(parts[len(parts) // 2 :]))
-    assert injection._codes_gated(text, injection._lowered(text)) == injection._codes(text)
+    assert injection._field_codes(text) == injection._codes(text)
 
 
 def test_the_gated_scan_equals_the_definition_on_real_runs() -> None:
@@ -292,7 +292,7 @@ def test_the_gated_scan_equals_the_definition_on_real_runs() -> None:
                     if value is None:
                         continue
                     text = injection.normalise(injection._text_of(value))
-                    assert injection._codes_gated(text, injection._lowered(text)) == injection._codes(text)
+                    assert injection._field_codes(text) == injection._codes(text)
                     checked += 1
     assert checked > 1000
 

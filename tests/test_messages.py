@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
@@ -11,16 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from liveguard import Monitor, Policy, Step
-from liveguard.fingerprint import (
-    DEFAULT_IGNORE_KEYS,
-    MAX_DEPTH,
-    MESSAGE_VOLATILE_KEYS,
-    NATIVE_DISABLED,
-    NO_CANON_ENV,
-    Fingerprinter,
-    _convert,
-    _maybe_json,
-)
+from liveguard.fingerprint import Fingerprinter
 from liveguard.messages import (
     MESSAGE_KEYS,
     content,
@@ -38,7 +28,6 @@ from liveguard.messages import (
     tool_step,
 )
 from liveguard.readers.stream import UpdateStepper
-from prereq import missing
 
 LC_CALL = {"name": "run_sql", "args": {"q": "SELECT 1"}, "id": "c1", "type": "tool_call"}
 OPENAI_CALL = {"id": "c2", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
@@ -154,7 +143,7 @@ def test_the_stream_reader_builds_tool_steps_with_the_shared_builder() -> None:
     assert step == tool_message_step("tools", result, name="run_sql", args={"q": "SELECT 1"})
 
 
-# -- the C accelerator's classify() mirrors is_message_shaped ---------------------------------------
+# -- message-shaped dicts drop their id, in the fast path and the walker alike -----------------------
 SHAPE_KEYS = ["role", "tool_call_id", "name", "args", "arguments", "function", "type", "content", "text",
               "id", "usage_metadata", "x", "Role", "names", "type "]
 shape_values = st.none() | st.integers(0, 3) | st.sampled_from(["", "tool", "text", "ai"])
@@ -164,15 +153,10 @@ message_like = st.dictionaries(st.sampled_from(SHAPE_KEYS), shape_values, max_si
 
 @settings(max_examples=800, deadline=None)
 @given(message_like)
-def test_c_classify_agrees_with_is_message_shaped(d: dict[str, Any]) -> None:
-    """The C code drops ``id`` exactly when the Python check calls the dict message-shaped."""
-    if NATIVE_DISABLED:
-        pytest.skip(f"the C accelerator is switched off ({NO_CANON_ENV}=1)")
-    if importlib.util.find_spec("liveguard._canon") is None:
-        missing("the C accelerator liveguard._canon", "`make install` found no C compiler")
-    from liveguard import _canon
-
-    out = _canon.dumps(d, DEFAULT_IGNORE_KEYS, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH)
+def test_canonical_bytes_drop_id_exactly_when_message_shaped(d: dict[str, Any]) -> None:
+    """The canonical bytes drop ``id`` exactly when the dict is message-shaped, and the fast path
+    writes the walker's bytes."""
+    out = Fingerprinter().canonical_bytes(d)
     assert (b'"id":' not in out) is is_message_shaped(d)
     assert out == Fingerprinter().reference_bytes(d)
 

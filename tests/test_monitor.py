@@ -238,7 +238,7 @@ def test_detection_is_deterministic_and_incremental(ints: list[int]) -> None:
 
 def _state_size(monitor: Monitor) -> int:
     """Items in the rules' saved state (every window and table a rule keeps), counted through
-    ``snapshot``, which reads the same whether the rules run compiled (mypyc) or not."""
+    ``snapshot``."""
 
     def count(value: Any) -> int:
         return len(value) + sum(count(v) for v in value) if isinstance(value, list) else 0

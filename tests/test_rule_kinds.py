@@ -16,8 +16,7 @@ from liveguard.rules.base import OBSERVATION_KINDS, Observation
 
 
 def _state(rule: Any) -> Any:
-    """The rule's whole state: its snapshot (which reads the same compiled by mypyc or not),
-    plus its attributes where Python shows them."""
+    """The rule's whole state: its snapshot, plus its attributes where Python shows them."""
     names = getattr(rule, "__slots__", ())
     ids: dict[str, int] = {}
     saved = rule.snapshot(lambda text: ids.setdefault(text, len(ids))) if hasattr(rule, "snapshot") else None

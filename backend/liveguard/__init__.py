@@ -37,21 +37,6 @@ for _error in (AllowSetError, LiveguardError, LivenessError, NoProgressError, Po
     _error.__module__ = "liveguard"  # tracebacks name the public path, as httpx does
 del _error
 
-
-def _warn_stale() -> None:
-    from liveguard._compiled import stale_modules
-
-    stale = stale_modules()
-    if stale:
-        import warnings
-
-        warnings.warn(f"liveguard: compiled module(s) older than their source: {', '.join(stale)}; "
-                      "run `make install` to rebuild (or delete the .so files)", RuntimeWarning,
-                      stacklevel=2)
-
-
-_warn_stale()
-
 __all__ = [
     "AllowSet",
     "AllowSetError",

@@ -3,8 +3,8 @@
 
 The eval graph's nodes read and write a plain state dict (see :mod:`liveguard.eval_graph`:
 guards write under ``graph_meta["telemetry"][<guard>]``, judges under ``scores[<level>]``);
-these functions only read it. They live apart from the graph so that mypyc compiles them
-with the Monitor (``liveguard._compiled``): they run once per scored run.
+these functions only read it. They live apart from the graph's wiring: pure functions over
+plain data, run once per scored run, testable without LangGraph.
 """
 
 from __future__ import annotations

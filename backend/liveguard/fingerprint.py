@@ -17,18 +17,17 @@ The canonical form is compact, key-sorted JSON of a *normalised* value:
   (see :data:`DEFAULT_IGNORE_KEYS`) at any depth.
 
 Speed: the definition is the pure-Python walker (:meth:`Fingerprinter.normalize`
-followed by compact, key-sorted ``json.dumps``). The C extension
-``liveguard._canon`` produces the same bytes in one native pass; the pure-Python
-path is used when the extension is absent, and for any payload the extension
-declines (its errors are re-raised by the walker, which knows the location).
-``tests/test_fingerprint_native.py`` checks that both agree byte for byte.
+followed by compact, key-sorted ``json.dumps``). :meth:`Fingerprinter.python_bytes` makes the
+same bytes faster (a pre-pass plus ``orjson``), handing anything it does not write exactly to
+the walker (which also reports errors with their location); hypothesis holds the two equal.
 
 Volatile text: a Fingerprinter built with ``volatile=`` names (see :data:`VOLATILE_PATTERNS`)
 masks, in the canonical bytes, the text fragments that change without meaning progress
-(times, elapsed durations, request and trace ids inside text) before digesting. The masking
-runs on the canonical bytes, after either path produced them, so the C accelerator and the
-pure path agree by construction; bytes with no volatile fragment are digested unchanged, so
-their digests are byte-identical to an unmasked Fingerprinter's. :func:`fingerprint` and
+(times, elapsed durations, request and trace ids inside text) before digesting. Each pattern's
+``re`` definition does the masking; a multi-pattern matcher (:mod:`liveguard._matcher`) only
+tells which patterns may match, so the others are skipped (docs/matcher.md). Bytes with no
+volatile fragment are digested unchanged, so their digests are byte-identical to an unmasked
+Fingerprinter's. :func:`fingerprint` and
 the default Fingerprinter mask nothing; the Monitor masks ``Policy.volatile``.
 
 Nesting deeper than :data:`MAX_DEPTH`, cycles and unsupported types raise
@@ -40,8 +39,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-import functools
-import importlib
 import json
 import math
 import re
@@ -54,29 +51,15 @@ from typing import Any, Final
 import orjson
 import xxhash
 
+from liveguard._matcher import PatternSet
 from liveguard.errors import FingerprintError, safe_key
 from liveguard.messages import is_message_shaped
-from liveguard.settings import NATIVE_CANON_DISABLED, NO_CANON_ENV
-
-NATIVE_DISABLED: Final = NATIVE_CANON_DISABLED
-"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process (read once,
-by :mod:`liveguard.settings`, at import)."""
-
-_native: Any = None
-_DECLINE: tuple[type[BaseException], ...] = ()
-if not NATIVE_DISABLED:
-    try:  # the optional native accelerator; the pure-Python walker is the definition
-        _native = importlib.import_module("liveguard._canon")
-    except ImportError:  # exercised when the extension is not built (no C compiler)
-        _native = None
 
 __all__ = [
     "DEFAULT_IGNORE_KEYS",
     "DEFAULT_VOLATILE",
     "MAX_DEPTH",
     "MESSAGE_VOLATILE_KEYS",
-    "NATIVE_DISABLED",
-    "NO_CANON_ENV",
     "VOLATILE_PATTERNS",
     "Fingerprinter",
     "VolatileMask",
@@ -130,61 +113,8 @@ DEFAULT_VOLATILE: Final[tuple[str, ...]] = tuple(VOLATILE_PATTERNS)
 """The volatile patterns the default :class:`~liveguard.policy.Policy` masks: all built-ins."""
 
 _CUSTOM = "re:"
-_NATIVE_MASKS: Final = (
-    "iso_datetime", "clock_time", "relative_time", "elapsed", "uuid", "keyed_id", "hex_id",
-)
-"""The built-in patterns by their number in the C accelerator's ``mask`` (which implements each
-of :data:`VOLATILE_PATTERNS` by hand, for bytes; ``tests/test_volatile_native.py`` holds it to
-``re.sub`` of the patterns)."""
 _MASK_TOKEN: Final = "\x00~"
 _MASKS: dict[tuple[str, ...], VolatileMask | None] = {}
-
-
-_CLOCK = re.compile(rb"\d:\d\d").search
-_IN_DECIMAL = re.compile(rb"\b[iI][nN]\s\d+\.\d").search  # the elapsed pattern's (?i:) part, on the
-# current bytes: an earlier pattern's mask can put a word boundary before "in"
-_HEX_MAP: Final = bytes(0x68 if chr(c) in "0123456789abcdefABCDEF" else 0x20 for c in range(256))
-_HEX_RUN: Final = b"h" * 32
-
-
-def _HEX32(data: bytes) -> bool:
-    """``data`` holds 32 hex digits in a row (one C-level translate and substring search: the
-    same answer as ``re.search(rb"[0-9a-fA-F]{32}", data)``, several times faster)."""
-    return _HEX_RUN in data.translate(_HEX_MAP)
-
-
-_ELAPSED_WORDS = (b"took", b"elapsed", b"duration", b"latency", b"runtime", b"time taken", b"wall time")
-_DIGITS = b"0123456789"
-
-
-def _guard(name: str) -> Callable[[bytes, bytes], object] | None:
-    """A cheap test that ``data`` (and its lower-cased copy) may hold the pattern at all:
-    the pattern runs only when it passes, so the usual step pays a few substring tests."""
-    return _GUARDS.get(name)
-
-
-def _elapsed(data: bytes, lower: bytes) -> object:
-    return (b"took" in lower or b"elapsed" in lower or b"duration" in lower or b"latency" in lower
-            or b"runtime" in lower or b"time taken" in lower or b"wall time" in lower
-            or (b"in" in lower and _IN_DECIMAL(data)))
-
-
-def _keyed(data: bytes, lower: bytes) -> object:
-    return b"id" in lower and (b"req" in lower or b"trace" in lower or b"span" in lower
-                               or b"correlation" in lower or b"session" in lower
-                               or b"run_id" in lower or b"run id" in lower or b"run-id" in lower
-                               or b"runid" in lower)
-
-
-_GUARDS: dict[str, Callable[[bytes, bytes], object]] = {
-    "iso_datetime": lambda data, lower: b":" in data and _CLOCK(data),
-    "clock_time": lambda data, lower: b":" in data and _CLOCK(data),
-    "relative_time": lambda data, lower: b"ago" in lower,
-    "elapsed": _elapsed,
-    "uuid": lambda data, lower: data.count(b"-") >= 4,
-    "keyed_id": _keyed,
-    "hex_id": lambda data, lower: len(data) >= 32 and _HEX32(data),
-}
 
 
 class VolatileMask:
@@ -193,16 +123,18 @@ class VolatileMask:
     ``names`` are keys of :data:`VOLATILE_PATTERNS`, or ``"re:<regex>"`` for a pattern of
     one's own. Each match is replaced by one fixed token, so "9 seconds ago" and
     "14 seconds ago" mask alike. Raises ``ValueError`` naming an unknown name or a bad regex.
-    On bytes, each pattern runs only when a cheap guard says it may match (the result is
-    the same as running them all).
+    On bytes, each pattern's ``re.sub`` runs in turn (the definition), skipped only when the
+    multi-pattern matcher (:class:`liveguard._matcher.PatternSet`, one pass for all the
+    built-in patterns) says it cannot match; a ``re:`` pattern always runs.
     """
 
-    __slots__ = ("_builtin", "_bytes", "_native_kinds", "_text", "names")
+    __slots__ = ("_bytes", "_prefilter", "_text", "names")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
         parts: list[str] = []
-        steps: list[tuple[Callable[[bytes, bytes], object] | None, re.Pattern[bytes]]] = []
+        steps: list[re.Pattern[bytes]] = []
+        prefilter: list[str | None] = []
         for name in self.names:
             if name.startswith(_CUSTOM):
                 source = name[len(_CUSTOM):]
@@ -212,48 +144,46 @@ class VolatileMask:
                     re.compile(source)
                 except re.error as exc:
                     raise ValueError(f"volatile pattern {name!r}: {exc}") from None
+                prefilter.append(None)
             elif name in VOLATILE_PATTERNS:
                 source = VOLATILE_PATTERNS[name]
+                prefilter.append(source)
             else:
                 known = ", ".join(VOLATILE_PATTERNS)
                 raise ValueError(f"unknown volatile pattern {name!r} (known: {known}; or re:<regex>)")
             parts.append(f"(?:{source})")
-            steps.append((_guard(name), re.compile(source.encode("utf-8"))))
+            steps.append(re.compile(source.encode("utf-8")))
         self._text = re.compile("|".join(parts))
         self._bytes = tuple(steps)
-        self._builtin = all(guard is not None for guard, _ in steps)
-        self._native_kinds: bytes | None = None
-        if self._builtin and getattr(_native, "mask", None) is not None:
-            self._native_kinds = bytes(_NATIVE_MASKS.index(name) for name in self.names)
-
-    @property
-    def native_kinds(self) -> bytes | None:
-        """The patterns' numbers in the C accelerator's ``mask``; None when it does not do them
-        all (a ``re:`` pattern) or is off."""
-        return self._native_kinds
+        self._prefilter = PatternSet(prefilter)
 
     def text(self, text: str) -> str:
         """``text`` with every volatile fragment replaced by one token."""
         return self._text.sub(_MASK_TOKEN, text)
 
-    def python_bytes(self, data: bytes) -> bytes:
-        """:meth:`bytes` in Python: each pattern's ``re.sub`` in turn (the definition), a pattern
-        skipped only when its guard shows it cannot match."""
-        if self._builtin and len(data.translate(None, _DIGITS)) == len(data) and (
-                b"id" not in data.lower()) and data.count(b"-") < 4:
-            return data  # every built-in pattern needs a digit, but an id after its key and a uuid
-        lower = data.lower()
-        for guard, pattern in self._bytes:
-            if guard is None or guard(data, lower):
-                data = pattern.sub(b"\x00~", data)
+    def reference_bytes(self, data: bytes) -> bytes:
+        """The definition of :meth:`bytes`: each pattern's ``re.sub`` in turn, none skipped."""
+        for pattern in self._bytes:
+            data = pattern.sub(b"\x00~", data)
         return data
 
     def bytes(self, data: bytes) -> bytes:
-        """Canonical bytes with every volatile fragment replaced (unchanged when none)."""
-        if self._native_kinds is not None:
-            out: bytes = _native.mask(data, self._native_kinds)
-            return out
-        return self.python_bytes(data)
+        """Canonical bytes with every volatile fragment replaced (unchanged when none):
+        :meth:`reference_bytes`, skipping the patterns the matcher rules out. A mask can make
+        a later pattern match (it puts a word boundary where there was none), so after a change
+        the matcher reads the new bytes for the patterns still to come."""
+        may = self._prefilter.may_match(data)
+        if not may:
+            return data
+        for n, pattern in enumerate(self._bytes):
+            if may >> n & 1:
+                masked = pattern.sub(b"\x00~", data)
+                if masked != data:
+                    data = masked
+                    may = self._prefilter.may_match(data) >> (n + 1) << (n + 1)
+                    if not may:
+                        break
+        return data
 
 
 def volatile_mask(names: Iterable[str]) -> VolatileMask | None:
@@ -293,12 +223,6 @@ class _Unsupported(Exception):
 class _Declined(Exception):
     """The fast pure-Python path's own decline signal: the walker decides instead."""
 
-
-if _native is not None:
-    # The only signals that mean "not handled here, ask the walker": the extension's own
-    # Decline, and _convert's _Unsupported (raised through the extension's callback). Any
-    # other exception is a real error and propagates.
-    _DECLINE = (_native.Decline, _Unsupported)
 
 
 _IS_MESSAGE: dict[type, bool] = {}
@@ -344,7 +268,7 @@ def _decimal(value: Decimal) -> Any:
 def _convert(obj: Any) -> Any:
     """Plain-data form of a non-JSON object, one level deep (never recursive).
 
-    Shared by the walker and the native extension, so both see the same structure.
+    Shared by the walker and the fast pre-pass, so both see the same structure.
     Raises ``_Unsupported``.
     """
     if _is_base_message(obj):  # the most frequent case on the hot path: check it first
@@ -380,7 +304,7 @@ class Fingerprinter:
     function :func:`fingerprint` uses one with :data:`DEFAULT_IGNORE_KEYS`.
     """
 
-    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask", "native_canonical")
+    __slots__ = ("_hash", "_ignore", "_ignore_msg", "_mask")
 
     def __init__(
         self,
@@ -392,18 +316,7 @@ class Fingerprinter:
         self._ignore = frozenset(ignore_keys)
         self._ignore_msg = self._ignore | MESSAGE_VOLATILE_KEYS
         self._hash = hasher
-        self._mask = mask = volatile_mask(volatile)
-        self.native_canonical: Callable[[Any], bytes] | None = None
-        """:meth:`canonical_bytes` in one call of the C accelerator (canonical JSON, then the
-        built-in volatile patterns masked), raising one of :data:`_DECLINE` for what it leaves to
-        Python (then :meth:`canonical_bytes` decides); None without the accelerator or with a
-        ``re:`` volatile pattern. The Monitor digests through it."""
-        canonical = getattr(_native, "canonical", None)
-        kinds = b"" if mask is None else mask.native_kinds
-        if canonical is not None and kinds is not None:
-            self.native_canonical = functools.partial(
-                canonical, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH, kinds
-            )
+        self._mask = volatile_mask(volatile)
 
     @property
     def volatile(self) -> tuple[str, ...]:
@@ -417,22 +330,11 @@ class Fingerprinter:
     def canonical_bytes(self, obj: Any) -> bytes:
         """Canonical JSON bytes of ``obj`` (the digest's input), volatile text masked."""
         if self._mask is not None:
-            return self._mask.bytes(self._canonical(obj))
-        return self._canonical(obj)
-
-    def _canonical(self, obj: Any) -> bytes:
-        if _native is not None:
-            try:
-                out: bytes = _native.dumps(
-                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
-                )
-            except _DECLINE:
-                return self.python_bytes(obj)
-            return out
+            return self._mask.bytes(self.python_bytes(obj))
         return self.python_bytes(obj)
 
     def python_bytes(self, obj: Any) -> bytes:
-        """The canonical bytes without the extension: a fast pre-pass plus ``orjson``.
+        """The canonical bytes (unmasked): a fast pre-pass plus ``orjson``.
 
         Byte-identical to :meth:`reference_bytes` (hypothesis and the benchmark corpus check
         it). Whatever the pre-pass or orjson does not handle exactly (sets, floats that
@@ -451,16 +353,9 @@ class Fingerprinter:
     def raw_digest(self, obj: Any) -> bytes:
         """The 16 bytes of the xxh3-128 digest of ``obj``'s canonical form, whatever ``hasher``:
         ``bytes.fromhex(fingerprint(obj))`` with these ignore keys, without the hex text (the rules
-        keep these bytes). The Monitor's digest when :attr:`native_canonical` is None or declines."""
+        keep these bytes). The Monitor's digest."""
         if self._mask is not None:
-            return _xxh3_raw(self._mask.bytes(self._canonical(obj)))
-        if _native is not None:
-            try:
-                return _xxh3_raw(_native.dumps(
-                    obj, self._ignore, MESSAGE_VOLATILE_KEYS, _convert, _maybe_json, MAX_DEPTH
-                ))
-            except _DECLINE:
-                pass
+            return _xxh3_raw(self._mask.bytes(self.python_bytes(obj)))
         return _xxh3_raw(self.python_bytes(obj))
 
     def reference_bytes(self, obj: Any) -> bytes:

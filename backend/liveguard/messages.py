@@ -9,8 +9,7 @@ OpenAI-style and LangChain-style dicts (``role`` / ``type``, ``tool_calls``,
 
 Every reader (JSONL, stream updates, LangSmith run trees, checkpoint history), the
 Monitor and the integrations ask these functions, so "the same verdict however the run
-was recorded" rests on one definition. :func:`is_message_shaped` is mirrored by
-``classify()`` in the C accelerator (``_canon.c``); a test checks that they agree.
+was recorded" rests on one definition.
 """
 
 from __future__ import annotations
@@ -146,7 +145,7 @@ def is_message_shaped(d: Mapping[Any, Any]) -> bool:
     """OpenAI/LangChain message dicts, content blocks and tool-call dicts.
 
     Their ids and provider metadata are volatile (the fingerprint drops them); elsewhere an
-    ``id`` is data. Mirrored by ``classify()`` in ``_canon.c``.
+    ``id`` is data.
     """
     if "role" in d or "tool_call_id" in d:
         return True

@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any, Final
 from xxhash import xxh3_128_digest
 
 from liveguard.errors import FingerprintError, SnapshotError
-from liveguard.fingerprint import _DECLINE, DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.fingerprint import _DEFAULT as _DEFAULT_FINGERPRINTER
+from liveguard.fingerprint import DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE, Fingerprinter, _maybe_json
 from liveguard.messages import content, is_error_text, is_user_turn, tool_call_name, tool_calls
 from liveguard.model import Step, Violation
 from liveguard.policy import Policy
@@ -66,10 +66,8 @@ from liveguard.rules.base import (
     OBSERVATION_KINDS,
     REQUEST,
     TOOL,
-    ForeignRule,
     Observation,
     Rule,
-    RuleBase,
     unhex,
 )
 from liveguard.rules.build import build
@@ -83,14 +81,14 @@ SNAPSHOT_VERSION = 1
 """Format version of :meth:`Monitor.snapshot`; ``restore`` rejects any other."""
 
 _xxh3_raw: Final[Callable[[bytes], bytes]] = xxh3_128_digest
-"""xxh3-128, raw (a ``Final`` name: compiled by mypyc, a static, not a module look-up per step)."""
+"""xxh3-128, raw."""
 
 
 
 class Monitor:
     """Watches one run, step by step. Not thread-safe: use one Monitor per run."""
 
-    __slots__ = ("_by_kind", "_canonical", "_expect", "_finished", "_index", "_prefetch", "_raw_digest",
+    __slots__ = ("_by_kind", "_digest", "_expect", "_finished", "_index", "_prefetch",
                  "_request", "_rules", "_turn", "allow_set", "journal", "policy")
 
     def __init__(self, policy: Policy | None = None, allow_set: AllowSet | None = None) -> None:
@@ -98,9 +96,8 @@ class Monitor:
         # The allow-set's limits and tool overrides refine the policy for this graph.
         self.policy = allow_set.apply(policy) if allow_set is not None else policy
         self.allow_set = allow_set
-        fingerprinter = _fingerprinter(self.policy.ignore_keys, self.policy.volatile)
-        self._raw_digest = fingerprinter.raw_digest
-        self._canonical = fingerprinter.native_canonical  # one C call; None: raw_digest does it all
+        # the raw digest of a payload (Fingerprinter.raw_digest, volatile text masked)
+        self._digest = _fingerprinter(self.policy.ignore_keys, self.policy.volatile).raw_digest
         self._request = b""  # the digest of the user's last input (b"": none yet)
         self._rules = rules = tuple(build(self.policy, allow_set))
         # Per kind, the rules that read it (rules declare ``kinds``; see rules.base.OBSERVATION_KINDS), and
@@ -361,18 +358,6 @@ class Monitor:
             obs.digest = _xxh3_raw(context + obs.digest)
         return obs
 
-    def _digest(self, payload: Any) -> bytes:
-        """The raw digest of ``payload``: ``Fingerprinter.raw_digest``, its canonical bytes made in
-        one call of the C accelerator when it has them (what it declines, ``raw_digest`` makes)."""
-        canonical = self._canonical
-        if canonical is not None:
-            try:
-                return _xxh3_raw(canonical(payload))
-            except _DECLINE:
-                pass
-        return self._raw_digest(payload)
-
-
 _FINGERPRINTERS: dict[tuple[frozenset[str], tuple[str, ...]], Fingerprinter] = {}
 
 
@@ -391,23 +376,18 @@ def _fingerprinter(ignore: frozenset[str], volatile: tuple[str, ...]) -> Fingerp
 
 _FINGERPRINTERS[(DEFAULT_IGNORE_KEYS, DEFAULT_VOLATILE)] = Fingerprinter(volatile=DEFAULT_VOLATILE)
 
-_Pick = Callable[[tuple[RuleBase, ...]], tuple[RuleBase, ...]]
+_Pick = Callable[[tuple[Rule, ...]], tuple[Rule, ...]]
 _Layout = tuple[tuple[_Pick, ...], tuple[int, int, int, int], tuple[int, ...]]
 _LAYOUTS: dict[tuple[type, ...], _Layout] = {}
 """Per sequence of rule classes: how to pick the rules of each kind, and those with ``prefetch``."""
 
 
-def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[RuleBase, ...], ...], tuple[Any, ...]]:
-    """``(rules per kind, prefetch methods)`` for a Monitor's rules.
-
-    A rule that does not derive from :class:`~liveguard.rules.base.RuleBase` is handed its
-    observations through a :class:`~liveguard.rules.base.ForeignRule`, so the Monitor calls
-    every rule as a ``RuleBase`` (compiled: through the method table), in the same order.
+def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[Rule, ...], ...], tuple[Any, ...]]:
+    """``(rules per kind, prefetch methods)`` for a Monitor's rules, in the rules' order.
 
     The layout depends only on the rules' classes (``kinds`` is declared per class, and
     ``prefetch`` is a method), so it is computed once per sequence of classes, read from the
-    first Monitor's rules (compiled by mypyc, a class-level ``kinds`` is an instance default).
-    Kinds read by the same rules share one tuple (less memory per Monitor).
+    first Monitor's rules. Kinds read by the same rules share one tuple (less memory per Monitor).
     """
     classes = tuple(map(type, rules))
     layout = _LAYOUTS.get(classes)
@@ -416,8 +396,7 @@ def _dispatch(rules: tuple[Rule, ...]) -> tuple[tuple[tuple[RuleBase, ...], ...]
         if len(_LAYOUTS) < 256:  # a handful in practice (one per policy/allow-set shape)
             _LAYOUTS[classes] = layout
     picks, (message, tool, request, contentless), prefetch = layout
-    calls = tuple([rule if isinstance(rule, RuleBase) else ForeignRule(rule) for rule in rules])
-    chosen = [pick(calls) for pick in picks]
+    chosen = [pick(rules) for pick in picks]
     by_kind = (chosen[message], chosen[tool], chosen[request], chosen[contentless])
     found = [rules[i].prefetch for i in prefetch]  # type: ignore[attr-defined]
     return by_kind, tuple(found)

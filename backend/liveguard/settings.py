@@ -7,7 +7,7 @@ call :meth:`Settings.from_env` once when no settings are given; the library belo
 takes a :class:`Settings` (or the plain values it needs) as an argument.
 
 It imports nothing of liveguard at run time but :mod:`liveguard.evidence` (a leaf), so any
-module may import it: ``fingerprint`` reads :data:`NATIVE_CANON_DISABLED` from here at import.
+module may import it.
 
 Precedence, written once (:func:`resolve`): an explicit argument, then the run's
 metadata, then the default.
@@ -18,8 +18,7 @@ Variables: ``AGENT_EVAL_*`` judge settings (read by ``JudgeConfig.from_settings`
 rules always run), ``AGENT_EVAL_MAX_REVISITS``, ``AGENT_EVAL_AUTOAPPROVE`` (``1``), ``AGENT_EVAL_SEMANTIC``
 (``1``: the semantic layer on), ``AGENT_EVAL_SEMANTIC_EMBEDDER`` (its embedder, with the
 threshold tuned for it), ``AGENT_EVAL_EMBEDDING_MODEL`` (the remote embedder's model),
-``AGENT_EVAL_CHECKPOINT_URL`` (the approval checkpointer), ``LIVEGUARD_NO_CANON`` (``1``:
-the C accelerator off, read once at import). Test hook (not a setting):
+``AGENT_EVAL_CHECKPOINT_URL`` (the approval checkpointer). Test hook (not a setting):
 ``LIVEGUARD_PAUSE_DIR`` (:func:`pause_dir`).
 """
 
@@ -36,8 +35,7 @@ from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
 if TYPE_CHECKING:
     from liveguard.policy import Policy
 
-__all__ = ["ENV_NAMES", "NATIVE_CANON_DISABLED", "NO_CANON_ENV", "PAUSE_ENV", "Settings", "pause_dir",
-           "resolve"]
+__all__ = ["ENV_NAMES", "PAUSE_ENV", "Settings", "pause_dir", "resolve"]
 
 T = TypeVar("T")
 
@@ -49,16 +47,9 @@ ENV_NAMES: tuple[str, ...] = (
     "AGENT_EVAL_MAX_REVISITS", "AGENT_EVAL_AUTOAPPROVE",
     "AGENT_EVAL_SEMANTIC", "AGENT_EVAL_SEMANTIC_EMBEDDER", "AGENT_EVAL_EMBEDDING_MODEL",
     "AGENT_EVAL_CHECKPOINT_URL",
-    "LIVEGUARD_NO_CANON", "LANGSMITH_ENDPOINT", "LANGSMITH_API_KEY",
+    "LANGSMITH_ENDPOINT", "LANGSMITH_API_KEY",
 )
 """Every variable liveguard reads (and only at the edge); docs/configuration.md has each one."""
-
-NO_CANON_ENV: Final = "LIVEGUARD_NO_CANON"
-"""Set to ``1`` to switch the C accelerator off (read once, at import): the pure-Python path."""
-
-NATIVE_CANON_DISABLED: Final = os.environ.get(NO_CANON_ENV, "").strip().lower() in ("1", "true", "yes")
-"""True when :data:`NO_CANON_ENV` switched the accelerator off for this process (``fingerprint``
-selects its path at import from this value)."""
 
 PAUSE_ENV: Final = "LIVEGUARD_PAUSE_DIR"
 """The multi-process test hook's folder (:func:`liveguard.checkpoints.pause_point`)."""

@@ -27,15 +27,12 @@ import typing
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 __all__ = ["Floor", "FloorNeedsLoop"]
 
 _START = "__start__"
 _END = "__end__"
 
 
-@mypyc_attr(native_class=False)  # mypyc: an exception subclass stays a Python class
 class FloorNeedsLoop(RuntimeError):
     """A node awaited something real (a judge): the run needs the graph and its event loop."""
 

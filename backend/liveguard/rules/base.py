@@ -28,7 +28,6 @@ __all__ = [
     "OBSERVATION_KINDS",
     "REQUEST",
     "TOOL",
-    "ForeignRule",
     "Observation",
     "Pack",
     "Rule",
@@ -96,27 +95,13 @@ def unhex(text: str) -> bytes:
 
 def count_digest(items: list[Any], digest: bytes, start: int, stride: int) -> int:
     """``items[start::stride].count(digest)`` for a flat window whose every ``stride``-th field
-    from ``start`` is a raw digest: without the slice, each field compared as bytes (compiled
-    by mypyc, several times faster than the slice and ``list.count`` on a rule's window)."""
-    n = 0
-    i, end = start, len(items)
-    while i < end:  # not range(): with a variable step, mypyc iterates a range of Python ints
-        field: bytes = items[i]
-        if field == digest:
-            n += 1
-        i += stride
-    return n
+    from ``start`` is a raw digest (one slice and a C-level count)."""
+    return items[start::stride].count(digest)
 
 
 def has_digest(items: list[Any], digest: bytes, start: int, stride: int) -> bool:
-    """``digest in items[start::stride]``, as :func:`count_digest` counts."""
-    i, end = start, len(items)
-    while i < end:
-        field: bytes = items[i]
-        if field == digest:
-            return True
-        i += stride
-    return False
+    """``digest in items[start::stride]``."""
+    return digest in items[start::stride]
 
 
 class Observation:
@@ -202,13 +187,10 @@ class Rule(Protocol):
 
 
 class RuleBase:
-    """The base class of the compiled rules: the Monitor calls ``observe`` through it.
+    """A convenience base class: a :class:`Rule` that finds nothing unless it says otherwise.
 
-    A rule need not derive from it (any :class:`Rule` will do: the semantic layer's do not),
-    but one that does is called directly: compiled by mypyc, ``rule.observe(obs)`` on a
-    ``RuleBase`` is a call through the class's method table, with no attribute look-up and
-    no argument parsing, once per rule per step. The Monitor wraps any other rule
-    (:class:`ForeignRule`), so it calls every rule the same way and in the same order.
+    A rule need not derive from it (any :class:`Rule` will do: the semantic layer's do not);
+    the Monitor calls every rule the same way, in the order ``build`` gives them.
     """
 
     __slots__ = ()
@@ -218,19 +200,6 @@ class RuleBase:
 
     def finish(self) -> list[Violation] | None:
         return None
-
-
-class ForeignRule(RuleBase):
-    """A :class:`Rule` that does not derive from :class:`RuleBase`, as one (its ``observe``
-    bound once)."""
-
-    __slots__ = ("_observe",)
-
-    def __init__(self, rule: Rule) -> None:
-        self._observe: Callable[[Observation], list[Violation] | None] = rule.observe
-
-    def observe(self, obs: Observation) -> list[Violation] | None:
-        return self._observe(obs)
 
 
 class StatefulRule(Rule, Protocol):

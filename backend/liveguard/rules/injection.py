@@ -44,42 +44,30 @@ Evidence is the step index, the field name and the pattern code, never the text.
 
 It is a Monitor rule like the others (assembled in :func:`liveguard.rules.build.build`),
 so offline scoring and live guards run it on every step: the observation carries the
-step, and the rule reads its text only here, once. A step first goes through one
-combined pre-filter (:func:`_step_may_match`): the step's fields serialised at once by
-orjson, lower-cased, and searched for the trigger words (:func:`_json_may_match`); only a
-step that passes it is gathered field by field and matched (the same per-field path as
-before, so the verdicts are the same). The serialised text holds every string of the step
-unchanged apart from JSON escapes (``"``, ``\\`` and control characters, none of which a
-trigger word contains), so the pre-filter never skips a step the per-field path would flag;
-a step orjson cannot serialise (a LangChain message, non-string keys) takes the per-field
-path directly. A recorded run is pre-filtered once, its first steps and then the rest
-(:meth:`EvaluatorInjection.prefetch`).
+step, and the rule reads its text only here, once.
 
-With the C accelerator, a step's fields are first read natively (``_canon.Words.fields``): for
-each field made of plain data (str, dict, list, tuple, numbers), one pass builds
-:func:`normalise` of :func:`_text_of`'s text and finds the gates' words (:data:`_GATES`) and gate
-patterns (:data:`_NATIVE_PATTERNS`), and returns the alternatives whose gate passes; a field with
-none is not read again, and the others are searched for those alternatives only
-(:func:`_codes_passing`, each tried where its start words are, :data:`_STARTS`). A non-ASCII
-character is read by its learned reading (:func:`_reading`: :func:`normalise` of it, which does
-not depend on its neighbours for the characters that have one); the rule teaches the native
-reader each new character it meets in a field left to Python (:func:`_learn`), so the next
-fields with it are read natively. A field it leaves to Python (a character not learned or
-without a reading, such as a combining mark; other data) takes the pre-filter and the
-per-field path above.
+The patterns (:data:`PATTERNS`, :data:`_SQUASHED`) are the one definition of what matches
+(:func:`_codes`). Speed comes from tables that say when an alternative *cannot* match, read by
+one multi-pattern matcher (:class:`liveguard._matcher.WordSet`, RE2's ``Set``; docs/matcher.md):
 
-:func:`_json_may_match` is the definition of the pre-filter. With the C accelerator built
-(and not switched off by ``LIVEGUARD_NO_CANON=1``), :func:`_json_scan` answers it in one
-native pass over the bytes (``_canon.Scanner``: a DFA that :func:`_scan_tables` builds from
-the same words, ``end ... of`` tokens and letter spacing), with the same answer; for the rare
-text holding one of the four letters ``re.IGNORECASE`` folds to ASCII it declines and Python
-decides. Text that is not ASCII is scanned as it is and :func:`normalise`'d (the scanner
-sees the same letters the patterns see, so a fullwidth or zero-width-split word is never
-skipped; Latin-1 text is normalised natively too, ``Scanner.may_match_normalised``); ASCII
-text, most of it, is scanned once. On
-the scale corpus's tool-agent runs (5.5 KiB of step JSON a run): about 2.5 µs a run
-natively against 57 µs in Python, and 0.9 µs a live step (serialising included) against 3 µs
-(``benchmarks/scan_prefilter.py``).
+* :data:`_GATES`: for each alternative, the words any match of it holds (a disjunction of
+  conjunctions of word groups, plus a few cheap patterns); :data:`_GATE_WORDS` is every such word.
+* :data:`_STARTS`: for each alternative, the words every match of it starts with, so a search is
+  tried only where one of them is (:func:`_search_ascii`).
+
+Each field (``summary``, ``output``, ``args``, ``result``, ``error``) is read once by the matcher:
+its JSON (a string: its first :data:`MAX_SCAN_CHARS` characters), lower-cased, and, when it is not
+ASCII, :func:`normalise`'d too (:func:`_json_words`). JSON holds every string of the field
+unchanged but for escapes, which no gate word holds (``"score"`` is looked for as ``score``), so
+the words found are a superset of the words of the field's text. A field whose gates all fail
+(:func:`_may_pass`) is not read further; otherwise only the alternatives whose gate passes are
+searched, each where its start words are (:func:`_value_codes`, :func:`_codes_masked`), and the
+letter-spaced reading only when the text holds a letter-spaced run. A value orjson cannot
+serialise (a LangChain message, non-string keys) is gated on its text (:func:`_field_codes`).
+A recorded run is pre-filtered as a whole, its first step, then up to the eighth, then the rest
+(:meth:`EvaluatorInjection.prefetch`, :func:`_json_may_match`). ``tests/test_injection_gates.py``
+holds every gate and start word to matches hypothesis draws from its alternative, and the tests
+of ``test_injection_*`` and ``test_fuzz_agent_text.py`` hold the rule to :func:`_codes` on any text.
 """
 
 from __future__ import annotations
@@ -87,18 +75,16 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from liveguard.fingerprint import _native
+from liveguard._matcher import WordSet
 from liveguard.model import Step, Violation
 from liveguard.rules.base import RuleBase
 
 if TYPE_CHECKING:
-    from liveguard._canon import Scanner, Words
     from liveguard.rules.base import Observation
 
 __all__ = ["CODE", "MAX_SCAN_CHARS", "PATTERNS", "EvaluatorInjection", "normalise"]
@@ -330,12 +316,9 @@ _ANY_FIRST_SQUASHED: Final = _first_words(tuple((first,) for _, first, _, _ in _
 
 
 def _present(low: str) -> int:
-    """The presence mask of :data:`_GATE_WORDS` in ``low`` (what ``_canon.Words`` answers natively)."""
-    mask = 0
-    for bit, word in enumerate(_GATE_WORDS):
-        if word in low:
-            mask |= 1 << bit
-    return mask
+    """The presence mask of :data:`_GATE_WORDS` in ``low``: bit ``i`` when ``_GATE_WORDS[i] in low``
+    (one pass of the multi-pattern matcher)."""
+    return _GATE_WORD_SET.mask(low) & _ALL_GATE_WORDS
 
 
 def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str]) -> bool:
@@ -357,56 +340,31 @@ def _mask_passes(gate: MaskGate, present: int, text: str | None, low: list[str])
     return False
 
 
-def _words_tables(words: Sequence[str]) -> tuple[bytes, bytes, int, bytes, int]:
-    """The Aho-Corasick automaton of ``words`` (lower-case ASCII) for ``_canon.Words``:
-    ``(cmap, table, nclasses, masks, nwords64)``; class 0 is every character of no word."""
-    chars = sorted({ch for word in words for ch in word})
-    class_of = {ch: n + 1 for n, ch in enumerate(chars)}
-    nclasses = len(chars) + 1
-    goto: list[dict[str, int]] = [{}]
-    out = [0]
-    for bit, word in enumerate(words):
-        state = 0
-        for ch in word:
-            nxt = goto[state].get(ch)
-            if nxt is None:
-                goto.append({})
-                out.append(0)
-                nxt = goto[state][ch] = len(goto) - 1
-            state = nxt
-        out[state] |= 1 << bit
-    fail = [0] * len(goto)
-    delta = [[0] * nclasses for _ in goto]
-    queue: list[int] = []
-    for ch, n in class_of.items():
-        target = goto[0].get(ch)
-        if target is not None:
-            delta[0][n] = target
-            queue.append(target)
-    for state in queue:  # breadth first; grows while it is walked
-        out[state] |= out[fail[state]]
-        for ch, n in class_of.items():
-            target = goto[state].get(ch)
-            if target is None:
-                delta[state][n] = delta[fail[state]][n]
-            else:
-                fail[target] = delta[fail[state]][n]
-                delta[state][n] = target
-                queue.append(target)
-    nwords64 = max(1, (len(words) + 63) // 64)
-    table = array("I", [t for row in delta for t in row])
-    if table.itemsize != 4:
-        table = array("L", table.tolist())
-    cmap = bytes(class_of.get(chr(b).lower(), 0) for b in range(128))
-    masks = b"".join(m.to_bytes(nwords64 * 8, "little") for m in out)
-    return cmap, table.tobytes(), nclasses, masks, nwords64
-
-
 _SEP: Final = " .-_*|+~/"
 """The marks that may space out the letters of a word ("i g n o r e", "i.g.n.o.r.e")."""
 _SPACED: Final = re.compile(r"[a-z](?:[ .\-_*|+~/][a-z]){3}", re.IGNORECASE)
 """Four letters, each spaced from the next by one :data:`_SEP` mark: a letter-spaced word."""
 _SQUASH: Final = re.compile(r"[\s.\-_*|+~/]+")
+_SQUASH_ASCII: Final = b" .-_*|+~/\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+"""The ASCII characters :data:`_SQUASH` removes (its marks and the ASCII that ``\\s`` matches)."""
+
+
+def _squash(text: str) -> str:
+    """``_SQUASH.sub("", text)``: ASCII text by one ``bytes.translate``."""
+    if text.isascii():
+        return text.encode().translate(None, _SQUASH_ASCII).decode()
+    return _SQUASH.sub("", text)
+_SPACED_LOW: Final = r"[a-z](?:[ .\-_*|+~/][a-z]){3}"
+""":data:`_SPACED` on :func:`_lowered` text: it finds a match exactly where :data:`_SPACED` finds one
+in the text (``re.IGNORECASE`` equates ``[a-z]`` with ASCII letters in either case and the four
+letters :func:`_lowered` folds to them; lower-casing moves no ASCII character)."""
+_GATE_WORD_SET: Final = WordSet(_GATE_WORDS, (_SPACED_LOW,))
+"""One matcher pass over a field's lower-cased text: each of :data:`_GATE_WORDS`, then
+:data:`_SPACED_LOW` (ASCII classes: RE2 reads it as ``re`` does)."""
+_ALL_GATE_WORDS: Final = (1 << len(_GATE_WORDS)) - 1
+_GATE_SPACED: Final = 1 << len(_GATE_WORDS)
+_SPACED_SET: Final = WordSet((), (_SPACED_LOW,))
+""":data:`_SPACED_LOW` alone: whether lower-cased text holds a letter-spaced run, in one search."""
 
 _INVISIBLE: Final = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
@@ -510,36 +468,6 @@ _LATIN1_TABLE, _LATIN1_SLOW = _latin1_table()
 
 
 _FIELDS: Final = ("summary", "output", "args", "result", "error")
-_TRIGGER_WORDS: Final = (
-    # English
-    "ignor", "disregard", "forget", "override", "evaluator", "judge", "grader", "scorer",
-    "reviewer", "score", "rating", "grade", "mark", "perfect",
-    # German
-    "vergiss", "vergess", "missacht", "uberschreib", "ubergeh", "bewert", "gutacht", "prufer",
-    "pruefer", "juror", "punktzahl", "punkte", "wertung", "bestnote",
-    # French
-    "oubli", "neglig", "compte", "evaluateur", "evaluatrice", "correcteur", "correctrice", "juge",
-    "examinat", "notateur", "notatrice", "maxim", "parfait", "meilleure",
-    # Spanish
-    "olvid", "omite", "omita", "descart", "desestim", "cuenta", "evaluador", "juez", "calificador",
-    "corrector", "examinador", "puntuacion", "calificacion", "puntaje", "mejor",
-    # role markers and forged ends of the data block
-    "<|", "[inst", "[/inst", "<<sys", "<</sys", "#", "<system", "</system", "<assistant",
-    "</assistant", "_run_data", "daten", "donnees", "datos",
-)
-"""Words as substrings of lower-cased, :func:`normalise`'d text: each alternative of each
-pattern holds one of them, or ``end`` and then ``of`` / ``run`` / ``data`` / ``input``
-(:data:`_END_TAILS`), or it matches only letter-spaced text (:data:`_SPACED`)."""
-_END_TAILS: Final = ("of", "run", "data", "input")
-"""What may follow ``end`` (after a gap, see :data:`_END_OF_JSON`) in a pattern."""
-_TRIGGERS: Final = re.compile(
-    "|".join(re.escape(w) for w in _TRIGGER_WORDS) + r"|end[\s_-]*(?:of|run|data|input)|" + _SPACED.pattern,
-    re.IGNORECASE,
-)
-"""A cheap pre-filter: text without any of these (after :func:`normalise`) cannot match a pattern."""
-_END_OF: Final = re.compile(r"end[\s_-]*(?:of|run|data|input)")
-
-
 _FOLD_TO_ASCII: Final = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 """The four non-ASCII letters that ``re.IGNORECASE`` matches with ASCII letters (``İ ı ſ K``)."""
 _FOLD_TABLE: Final = str.maketrans(_FOLD_TO_ASCII)
@@ -568,87 +496,85 @@ def _ascii_lowered(text: str) -> str:
     return data.lower().decode("utf-8", "surrogatepass")
 
 
-def _may_match_plain(text: str) -> bool:
-    """:func:`_may_match` of text already :func:`normalise`'d."""
-    return _may_match_low(_lowered(text))
-
-
-def _may_match_low(low: str) -> bool:
-    """:func:`_may_match_plain` of text already :func:`_lowered`."""
-    return (any(word in low for word in _TRIGGER_WORDS)
-            or ("end" in low and _END_OF.search(low) is not None)
-            or _SPACED.search(low) is not None)
-
-
-def _may_match(text: str) -> bool:
-    """True when ``text`` may match a pattern; never False when :data:`_TRIGGERS` finds a word
-    in ``text`` or in its :func:`normalise`'d form.
-
-    Plain substring tests on ``text.lower()`` (after folding the four non-ASCII letters that
-    ``re.IGNORECASE`` equates with ASCII ones), about 4x cheaper than the case-insensitive
-    regex. Every trigger word is ASCII, so this finds at least what the regex finds. Text
-    with non-ASCII characters is also tested normalised (fullwidth, zero-width splits, accents).
-    """
-    if _may_match_plain(text):
-        return True
-    return not text.isascii() and _may_match_plain(normalise(text))
-
-
-_WORDS_MIN: Final = tuple(
-    word for word in _TRIGGER_WORDS if not any(o != word and o in word for o in _TRIGGER_WORDS)
-)
-""":data:`_TRIGGER_WORDS` without the words another one is part of (``scorer``, ``grader``)."""
-_WORDS_ANGLE: Final = tuple(word for word in _WORDS_MIN if word.startswith("<"))
-_WORDS_PLAIN: Final = tuple(word for word in _WORDS_MIN if not word.startswith("<"))
-_GAP_JSON_TEXT: Final = r'(?:[\s",:\[\]{}0-9.e+\-_]|\\[nrtf]|\\u00(?:0[9a-d]|1[c-f])|true|false|null)'
-"""One token that may stand between ``end`` and ``of`` in a step's JSON (see :data:`_END_OF_JSON`)."""
-_END_OF_JSON_TEXT: Final = rf"end{_GAP_JSON_TEXT}*?(?:of|run|data|input)"
-_END_OF_JSON: Final = re.compile(_END_OF_JSON_TEXT)  # Unicode \s: orjson leaves it unescaped
-"""``end[\\s_-]*of`` (or ``run``, ``data``, ``input``: :data:`_END_TAILS`) as it can look in a
-step's JSON: the whitespace escaped, or the two words in
-different strings (which the per-field text joins with a newline), with only JSON
-punctuation, numbers and literals between them. Broader than needed, never narrower."""
 _SPACED_JSON: Final = re.compile(r"[ .\-_*|+~/][a-z][ .\-_*|+~/][a-z][ .\-_*|+~/]")
 """Two letters between three :data:`_SEP` marks: every :data:`_SPACED` run holds this (its
 second and third letters with the marks around them; JSON leaves marks and letters
 unescaped); cheaper to search for than the run itself."""
-_GAP_CHARS: Final = ' \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",:[]{}0123456789.e+-_'
-""":data:`_GAP_JSON_TEXT`'s one-character tokens in ASCII text: its ``\\s`` is Unicode, but the
-text searched is ASCII whenever the native scanner decides (see :func:`_json_may_match`)."""
-_GAP_TOKENS: Final = (
-    "\\n", "\\r", "\\t", "\\f",
-    *(f"\\u00{code}" for code in ("09", "0a", "0b", "0c", "0d", "1c", "1d", "1e", "1f")),
-    "true", "false", "null",
-)
-""":data:`_GAP_JSON_TEXT`'s longer tokens, spelled out (as lower-cased text has them)."""
+_JSON_WORDS: Final[tuple[str, ...]] = tuple(word.replace('"', "") for word in _GATE_WORDS)
+""":data:`_GATE_WORDS` (same order, so a mask of one is a mask of the other) as JSON text holds
+them: ``"score"`` as ``score`` (JSON escapes a quote in a string; no other gate word holds a
+character JSON escapes)."""
+_JSON_WORD_SET: Final = WordSet(_JSON_WORDS, (_SPACED_JSON.pattern,))
+"""One matcher pass over lower-cased JSON text: each of :data:`_JSON_WORDS`, then
+:data:`_SPACED_JSON` (ASCII classes: RE2 reads it as ``re`` does)."""
+_JSON_SPACED: Final = 1 << len(_JSON_WORDS)
+
+
+def _json_conjunctions() -> tuple[tuple[int, ...], ...]:
+    """Every conjunction of every gate of :data:`_ALTERNATIVES`, as its word groups' masks (its
+    patterns left out: such a gate read on JSON text is a superset)."""
+    out: list[tuple[int, ...]] = []
+    for _code, _first, gate, _rx in _ALTERNATIVES_MASKED:
+        for conjunction in gate:
+            groups = tuple(group for group in conjunction if isinstance(group, int))
+            if groups not in out:
+                out.append(groups)
+    return tuple(out)
+
+
+_JSON_CONJUNCTIONS: Final = _json_conjunctions()
+_JSON_PASSES: dict[int, bool] = {}
+""":func:`_may_pass` by mask (steps of a run hold the same few words over and over)."""
+
+
+def _may_pass(found: int) -> bool:
+    """Whether the words (and letter spacing) ``found`` in a text can let an alternative match:
+    a letter-spaced run, or every word group of one conjunction of a gate."""
+    if found & _JSON_SPACED:
+        return True
+    known = _JSON_PASSES.get(found)
+    if known is None:
+        known = _conjunction_passes(found)
+        if len(_JSON_PASSES) >= 4096:
+            _JSON_PASSES.clear()
+        _JSON_PASSES[found] = known
+    return known
+
+
+def _conjunction_passes(found: int) -> bool:
+    for groups in _JSON_CONJUNCTIONS:
+        for group in groups:
+            if not found & group:
+                break
+        else:
+            return True
+    return False
 
 
 def _fields(step: Step) -> tuple[Any, ...]:
     return (step.summary, step.output, step.args, step.result, step.error)
 
 
-def _step_may_match(step: Step) -> bool:
-    """False only when no text field of ``step`` can pass :func:`_may_match`."""
-    return _values_may_match(_fields(step))
-
-
-def _values_may_match(values: tuple[Any, ...]) -> bool:
-    """:func:`_step_may_match` of the step whose :func:`_fields` are ``values``."""
-    try:
-        raw = orjson.dumps(values)
-    except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
-        return True
-    return _json_scan(raw)
-
-
 def _json_may_match(raw: bytes) -> bool:
-    """False only when no string in the JSON text ``raw`` can pass :func:`_may_match`.
+    """False only when no string of the JSON text ``raw`` can match a pattern: no gate of an
+    alternative (:data:`_GATES`, its words) passes on the whole text and no letter-spaced run is in
+    it. Read on ``raw`` and, when it is not ASCII, on ``raw`` :func:`normalise`'d (the same ASCII
+    letters as :func:`_lowered` of each string :func:`normalise`'d, in order, see
+    :func:`_normalise_json`). A word of a field is a word of the step's JSON (no gate word holds a
+    character JSON escapes but ``"``, see :data:`_JSON_WORDS`), so the gates read on the whole
+    step pass wherever they pass on one of its fields."""
+    return _may_pass(_json_words(raw))
 
-    The definition: :func:`_json_may_match_core` of ``raw``, or, when ``raw`` is not ASCII,
-    of ``raw`` :func:`normalise`'d (what the native scanner answers, see :func:`_json_scan`)."""
-    if _json_may_match_core(raw):
-        return True
-    return _may_normalise(raw) and _json_may_match_core(_normalise_json(raw))
+
+def _json_words(raw: bytes) -> int:
+    """The words of :data:`_JSON_WORD_SET` in the JSON text ``raw`` (bit ``i``: gate word ``i``;
+    :data:`_JSON_SPACED`: a letter-spaced run), read as it is and, when it is not ASCII,
+    :func:`normalise`'d: a superset of the gate words of :func:`_lowered` :func:`normalise` of
+    its strings."""
+    found = _json_words_core(raw)
+    if _may_normalise(raw):
+        found |= _json_words_core(_normalise_json(raw))
+    return found
 
 
 _NORMALISABLE_LEADS: Final = re.compile(b"[\xc2-\xd4\xe1-\xe3\xea\xef-\xf4]")
@@ -684,14 +610,15 @@ def _normalise_json(raw: bytes) -> bytes:
 
 
 def _normalise_unencodable(exc: UnicodeError) -> tuple[bytes, int]:
-    """``encode`` error handler: a run of non-Latin-1 characters, :func:`_normalise_slow`'d,
-    as its ASCII bytes."""
+    """``encode`` error handler: a run of non-Latin-1 characters, :func:`_normalise_slow`'d and
+    :func:`_lowered` (the four letters ``re.IGNORECASE`` equates with ASCII ones folded), as its
+    ASCII bytes."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     segment = exc.object[exc.start : exc.end]
     ascii_ = _SEGMENTS.get(segment)
     if ascii_ is None:
-        ascii_ = _normalise_slow(segment).encode("ascii", "ignore")
+        ascii_ = _lowered(_normalise_slow(segment)).encode("ascii", "ignore")  # İ ı ſ K folded
         if len(_SEGMENTS) >= 4096:
             _SEGMENTS.clear()
         _SEGMENTS[segment] = ascii_
@@ -712,266 +639,30 @@ _OTHER_BYTES_WIDE: Final = bytes(
 needs its error handler only when one of those is in the text)."""
 
 
-def _json_may_match_core(raw: bytes) -> bool:
-    """The words, ``end ... of`` and letter spacing in ``raw`` as it is (the native scanner's
-    part of :func:`_json_may_match`)."""
+def _json_words_core(raw: bytes) -> int:
+    """The words of :data:`_JSON_WORD_SET` in ``raw`` as it is, lower-cased as :func:`_lowered`
+    lower-cases (``raw`` and, when it is not ASCII, ``raw`` :func:`normalise`'d make
+    :func:`_json_words`)."""
     if raw.isascii():
-        low = raw.lower().decode()
-    elif not any(seq in raw for seq in _FOLD_UTF8):
+        return _JSON_WORD_SET.mask(raw.lower())
+    if not any(seq in raw for seq in _FOLD_UTF8):
         # Only the four folded letters lower-case to (or stand for) ASCII ones, so lower-case
         # the ASCII bytes and drop the rest: every ASCII word stays whole (dropping can only
-        # join more text, and ``end`` and ``of`` with Unicode whitespace between them), and
-        # the words are searched in a one-byte-per-character string, several times faster.
-        low = raw.lower().decode("ascii", "ignore")
-    else:  # as :func:`_may_match`: fold, lower-case
-        low = raw.decode().translate(_FOLD_TABLE).lower()
-    for word in _WORDS_PLAIN:  # a loop: cheaper than one regex of the words, or bytes tests
-        if word in low:
-            return True
-    if "<" in low:  # one fast scan for a character instead of one for each of its words
-        for word in _WORDS_ANGLE:
-            if word in low:
-                return True
-    if "end" in low and _END_OF_JSON.search(low) is not None:
-        return True
-    return _SPACED_JSON.search(low) is not None
-
-
-def _scan_tables(
-    words: Sequence[str] = _WORDS_MIN, gap_chars: str = _GAP_CHARS, gap_tokens: Sequence[str] = _GAP_TOKENS,
-    tails: Sequence[str] = _END_TAILS, spaced: bool = True,
-) -> tuple[bytes, bytes, int, int]:
-    """The DFA of :func:`_json_may_match_core` on ASCII text, for ``_canon.Scanner``.
-
-    An NFA of the search: every word of ``words`` (``in low``), and ``end``, then any number of
-    ``gap_chars`` or ``gap_tokens``, then one of ``tails`` (:data:`_END_OF_JSON`: whether a match
-    exists does not depend on ``*?`` being lazy), and (``spaced``) two letters between three
-    :data:`_SEP` marks (:data:`_SPACED_JSON`), made deterministic by subset
-    construction over classes of lower-cased ASCII bytes. Returns ``(cmap, table, nclasses,
-    start)``: ``cmap[b]`` is the class of ASCII byte ``b`` (upper case as lower case); ``table``
-    is uint16 in native order, ``[state][class]`` -> the next state's row offset (state ×
-    nclasses); state 0 is "found" (absorbing), ``start`` the start state's offset.
-    About 410 states of 40 classes, built in about 30 ms (once, at import).
-    """
-    found = -1
-    edges: list[dict[str, set[int]]] = [{}]  # NFA state 0: the start, searched from every position
-
-    def chain(start: int, word: str, end: int) -> None:
-        for ch in word[:-1]:
-            edges.append({})
-            edges[start].setdefault(ch, set()).add(len(edges) - 1)
-            start = len(edges) - 1
-        edges[start].setdefault(word[-1], set()).add(end)
-
-    for word in words:
-        chain(0, word, found)
-    edges.append({})
-    gap = len(edges) - 1
-    chain(0, "end", gap)
-    for ch in gap_chars:
-        edges[gap].setdefault(ch, set()).add(gap)
-    for token in gap_tokens:
-        chain(gap, token, gap)
-    for tail in tails:
-        chain(gap, tail, found)
-    if spaced:
-        letters = "abcdefghijklmnopqrstuvwxyz"
-        at = 0
-        for n in range(5):  # mark, letter, mark, letter, mark (:data:`_SPACED_JSON`)
-            after = found if n == 4 else len(edges)
-            if n < 4:
-                edges.append({})
-            for ch in letters if n % 2 == 1 else _SEP:
-                edges[at].setdefault(ch, set()).add(after)
-            at = after
-
-    effect: dict[str, list[tuple[int, frozenset[int]]]] = {}
-    for state, out in enumerate(edges):
-        for ch, targets in out.items():
-            effect.setdefault(ch, []).append((state, frozenset(targets)))
-    by_effect: dict[tuple[tuple[int, frozenset[int]], ...], list[str]] = {}
-    for ch in (chr(b) for b in range(128) if not "A" <= chr(b) <= "Z"):
-        by_effect.setdefault(tuple(effect.get(ch, ())), []).append(ch)
-    classes = list(by_effect.values())
-    class_of = {ch: n for n, chars in enumerate(classes) for ch in chars}
-
-    # NFA state sets as bit masks (bit i: state i; the bit past the last state: "found")
-    found_bit = 1 << len(edges)
-    moves = [[sum(found_bit if t == found else 1 << t for t in out.get(chars[0], ())) for chars in classes]
-             for out in edges]
-    ids: dict[int, int] = {0: 0, 1: 1}  # 0: the "found" state (absorbing); 1: {start}
-    todo: list[int] = [0, 1]
-    table = array("H")
-    for subset in todo:  # grows while it is walked
-        members = [state for state in range(len(edges)) if subset >> state & 1]
-        for n in range(len(classes)):
-            nxt = 1  # the start state: the search goes on from every position
-            for state in members:
-                nxt |= moves[state][n]
-            key = 0 if subset == 0 or nxt & found_bit else nxt
-            if key not in ids:
-                ids[key] = len(todo)
-                todo.append(key)
-            table.append(ids[key] * len(classes))
-    cmap = bytes(class_of[chr(b).lower()] for b in range(128))
-    return cmap, table.tobytes(), len(classes), len(classes)
-
-
-_SCANNER: Scanner | None = (  # not Final: read at each call, even when mypyc compiles this module
-    _native.Scanner(*_scan_tables()) if getattr(_native, "Scanner", None) is not None else None
-)
-"""``_canon.Scanner``: :func:`_json_may_match` in one native pass; None when the C accelerator
-is not built or is switched off (``LIVEGUARD_NO_CANON=1``, as for fingerprints)."""
-
-
-_NATIVE_PATTERNS: Final = (
-    r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)",
-    r"score\s+(?:this|it|the\s+run)",
-    r"##\s*(?:system|instruction)",
-    r"end[\s_-]*(?:of|run|data|input)",
-)
-"""The gate patterns of :data:`_GATES` that ``_canon.Words.fields`` finds by hand on ASCII text
-(pattern ``k``: bit ``k`` of a conjunction's needs). Natively the last one also needs its ``end``
-to start a line but for characters other than letters and digits: the one alternative it gates
-(``fake_role_marker``'s ``^[\\W_]*END...(?:DATA|INPUT)``) cannot match otherwise."""
+        # join more text).
+        return _JSON_WORD_SET.mask(raw.lower().translate(None, _HIGH_BYTES))
+    return _JSON_WORD_SET.mask(_lowered(raw.decode("utf-8", "replace")))
 
 
 _GATE_PATTERN_STARTS: Final[Mapping[str, tuple[str, ...]]] = {
-    _NATIVE_PATTERNS[0]: ("perfect", "full", "max", "high", "top", "passing"),
-    _NATIVE_PATTERNS[1]: ("score",),
-    _NATIVE_PATTERNS[2]: ("##",),
-    _NATIVE_PATTERNS[3]: ("end",),
+    r"(?:perfect|full|max|high|top|passing)\w*\s+(?:score|rating|grade|mark)":
+        ("perfect", "full", "max", "high", "top", "passing"),
+    r"score\s+(?:this|it|the\s+run)": ("score",),
+    r"##\s*(?:system|instruction)": ("##",),
+    r"end[\s_-]*(?:of|run|data|input)": ("end",),
 }
-"""The words every match of each gate pattern starts with (its leading literals), for
-:func:`_search_ascii` on lower-cased text (the patterns are matched against it, case-sensitively)."""
-
-
-def _native_gates() -> bytes | None:
-    """The gates of :data:`_ALTERNATIVES_MASKED`, then of :data:`_SQUASHED_MASKED` (words only),
-    for ``_canon.Words.fields``, as uint64 words: each part's number of alternatives; each
-    alternative's number of conjunctions; each conjunction's needed patterns (bits of
-    :data:`_NATIVE_PATTERNS`) and number of word groups, then each group's word mask. None when
-    a gate holds a pattern that the native code does not implement."""
-    words = array("Q")
-    nwords64 = max(1, (len(_GATE_WORDS) + 63) // 64)
-    for alternatives, squashed in ((_ALTERNATIVES_MASKED, False), (_SQUASHED_MASKED, True)):
-        words.append(len(alternatives))
-        for _code, _first, gate, _rx in alternatives:
-            words.append(len(gate))
-            for conjunction in gate:
-                groups = [group for group in conjunction if isinstance(group, int)]
-                need = 0
-                for group in conjunction:
-                    if isinstance(group, int):
-                        continue
-                    if group.pattern not in _NATIVE_PATTERNS:
-                        return None
-                    if not squashed:
-                        need |= 1 << _NATIVE_PATTERNS.index(group.pattern)
-                words.extend((need, len(groups)))
-                for group in groups:
-                    words.extend((group >> (64 * k)) & 0xFFFF_FFFF_FFFF_FFFF for k in range(nwords64))
-    return words.tobytes()
-
-
-_NATIVE_GATES: Final = _native_gates()
-_FIELD_BIT_SQUASHED: Final = 16
-"""``_canon.Words.fields``: bit ``i`` is plain alternative ``i``, bit ``16 + j`` letter-spaced
-alternative ``j``."""
-
-
-def _new_words() -> Words | None:
-    if getattr(_native, "Words", None) is None:
-        return None
-    if _NATIVE_GATES is None:
-        return _native.Words(*_words_tables(_GATE_WORDS))  # type: ignore[no-any-return]
-    return _native.Words(*_words_tables(_GATE_WORDS), _NATIVE_GATES)  # type: ignore[no-any-return]
-
-
-_WORDS: Words | None = _new_words()  # not Final: read at each call, even when mypyc compiles this module
-"""``_canon.Words`` over :data:`_GATE_WORDS`: :func:`_present` of a text and of its letter-spaced
-reading, and whether :data:`_SPACED` finds a letter-spaced word, in one native pass; with
-:data:`_NATIVE_GATES`, also the gates of a step's fields at once (``fields``, see
-:meth:`EvaluatorInjection.check`). None without the C accelerator."""
-_FIELDS_NATIVE: bool = _WORDS is not None and _NATIVE_GATES is not None  # not Final, as _WORDS
-
-
-_COMPOSES_AFTER: Final = frozenset((
-    0x9BE, 0x9D7, 0xB3E, 0xB56, 0xB57, 0xBBE, 0xBD7, 0xCC2, 0xCD5, 0xCD6, 0xD3E, 0xD57, 0xDCF, 0xDDF,
-    0xFB5, 0xFB7, 0x102E, 0x1B35, 0x11127, 0x1133E, 0x11357, 0x114B0, 0x114BA, 0x114BD, 0x115AF, 0x11930,
-    *range(0x1161, 0x1176), *range(0x11A8, 0x11C3),  # Hangul vowels and trailing consonants
-))
-"""The characters of no combining class (``unicodedata.combining`` 0) that canonical composition
-may join to the character before them: the second character of a two-character canonical
-decomposition, and the Hangul jamo that compose algorithmically (``tests/test_injection_learn.py``
-derives the set from ``unicodedata`` and checks it; no ASCII character is one)."""
-_READING_MAX: Final = 8
-
-
-def _reading(ch: str) -> bytes | None:
-    """What ``_canon.Words.fields`` reads for the non-ASCII character ``ch`` (``Words.learn``):
-    :func:`normalise` of it, each ASCII character lower-cased and each other one as the byte 0x80
-    (read natively as no letter of any gate word, no spacing mark and no space; as ``\\w`` and
-    ``[\\W_]`` alike by the gate patterns). None, and the text is left to Python, when ``ch``'s
-    :func:`normalise`'d form may depend on its neighbours (its decomposition starts with a combining
-    mark or with a character that composes with the one before it: then :func:`normalise` of a text
-    is not the readings of its characters one after the other), or holds a space or a letter that
-    lower-cases or ``re.IGNORECASE`` folds to ASCII (not the byte 0x80 then), or is longer than 8.
-
-    Otherwise NFKC and NFKD of any text of ASCII and such characters are those of each character
-    in turn (each one's decomposition starts with a starter that composes with nothing before it:
-    no composition and no reordering across characters), and so is the rest of :func:`normalise`
-    (character by character), so a text's reading is :func:`normalise` of the text, lower-cased
-    (``tests/test_injection_learn.py`` checks this on drawn texts)."""
-    first = unicodedata.normalize("NFKD", ch)[0]
-    if unicodedata.combining(first) or ord(first) in _COMPOSES_AFTER:
-        return None
-    text = normalise(ch)
-    if len(text) > _READING_MAX:
-        return None
-    out = bytearray()
-    for part in text:
-        if part.isascii():
-            out += part.lower().encode()
-        elif part.isspace() or part in _FOLD_TO_ASCII or any(low.isascii() for low in part.lower()):
-            return None
-        else:
-            out.append(0x80)
-    return bytes(out)
-
-
-def _learn(words: Words, raw: bytes) -> None:
-    """Teach ``words`` the :func:`_reading` of each non-ASCII character of the JSON text ``raw`` that
-    it has neither learned nor refused (at most 64 a call), so that ``Words.fields`` reads the next
-    fields that hold only those natively instead of leaving them to Python. A character's reading
-    does not depend on the text it is in: what is learned from one run holds for every other."""
-    for ch in words.unknown(raw.translate(None, _ASCII_BYTES).decode("utf-8", "replace")):
-        if not words.learn(ord(ch), _reading(ch)):
-            return  # the table is full (65,536 code points): the rest stays with Python
-
-
-def _json_scan_core(raw: bytes) -> bool:
-    """:func:`_json_may_match_core` of ``raw``: natively when built, otherwise (and for text with
-    one of the four letters ``re.IGNORECASE`` folds to ASCII, which the native scanner declines)
-    in Python."""
-    if _SCANNER is not None:
-        found = _SCANNER.may_match(raw)
-        if found is not None:
-            return found
-    return _json_may_match_core(raw)
-
-
-def _json_scan(raw: bytes) -> bool:
-    """:func:`_json_may_match` of ``raw``: the core natively, on ``raw`` and, when it is not ASCII,
-    on ``raw`` :func:`normalise`'d (so the native path sees fullwidth, zero-width-split and
-    accented text as the patterns do)."""
-    if _json_scan_core(raw):
-        return True
-    if _SCANNER is not None and not raw.isascii():
-        found = _SCANNER.may_match_normalised(raw, _LATIN1_TABLE)  # Latin-1 text, natively
-        if found is not None:
-            return found
-    return _may_normalise(raw) and _json_scan_core(_normalise_json(raw))
+"""The words every match of each gate pattern of :data:`_GATES` starts with (its leading literals),
+for :func:`_search_ascii` on lower-cased text (the patterns are matched against it,
+case-sensitively)."""
 
 
 def _codes(text: str) -> list[str]:
@@ -985,20 +676,55 @@ def _codes(text: str) -> list[str]:
 
 
 def _field_codes(text: str) -> list[str]:
-    """:func:`_codes` of a field's ``text`` (already :func:`normalise`'d), gated: natively, one
-    pass of ``_canon.Words`` tells every gate's words (plain and letter-spaced); otherwise the
-    trigger words first, then the gates' words, in Python."""
-    if _WORDS is not None:
-        present, flat, spaced = _WORDS.present(text)
-        return _codes_masked(text, present, flat, spaced)
-    low = _lowered(text)
-    if not _may_match_low(low):
+    """:func:`_codes` of a field's ``text`` (already :func:`normalise`'d), gated: one matcher pass
+    tells which gate words the text holds (:func:`_present`), and only the alternatives whose gate
+    passes are searched (:func:`_codes_masked`); the letter-spaced reading likewise, only when
+    :data:`_SPACED` finds a letter-spaced word."""
+    found = _GATE_WORD_SET.mask(_lowered(text))
+    present = found & _ALL_GATE_WORDS
+    if not found & _GATE_SPACED:  # as _SPACED.search(text) is None
+        if not present & _ANY_FIRST:
+            return []
+        return _codes_masked(text, present, 0, False)
+    flat = _present(_lowered(_squash(text)))
+    return _codes_masked(text, present, flat, True)
+
+
+def _value_codes(value: Any) -> list[str]:
+    """:func:`_codes` of :func:`normalise` of a field's text (:func:`_text_of` ``value``), gated on
+    the field's JSON (a string: its first :data:`MAX_SCAN_CHARS` characters, as UTF-8): one
+    matcher pass over it tells which gate words it may hold (a superset of the text's: the JSON
+    holds every string of the text, escapes aside), and a field whose gates all fail is not read
+    further; otherwise only the alternatives whose gate passes are searched
+    (:func:`_codes_masked`). A value orjson cannot serialise (a LangChain message, non-string
+    keys, a lone surrogate) is gated on its text (:func:`_field_codes`)."""
+    if type(value) is str:  # the text itself, as far as it is read (_text_of cuts it there)
+        cut = value[:MAX_SCAN_CHARS]
+        try:
+            raw = cut.encode()
+        except UnicodeEncodeError:  # a lone surrogate
+            return _field_codes(normalise(cut))
+    else:
+        try:
+            raw = orjson.dumps(value)
+        except TypeError:
+            return _field_codes(normalise(_text_of(value)))
+    found = _json_words(raw)
+    if not _may_pass(found):
         return []
-    return _codes_gated(text, low)
+    text = normalise(_text_of(value))
+    present = found & _ALL_GATE_WORDS
+    if not found & _JSON_SPACED:  # no letter-spaced run in the JSON: none in the text
+        return _codes_masked(text, present, 0, False)
+    low = _lowered(text)
+    if not _SPACED_SET.any(low):  # as _SPACED.search(text) is None
+        return _codes_masked(text, present, 0, False)
+    return _codes_masked(text, present, _present(_lowered(_squash(text))), True)
 
 
 def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]:
-    """:func:`_codes_gated` on presence masks: ``present`` of ``text`` :func:`_lowered`, ``flat``
+    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on presence
+    masks: ``present`` of ``text`` :func:`_lowered` (or a superset of it), ``flat``
     of it with every spacing mark removed (as :data:`_SQUASH` removes them); ``spaced``:
     :data:`_SPACED` finds a letter-spaced word in ``text``."""
     found: list[str] = []
@@ -1019,7 +745,7 @@ def _codes_masked(text: str, present: int, flat: int, spaced: bool) -> list[str]
     candidates = [(n, code, rx) for n, (code, first, gate, rx) in enumerate(_SQUASHED_MASKED)
               if flat & first and code not in found and _mask_passes(gate, flat, None, low)]
     if candidates and spaced:
-        squashed = _SQUASH.sub("", text)
+        squashed = _squash(text)
         for n, code, rx in candidates:
             if code not in found and _search_squashed(rx, n, squashed):
                 found.append(code)
@@ -1102,29 +828,6 @@ def _search_ascii(rx: re.Pattern[str], starts: tuple[str, ...] | None, text: str
     return False
 
 
-def _codes_passing(text: str, passing: int) -> list[str]:
-    """:func:`_codes_masked` of ``text`` (already :func:`normalise`'d) given the
-    alternatives whose gate passes on it, as ``_canon.Words.fields`` tells them (bit ``i``:
-    :data:`_ALTERNATIVES_MASKED` ``[i]``; bit ``16 + j``: :data:`_SQUASHED_MASKED` ``[j]``, set
-    only when :data:`_SPACED` finds a letter-spaced word): the same searches, in the same order
-    (each tried where its alternative's start words are, :func:`_search_ascii`)."""
-    found: list[str] = []
-    low = _ascii_lowered(text)
-    same = len(low) == len(text)  # always, but for a letter whose lower case is two (see _search_ascii)
-    for n, (code, _first, _gate, rx) in enumerate(_ALTERNATIVES_MASKED):
-        if not passing >> n & 1 or code in found:
-            continue
-        if _search_ascii(rx, _ALTERNATIVE_STARTS[n], text, low) if same else rx.search(text) is not None:
-            found.append(code)
-    if passing >> _FIELD_BIT_SQUASHED:
-        squashed = _SQUASH.sub("", text)
-        for n, (code, _first, _gate, rx) in enumerate(_SQUASHED_MASKED):
-            if (passing >> (_FIELD_BIT_SQUASHED + n) & 1 and code not in found
-                    and _search_squashed(rx, n, squashed)):
-                found.append(code)
-    return found
-
-
 def _search_squashed(rx: re.Pattern[str], n: int, squashed: str) -> bool:
     """``rx.search(squashed) is not None`` for letter-spaced alternative ``n`` (:data:`_SQUASHED_MASKED`)
     on a text with its spacing removed: tried where its start words are (:func:`_search_ascii`;
@@ -1134,22 +837,6 @@ def _search_squashed(rx: re.Pattern[str], n: int, squashed: str) -> bool:
     if len(low) != len(squashed):
         return rx.search(squashed) is not None
     return _search_ascii(rx, _SQUASHED_STARTS[n], squashed, low)
-
-
-def _codes_gated(text: str, low: str) -> list[str]:
-    """:func:`_codes` of ``text``, searching only the alternatives whose gate passes on ``low``
-    (``text`` lower-cased by :func:`_lowered`; the letter-spaced reading gated on its own)."""
-    found: list[str] = []
-    for code, gate, rx in _ALTERNATIVES:
-        if code not in found and _gate_passes(gate, low) and rx.search(text) is not None:
-            found.append(code)
-    if any(code not in found for code in _SQUASHED) and _SPACED.search(text):
-        flat = _SQUASH.sub("", text)
-        flat_low = _lowered(flat)
-        for code, gate, rx in _SQUASHED_ALTERNATIVES:
-            if code not in found and _gate_passes(gate, flat_low, True) and rx.search(flat) is not None:
-                found.append(code)
-    return found
 
 
 def _texts(value: Any, depth: int = 0) -> Iterator[str]:
@@ -1218,7 +905,7 @@ class EvaluatorInjection(RuleBase):
                 raw = orjson.dumps([_fields(step) for step in steps[start:stop] if step is not None])
             except TypeError:
                 return
-            if _json_scan(raw):
+            if _json_may_match(raw):
                 return
             self._cleared = (observations[0].index, observations[stop - 1].index + 1)
 
@@ -1237,36 +924,13 @@ class EvaluatorInjection(RuleBase):
 
     def check(self, index: int, step: Step) -> Violation | None:
         values = _fields(step)
-        # natively, the gates of every field at once: a field whose gates all fail is not read
-        # again, one that passes is searched for those alternatives only; None: Python decides,
-        # after the step's pre-filter (the gates decide more than the pre-filter can: they go first)
-        words = _WORDS if _FIELDS_NATIVE else None
-        passing = words.fields(values, MAX_SCAN_CHARS, _DEPTH) if words is not None else None
-        if passing is not None and not passing:
-            return None  # every field decided natively: no gate passes
-        if passing is None or None in passing:  # a field left to Python: the step's pre-filter first
-            try:
-                raw = orjson.dumps(values)
-            except TypeError:  # not plain JSON data (a LangChain message, non-string keys, ...)
-                pass
-            else:
-                if words is not None and not raw.isascii():
-                    _learn(words, raw)  # the next fields with these characters are read natively
-                if not _json_scan(raw):
-                    return None
         hits: list[str] = []
         fields: list[str] = []
         for n, name in enumerate(_FIELDS):
             value = values[n]
             if value is None:
                 continue
-            gates = passing[n] if passing is not None else None
-            if gates is None:
-                found = _field_codes(normalise(_text_of(value)))
-            elif gates:
-                found = _codes_passing(normalise(_text_of(value)), gates)
-            else:
-                continue
+            found = _value_codes(value)
             if found:
                 fields.append(name)
                 hits += [c for c in found if c not in hits]
