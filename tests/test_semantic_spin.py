@@ -76,7 +76,8 @@ def sent_payload(content: str) -> dict:  # type: ignore[type-arg]
 def test_the_prompt_asks_one_question_and_says_what_its_answer_does() -> None:
     """Issue 30: the general trajectory prompt ("efficient", "undoes its own progress") was sent;
     the spin check's own prompt says that below 0.5 confirms the repeat (the run stops at the
-    second) and a retry after a new result is not a spin, and to weigh what came back over the agent's own claims."""
+    second) and a retry after a new result is not a spin, and to weigh what came back over the
+    agent's own claims."""
     prompt = SPIN_CHECK_PROMPT
     assert "same state coming back with nothing new in between" in prompt
     assert "below 0.5 confirms this repeat, and the run stops once" in prompt

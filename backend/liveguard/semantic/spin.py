@@ -19,7 +19,8 @@ everything between. Long texts are cut from the middle so that both ends stay (a
 its heading and its last lines); when the steps between are too many for the prompt, the
 middle ones are left out and counted (``omitted``). The prompt says that below
 :data:`SPIN_CONFIRMS` confirms the repeat (the run stops once a state's return is confirmed
-a second time, :attr:`~liveguard.policy.Policy.spin_hard_repeats`) and that a retry after a new result is not a spin.
+a second time, :attr:`~liveguard.policy.Policy.spin_hard_repeats`) and that a retry after a
+new result is not a spin.
 
 What an answer does (:func:`spin_confirmations`, :class:`SpinTally`): an answer below
 :data:`SPIN_CONFIRMS` to a check a soft ``semantic_repeat`` triggered is a *judged spin*.
