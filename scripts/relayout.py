@@ -68,6 +68,9 @@ MOVES: list[tuple[str, str]] = [
     ("fingerprint.py", "core/fingerprint.py"),
     ("policy.py", "core/policy.py"),
     ("allowset.py", "core/allowset.py"),
+    ("_matcher.py", "core/_matcher.py"),
+    ("stop_text.py", "core/stop_text.py"),
+    ("schema_errors.py", "core/schema_errors.py"),
     ("monitor.py", "core/_monitor.py"),
     ("rules", "core/rules"),
     ("semantic/spin.py", "evaluate/spin.py"),  # the periodic judge: it asks the judges

@@ -59,7 +59,11 @@ def test_ray_rows_equal_local_rows_on_golden_runs(cluster: None, bulk_export: Pa
     golden_lines = sum(len(f.read_text().splitlines()) for f in GOLDEN.glob("*.jsonl"))
     assert len(list(bulk_export.rglob("*.parquet"))) >= 2  # several files
     from_parquet = [r for r in remote if r["source"].endswith(".parquet")]
-    assert len(local) == golden_lines + len(from_parquet)  # every JSONL run and every exported trace
+    # a directory is read recursively: golden_datasets/langsmith/*.json are the same traces as the export
+    from_json = [r for r in remote if "/langsmith/" in r["source"] and r["source"].endswith(".json")]
+    assert len(from_json) == len(from_parquet)
+    # every JSONL run, every LangSmith JSON trace and every exported trace
+    assert len(local) == golden_lines + len(from_json) + len(from_parquet)
     assert len(from_parquet) == 16
     assert all(r["passed"] is not None for r in from_parquet)  # read and scored, no error row
 
