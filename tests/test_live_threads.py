@@ -298,10 +298,13 @@ def test_human_in_the_loop_one_process_per_resume(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- exit behaviours
 
 
-def test_continue_debounces_the_repeated_call_and_a_ceiling_ends_the_run() -> None:
+@pytest.mark.parametrize("saver_kind", ["memory", "none"])
+def test_continue_debounces_the_repeated_call_and_a_ceiling_ends_the_run(saver_kind: str) -> None:
+    """The same with no checkpointer (the middleware then writes its value only when a later
+    hook of the invocation reads it: here the debounce reads the ledger)."""
     model = RuleModel(give_up=False)
-    app = agent(InMemorySaver(), LivenessMiddleware(exit_behavior="continue", ceiling=3),
-                model=model)
+    app = agent(InMemorySaver() if saver_kind == "memory" else None,
+                LivenessMiddleware(exit_behavior="continue", ceiling=3), model=model)
     result = app.invoke(user("load it"), cfg("c"))
     assert CALLS["fetch"] == 2  # the debounced calls never reached the tool
     debounced = [m for m in result["messages"]

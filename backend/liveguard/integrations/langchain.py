@@ -223,12 +223,15 @@ class _Thread:
     def monitor(self) -> Monitor:
         return self.session.live_monitor
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self, *, windows: bool = True) -> dict[str, Any]:
         """The saved value: the core's windows and stop values (one record schema, see
-        :mod:`liveguard.thread_guard`), the audit, and the middleware's own ledger and markers."""
+        :mod:`liveguard.thread_guard`), the audit, and the middleware's own ledger and markers.
+
+        ``windows=False`` (an agent without a checkpointer: the value is never restored, the
+        invocation goes on in memory): the windows are left out (``"m": None``)."""
         session = self.session
         return {
-            **windows_value(session.monitor),
+            **windows_value(session.monitor if windows else None),
             **stop_value(session.stop),
             "seen": self.seen,
             "heard": self.heard,
@@ -249,13 +252,14 @@ class _Run:
     thread as this invocation last wrote it, its debounce count, and whether the guard
     stood down in it."""
 
-    __slots__ = ("debounced", "off", "record", "thread")
+    __slots__ = ("debounced", "durable", "off", "record", "thread")
 
     def __init__(self) -> None:
         self.record: Any = None  # the value last written under "liveguard" ...
         self.thread: _Thread | None = None  # ... and what it unpacks to
         self.debounced = 0
         self.off = False  # the guard failed in this run: stand down until it ends
+        self.durable = True  # the agent has a checkpointer: the value is saved with the thread
 
 
 class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
@@ -390,7 +394,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
         call = _Call(request)
         state = request.state if isinstance(request.state, Mapping) else {}
         found_run = state.get(RUN_KEY)
-        new_run = not isinstance(found_run, _Run)
+        new_run = call.new_run = not isinstance(found_run, _Run)
         run: _Run = found_run if isinstance(found_run, _Run) else _Run()
         call.run = run
         if run.off:
@@ -402,7 +406,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             else:
                 thread = call.thread = _Thread(saved, self.settings, new_run=new_run)
                 if new_run:
-                    _tell_per_call()
+                    run.durable = _tell_per_call()
             if thread.session.stop is not None:  # a stopped thread stays stopped
                 call.answer = self._act(call, thread.session.stop, saved=True)
                 return call
@@ -603,15 +607,22 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
             )
         run = call.run
         update: dict[str, Any] = {}
-        if thread is not None:
-            value = update[STATE_KEY] = thread.dump()
+        if thread is not None and (run is None or run.durable or self._needs_value(thread)):
+            value = update[STATE_KEY] = thread.dump(windows=run is None or run.durable)
             if run is not None:  # the next model call of this invocation goes on in memory
                 run.record, run.thread = value, thread
-        if run is not None:
+        elif run is not None and thread is not None:  # no checkpointer: in memory, nothing to save
+            run.thread = thread
+        if run is not None and (run.durable or call.new_run):
             update[RUN_KEY] = run
         if not update:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _needs_value(self, thread: _Thread) -> bool:
+        """Without a checkpointer, whether this invocation's later hooks read the thread's
+        value from the state: ``after_model`` the stop, the tool-call debounce the ledger."""
+        return thread.session.stop is not None or self.exit_behavior == "continue"
 
     # -- tool calls: the debounce ---------------------------------------------------------------
     def _debounce(self, request: ToolCallRequest) -> ToolMessage | None:
@@ -645,10 +656,12 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
 class _Call:
     """One model call's working set."""
 
-    __slots__ = ("answer", "errors", "extra", "held", "request", "response", "run", "sigs", "thread")
+    __slots__ = ("answer", "errors", "extra", "held", "new_run", "request", "response", "run", "sigs",
+                 "thread")
 
     def __init__(self, request: ModelRequest[Any]) -> None:
         self.request = request
+        self.new_run = True  # the invocation's first model call (its run is not in the state yet)
         self.held: Violation | None = None  # the stop a person is asked about
         self.errors: list[DecisionError] = []  # malformed answers before the decision
         self.response: Any = None  # the model's response, while a person decides on it
@@ -677,18 +690,20 @@ def _is_graph_bubble(exc: BaseException) -> bool:
     return isinstance(exc, GraphBubbleUp)
 
 
-def _tell_per_call() -> None:
-    """Say (INFO) at an invocation's first model call when the agent has no checkpointer:
-    liveness is then per call."""
+def _tell_per_call() -> bool:
+    """Whether the agent has a checkpointer, at an invocation's first model call; without one,
+    say so (INFO): liveness is then per call (and nothing is written that no one reads)."""
     from langgraph.config import get_config
 
     try:
         configurable = get_config().get("configurable") or {}
-    except RuntimeError:  # not inside a graph run: nothing to say
-        return
+    except RuntimeError:  # not inside a graph run: nothing to say, and keep writing the value
+        return True
     if configurable.get("__pregel_checkpointer") is None:
         log.info("liveguard: the agent has no checkpointer: liveness is per call, nothing "
                  "is kept between invocations")
+        return False
+    return True
 
 
 def _with_ledger(request: ModelRequest[Any], text: str) -> ModelRequest[Any]:

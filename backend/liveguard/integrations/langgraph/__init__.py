@@ -45,9 +45,9 @@ The thread's liveness (the record schema of :mod:`liveguard.thread_guard`)
     and nothing is saved.
 
 Turns and parallel work
-    The guard streams ``"tasks"`` too: a pushed task (a ``Send``, a Functional API
-    ``@task``) is judged with its input, so identical outputs of different inputs are not a
-    repeat, and the same input giving the same output is. A ``@task`` is judged in its own
+    A pushed task (a ``Send``, a Functional API ``@task``) is judged with its input (the
+    guard's watcher reads it as the task starts), so identical outputs of different inputs
+    are not a repeat, and the same input giving the same output is. A ``@task`` is judged in its own
     thread as it ends, so a sync ``@entrypoint`` loop stops at the violating task.
 
 At a violation (``exit_behavior``)

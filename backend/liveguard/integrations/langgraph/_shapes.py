@@ -1,13 +1,14 @@
 """Stream shapes: what the caller asked to see, what the guard streams, and one call's feed.
 
 :class:`Shape` gives the caller exactly the parts, in exactly the shape, the unguarded
-graph would yield, while the guard streams ``updates``, ``tasks`` and ``checkpoints`` too.
+graph would yield, while the guard streams ``updates`` and ``checkpoints`` too.
 :class:`StreamRun` turns the parts of one call into steps for its :class:`RunGuard`
 (a pushed task judged with its input) and notes each checkpoint the graph writes.
 :func:`interrupt_parts` streams a hold as LangGraph streams an interrupt."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -41,7 +42,10 @@ INTERRUPT: Final = "__interrupt__"
 SKIP: Any = object()
 
 
-GUARD_MODES: Final = ("updates", "tasks", "checkpoints")
+GUARD_MODES: Final = ("updates", "checkpoints")
+"""What the guard streams besides what the caller asked for. Not ``"tasks"``: a pushed task's
+input reaches the guard through the watcher (:meth:`StreamRun.pushed_ended`), so a graph that
+pushes nothing pays nothing for it."""
 
 
 PENDING: Final = "pending:"
@@ -76,8 +80,7 @@ class Shape:
         self.inner = self.subgraphs  # what the guard streams with
         self.nested = nested  # the graph has subgraphs: a watcher sees their steps
         self.v2 = kwargs.get("version", "v1") == "v2"
-        # "tasks": a pushed task's input (a Send's argument, a @task's arguments) is part
-        # of what it did; "checkpoints": the guard saves its windows with each checkpoint.
+        # "checkpoints": the guard saves its windows with each checkpoint.
         self.request = [*self.modes, *(m for m in GUARD_MODES if m not in self.modes)]
 
     def split(self, part: Any) -> tuple[Any, str, Any]:
@@ -105,20 +108,22 @@ class Shape:
 class StreamRun:
     """One guarded call: reshapes parts for the caller and feeds every update to the guard.
 
-    Root ``updates`` become steps (:class:`~liveguard.readers.stream.UpdateStepper`). An
-    update of a pushed task (a ``Send``, a Functional API ``@task``) is held until its
-    ``tasks`` result names it, and its message step is judged together with the task's
-    input (``{"input": <digest>, "output": ...}``): identical outputs of different inputs
-    are not a repeat. The same holds inside subgraphs: every step a subgraph makes under a
-    pushed task (the ``Send``'s target is the subgraph, or a node that invokes one), at any
-    depth, is judged with the inputs of the pushed tasks above it (:meth:`push`). Each root
-    ``checkpoints`` event hands the checkpoint's id to ``on_checkpoint`` (the guard saves its
-    windows with it).
+    Root ``updates`` become steps (:class:`~liveguard.readers.stream.UpdateStepper`). The
+    message step of a pushed task (a ``Send`` to a node of this graph) is judged together
+    with the task's input (``{"input": <digest>, "output": ...}``): identical outputs of
+    different inputs are not a repeat. The watcher, in the task's own thread, hands over the
+    task's input digest as the task ends (:meth:`pushed_ended`), before LangGraph streams the
+    task's update; the update takes the input of the ended task of its node whose output it
+    holds (the same objects), else of the first to end. The same holds inside subgraphs:
+    every step a subgraph makes under a pushed task (the ``Send``'s target is the subgraph,
+    or a node that invokes one), at any depth, is judged with the inputs of the pushed tasks
+    above it (:meth:`push`). Each root ``checkpoints`` event hands the checkpoint's id to
+    ``on_checkpoint`` (the guard saves its windows with it).
     """
 
-    __slots__ = ("_guard", "_held", "_inputs", "_pushed", "_shape", "_stepper", "base", "interrupted",
-                 "nested", "on_checkpoint", "pending", "request", "request_subgraphs", "values",
-                 "watched")
+    __slots__ = ("_ended", "_ended_lock", "_guard", "_pushed", "_shape", "_stepper", "base",
+                 "interrupted", "nested", "on_checkpoint", "pending", "request", "request_subgraphs",
+                 "values", "watched")
 
     def __init__(self, shape: Shape, run_guard: RunGuard) -> None:
         self._shape = shape
@@ -131,8 +136,9 @@ class StreamRun:
         self.request_subgraphs = shape.inner
         self.on_checkpoint: Callable[[str], None] | None = None
         self.base: str | None = None  # the last checkpoint the graph wrote (or resumed from)
-        self._inputs: dict[str, tuple[str, str]] = {}  # open pushed task id -> (name, input digest)
-        self._held: Mapping[str, Any] | None = None  # an update waiting for its task's result
+        # node -> (input digest, output) of its pushed tasks that ended, their updates not yet seen
+        self._ended: dict[str, list[tuple[str, Any]]] = {}
+        self._ended_lock = threading.Lock()
         self._pushed: dict[str, str] = {}  # namespace of a running pushed task -> input digest
         self.watched: dict[str, int] = {}  # @task outputs the watcher judged, not yet streamed
         self.values: Any = None  # the last root "values" payload the caller got
@@ -145,22 +151,16 @@ class StreamRun:
             if mode == "values":
                 self.values = payload
             if mode == "updates":
-                violation = self._release()
                 if INTERRUPT in payload:
                     self.interrupted = True
-                if violation is None:
-                    violation = self._update(payload)
-            elif mode == "tasks":
-                violation = self._task(payload)
+                violation = self._update(payload)
             elif mode == "checkpoints":
-                violation = self._release()
                 checkpoint_id = _checkpoint_id(payload)
                 if checkpoint_id is not None:
                     self.base = checkpoint_id
                     if self.on_checkpoint is not None:
                         self.on_checkpoint(checkpoint_id)
-            if (mode == "updates" or (mode == "tasks" and "result" in payload)) and (
-                    self.base is not None and self.on_checkpoint is not None):
+            if mode == "updates" and self.base is not None and self.on_checkpoint is not None:
                 # the steps of the superstep under way, saved as they come: a process killed
                 # before the graph's next checkpoint event reaches the guard keeps them
                 self.on_checkpoint(PENDING + self.base)
@@ -168,43 +168,43 @@ class StreamRun:
 
     def _update(self, payload: Mapping[str, Any]) -> Violation | None:
         names = [k for k in payload if isinstance(k, str) and not k.startswith("__")]
-        if len(names) == 1 and self.watched.get(names[0], 0) > 0:
-            self.watched[names[0]] -= 1  # the watcher judged it in the task's own thread
-            return None
-        if len(names) == 1 and any(name == names[0] for name, _ in self._inputs.values()):
-            self._held = payload  # its task's result follows: judge it with the task's input
-            return None
+        if len(names) == 1:
+            name = names[0]
+            if self.watched.get(name, 0) > 0:
+                self.watched[name] -= 1  # the watcher judged it in the task's own thread
+                return None
+            if self._ended:
+                digest = self._pushed_ended_input(name, payload[name])
+                if digest is not None:  # a pushed task's update: judged with the task's input
+                    return self._guard.check(lambda: [_with_input(step, digest)
+                                                      for step in self._task_steps(name, payload[name])])
         return self._guard.check(lambda: self._stepper.feed(payload))
 
-    def _task(self, payload: Mapping[str, Any]) -> Violation | None:
-        task_id = payload.get("id")
-        if not isinstance(task_id, str):
-            return None
-        if "input" in payload:  # a task starts
-            triggers = payload.get("triggers") or ()
-            if PUSH in triggers:
-                self._inputs[task_id] = (str(payload.get("name")), input_digest(payload.get("input")))
-            return None
-        opened = self._inputs.pop(task_id, None)
-        held, self._held = self._held, None
-        if held is None:
-            return None
-        if opened is None or opened[0] not in held:
-            return self._guard.check(lambda: self._stepper.feed(held))
-        digest, name = opened[1], opened[0]
-        return self._guard.check(lambda: [_with_input(step, digest)
-                                          for step in self._task_steps(name, held[name])])
+    def pushed_ended(self, name: str, digest: str, output: Any) -> None:
+        """A pushed task of node ``name`` ended with ``output`` (from the watcher, in the task's
+        own thread, before LangGraph streams its update): its update is judged with ``digest``."""
+        with self._ended_lock:
+            ended = self._ended.setdefault(name, [])
+            ended.append((digest, output))
+            if len(ended) > MAX_PUSHED:  # an update that never came: the oldest goes
+                del ended[0]
 
-    def _release(self) -> Violation | None:
-        held, self._held = self._held, None
-        if held is None:
-            return None
-        return self._guard.check(lambda: self._stepper.feed(held))
+    def _pushed_ended_input(self, name: str, value: Any) -> str | None:
+        """The input digest of the ended pushed task of ``name`` whose update ``value`` is: the
+        one whose output holds the same objects, else the first to end; None when none ended."""
+        with self._ended_lock:
+            ended = self._ended.get(name)
+            if not ended:
+                return None
+            pick = 0
+            if len(ended) > 1 and isinstance(value, Mapping):
+                pick = next((i for i, (_, output) in enumerate(ended) if _holds(output, value)), 0)
+            digest = ended.pop(pick)[0]
+            if not ended:
+                del self._ended[name]
+            return digest
 
     def finish(self) -> Violation | None:
-        found = self._release()
-        if found is not None:
-            return found
         return None if self.interrupted else self._guard.finish()
 
     def feed(self, steps: list[Step]) -> Violation | None:
@@ -280,6 +280,12 @@ class StreamRun:
         if shape.v2:
             return {"type": "updates", "ns": (), "data": payload}
         return shape.outward(None, (), "updates", payload)
+
+
+def _holds(output: Any, value: Mapping[str, Any]) -> bool:
+    """Whether a node's update ``value`` is made of ``output``'s own values (the same objects)."""
+    return isinstance(output, Mapping) and all(
+        output.get(key, SKIP) is item for key, item in value.items())
 
 
 def _checkpoint_id(payload: Mapping[str, Any]) -> str | None:

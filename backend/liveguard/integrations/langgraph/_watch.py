@@ -86,6 +86,8 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
             self.names: dict[Any, tuple[str, str]] = {}  # run id -> (step node, namespace)
             self.tasks: dict[Any, tuple[str, str]] = {}
             self.pushes: dict[Any, str] = {}  # run id of a pushed node -> its namespace
+            self.roots: dict[Any, tuple[str, str]] = {}  # run id of a pushed task of this graph's
+            # own superstep -> (node, input digest)
 
         def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
                            metadata: Any = None, **kwargs: Any) -> None:
@@ -100,6 +102,8 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
                 return
             names = [segment.split(":", 1)[0] for segment in ns.split("|")][base:]
             pushed = PUSH in (meta.get("langgraph_triggers") or ())
+            if pushed and len(names) == 1:  # a Send to a node of this graph: its update is
+                self.roots[run_id] = (node, input_digest(inputs))  # judged with its input
             if nested and pushed:  # a Send's target: its input reaches every step under it
                 self.pushes[run_id] = ns
                 run.push(ns, inputs)
@@ -110,6 +114,9 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
                 self.names[run_id] = (":".join(names), ns)
 
         def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+            root = self.roots.pop(run_id, None)
+            if root is not None:  # before LangGraph streams the task's update, in this thread
+                run.pushed_ended(root[0], root[1], outputs)
             task = self.tasks.pop(run_id, None)
             if task is not None:
                 stop = run.task_step(task[0], task[1], outputs) if run.pending is None else None
@@ -135,6 +142,7 @@ def watched(config: Any, run: StreamRun, control: Any, settings: GuardSettings) 
                 raise NoProgressError(stop)
 
         def on_chain_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+            self.roots.pop(run_id, None)
             self.names.pop(run_id, None)
             self.tasks.pop(run_id, None)
             pushed = self.pushes.pop(run_id, None)
