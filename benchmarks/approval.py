@@ -33,7 +33,7 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langgraph.types import Command  # noqa: E402
 
 from graphs import campaign  # noqa: E402
-from liveguard.checkpoints import open_saver  # noqa: E402
+from liveguard.live.checkpoints import open_saver  # noqa: E402
 
 
 class _NodeTimer(BaseCallbackHandler):

@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import approval_graphs  # noqa: E402
-from liveguard.checkpoints import index_pending, open_saver  # noqa: E402
 from liveguard.cli import main  # noqa: E402
+from liveguard.live.checkpoints import index_pending, open_saver  # noqa: E402
 
 
 class _Sink(io.TextIOBase):

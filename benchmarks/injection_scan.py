@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from liveguard.model import Trajectory
+from liveguard.core.model import Trajectory
+from liveguard.core.rules.injection import EvaluatorInjection
 from liveguard.readers.jsonl import read_jsonl
-from liveguard.rules.injection import EvaluatorInjection
 
 ROUNDS = 50
 

@@ -67,7 +67,7 @@ def _plant(path: Path, tmp: Path) -> Path:
     import orjson
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from liveguard.model import Trajectory
+    from liveguard.core.model import Trajectory
     from liveguard.readers.inputs import iter_inputs
     from test_injection_variants import LOOK_ALIKES, VARIANTS
 
@@ -107,8 +107,8 @@ def _plant(path: Path, tmp: Path) -> Path:
 
 def load(path: Path) -> list[list[Any]]:
     """Each run's observations, as a Monitor makes them (digests included)."""
-    from liveguard.model import Trajectory
-    from liveguard.monitor import Monitor
+    from liveguard.core._monitor import Monitor
+    from liveguard.core.model import Trajectory
     from liveguard.readers.inputs import iter_inputs
 
     runs = []
@@ -161,7 +161,7 @@ def definition(module: ModuleType, runs: list[list[Any]]) -> list[list[tuple[Any
 
 
 def _main_module(tmp: Path) -> ModuleType:
-    source = subprocess.run(["git", "show", "main:backend/liveguard/rules/injection.py"], cwd=ROOT,
+    source = subprocess.run(["git", "show", "main:backend/liveguard/core/rules/injection.py"], cwd=ROOT,
                             check=True, capture_output=True).stdout
     path = tmp / "injection_main.py"
     path.write_bytes(source)
@@ -175,7 +175,7 @@ def _main_module(tmp: Path) -> ModuleType:
 
 
 def check(specs: list[str]) -> int:
-    from liveguard.rules import injection
+    from liveguard.core.rules import injection
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -203,7 +203,7 @@ def check(specs: list[str]) -> int:
 
 
 def child(spec: str, repeats: int) -> dict[str, Any]:
-    from liveguard.rules import injection
+    from liveguard.core.rules import injection
 
     with tempfile.TemporaryDirectory() as tmp_name:
         runs = load(_corpus_path(spec, Path(tmp_name)))

@@ -210,7 +210,7 @@ def live_bench(repeats: int) -> dict[str, Any]:
     from liveguard import Monitor, Policy, Step
     from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
     from liveguard.integrations.langgraph import guard
-    from liveguard.integrations.langgraph._record import ThreadStore
+    from liveguard.live._langgraph._record import ThreadStore
 
     inputs = {"messages": [{"role": "user", "content": "go"}]}
     steps = 2 * TURNS + 1

@@ -4,7 +4,7 @@ Two jobs, on every payload and step of ``benchmarks/detection/data/{miniswe,whow
 (each corpus read by a real Monitor, so the payloads are exactly the ones it digests):
 
 * **volatile masks**: the canonical bytes of every payload the Monitor digests, masked by the
-  default volatile patterns (``liveguard.fingerprint.VOLATILE_PATTERNS``). The definition is each
+  default volatile patterns (``liveguard.core.fingerprint.VOLATILE_PATTERNS``). The definition is each
   pattern's ``re.sub`` in turn; a matcher is a pre-filter telling which patterns may match (then
   only those run). Every candidate's output is checked byte for byte against the definition.
 * **word presence**: which of the step-text rule's gate words (``injection._JSON_WORDS``, 175
@@ -14,7 +14,7 @@ Two jobs, on every payload and step of ``benchmarks/detection/data/{miniswe,whow
 Candidates: ``re`` alone (the definition, and the cheap per-pattern guards liveguard used
 before), google-re2 (``re2.Set``), hyperscan, pyahocorasick and ahocorasick-rs, each skipped when
 not installed. A regex matcher (RE2, hyperscan) takes the patterns themselves (lookarounds
-dropped, ``\\s`` widened: a superset, see ``liveguard._matcher.prefilter_source``); an
+dropped, ``\\s`` widened: a superset, see ``liveguard.core._matcher.prefilter_source``); an
 Aho-Corasick matcher takes literals, so for the masks it gets the literal part of each pattern
 (``ago``, the ``elapsed`` words, ``d:dd`` times, ``id`` and its keys) and the rest stays cheap
 Python tests (a ``-`` count for uuids, a 32-hex-digit run).
@@ -44,10 +44,10 @@ DATA = HERE / "detection" / "data"
 
 def capture(path: Path) -> tuple[list[bytes], list[bytes]]:
     """(every payload's canonical bytes, unmasked; every step field's text as the rule scans it)."""
-    from liveguard.fingerprint import Fingerprinter
-    from liveguard.model import Trajectory
-    from liveguard.monitor import Monitor
-    from liveguard.rules import injection
+    from liveguard.core._monitor import Monitor
+    from liveguard.core.fingerprint import Fingerprinter
+    from liveguard.core.model import Trajectory
+    from liveguard.core.rules import injection
 
     payloads: list[bytes] = []
     fields: list[bytes] = []
@@ -82,8 +82,8 @@ def _optional(name: str) -> Any:
 
 # -- volatile masks ---------------------------------------------------------------------------
 def mask_candidates() -> dict[str, Callable[[bytes], bytes]]:  # noqa: PLR0915 - one block per matcher
-    from liveguard._matcher import prefilter_source
-    from liveguard.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS
+    from liveguard.core._matcher import prefilter_source
+    from liveguard.core.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS
 
     sources = [VOLATILE_PATTERNS[name] for name in DEFAULT_VOLATILE]
     patterns = [re.compile(source.encode()) for source in sources]
@@ -181,7 +181,7 @@ def mask_candidates() -> dict[str, Callable[[bytes], bytes]]:  # noqa: PLR0915 -
 
 # -- word presence ----------------------------------------------------------------------------
 def word_candidates() -> dict[str, Callable[[bytes], int]]:
-    from liveguard.rules import injection
+    from liveguard.core.rules import injection
 
     words = injection._JSON_WORDS
     encoded = [w.encode() for w in words]

@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from liveguard.engine.scorer import ScoreOptions
-from liveguard.integrations.ray import iter_rows_ray
+from liveguard.evaluate.engine.ray import iter_rows_ray
+from liveguard.evaluate.engine.scorer import ScoreOptions
+from liveguard.evaluate.scoring import iter_scored
 from liveguard.readers.inputs import iter_records
-from liveguard.scoring import iter_scored
 from ray_nodes import two_nodes
 from scale_corpus import write_corpus
 

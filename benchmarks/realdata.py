@@ -56,7 +56,7 @@ def _cpu(who: int) -> float:
 
 def _score(path: Path, jobs: int) -> tuple[float, int, float, float]:
     """Wall time, rows, and the CPU time of this process and of its worker processes."""
-    from liveguard.scoring import score_paths
+    from liveguard.evaluate.scoring import score_paths
     from liveguard.settings import Settings
 
     settings = Settings.from_env({})

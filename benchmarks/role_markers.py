@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from liveguard.model import Trajectory
-from liveguard.rules import injection
+from liveguard.core.model import Trajectory
+from liveguard.core.rules import injection
 
 
 def main(path: str, repeats: int) -> None:

@@ -2,7 +2,7 @@
 
 Measures each pair side by side in one process, on the corpus of ``corpus.py``:
 
-1. **Digest**: ``liveguard.fingerprint`` against the reference recipe
+1. **Digest**: ``liveguard.core.fingerprint`` against the reference recipe
    ``hashlib.sha256(json.dumps(payload, sort_keys=True).encode())``, per payload
    class. Target: at least 3x faster (ratio = reference time / our time).
 2. **Hash choice**: ``blake2b(digest_size=16)`` against ``xxh3_128`` (and sha256) over
@@ -43,9 +43,9 @@ import xxhash
 
 from corpus import CLASSES, Corpus, build_corpus
 from liveguard import Monitor, Policy, Step
-from liveguard.fingerprint import Fingerprinter, canonical_bytes, fingerprint
+from liveguard.core.fingerprint import Fingerprinter, canonical_bytes, fingerprint
 
-FP_MODULE = importlib.import_module("liveguard.fingerprint")
+FP_MODULE = importlib.import_module("liveguard.core.fingerprint")
 DIGEST_TARGET = 3.0
 MONITOR_TARGET = 1.0
 SCALE_STEPS = 100_000

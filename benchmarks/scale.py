@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from liveguard import Monitor, Policy, Step, Trajectory
-from liveguard.monitor import check_trajectory
+from liveguard.core._monitor import check_trajectory
 from scale_corpus import SEED, iter_runs, write_corpus
 from timing import interleaved_medians
 
@@ -126,7 +126,7 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
     once its row is written (``ratio``). ``ratio_kept`` keeps all ``n`` results in a list
     until the pass ends (this script's method before 2026-11-30 13:40): the floor's larger
     results then also cost fresh memory, which scoring never pays."""
-    from liveguard.engine.scorer import ScoreOptions, Scorer
+    from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer
 
     runs = [Trajectory.model_validate(r) for r in iter_runs(n, seed=SEED + 1)]
     scorer = Scorer(ScoreOptions(judges=False))
@@ -146,9 +146,9 @@ def floor_vs_check(n: int = 2000, repeats: int = 5) -> dict[str, float]:
 
 def floor_breakdown(n: int = 2000, repeats: int = 3) -> dict[str, float]:
     """µs per run spent in each node of the floor, and in the floor's own state updates."""
-    from liveguard.engine.floor import _drive
-    from liveguard.engine.scorer import ScoreOptions, Scorer
-    from liveguard.eval_graph import _inputs
+    from liveguard.evaluate.engine.floor import _drive
+    from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer
+    from liveguard.evaluate.eval_graph import _inputs
 
     runs = [Trajectory.model_validate(r) for r in iter_runs(n, seed=SEED + 1)]
     scorer = Scorer(ScoreOptions(judges=False))
@@ -182,7 +182,7 @@ def ray_vs_local(path: Path) -> dict[str, Any]:
         import ray
     except ImportError:
         return {"skipped": "ray extra not installed"}
-    from liveguard.scoring import score_paths
+    from liveguard.evaluate.scoring import score_paths
 
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)

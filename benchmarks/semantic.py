@@ -115,7 +115,7 @@ def novelty_sweep() -> list[tuple[float, int, float, int, int, int]]:
     growth, growing-draft steps)."""
     import itertools
 
-    from liveguard.semantic.novelty import Info, is_novel
+    from liveguard.core.semantic.novelty import Info, is_novel
 
     def pairs(families: dict[str, list[Run]]) -> list[tuple[Info, list[Info]]]:
         found = []
@@ -161,7 +161,7 @@ def golden_findings(policy: Policy) -> tuple[int, int]:
 
 def cosine_only(threshold: float) -> tuple[int, int, list[float]]:
     """Look-alike runs where some same-node pair in the window is at or above the threshold."""
-    from liveguard.semantic import cache_for
+    from liveguard.core.semantic import cache_for
 
     cache = cache_for("local")
     flagged = 0
@@ -189,7 +189,7 @@ def cost(policy: Policy, rounds: int = 5) -> dict[str, Any]:
     message with itself). Reported as min and median over the rounds (the machine is
     shared: the min is the least disturbed).
     """
-    from liveguard.semantic import EmbeddingCache, cache_for, register_embedder
+    from liveguard.core.semantic import EmbeddingCache, cache_for, register_embedder
 
     embedder = cache_for("local").embedder
     runs = [_steps(r) for runs in (*LOOPS.values(), *LOOKALIKES.values()) for r in runs]
@@ -309,7 +309,7 @@ def agreement(python: str) -> dict[str, float]:
     out = subprocess.run([python, "-c", script], input=json.dumps(texts), capture_output=True, text=True,
                          check=True, env=env)
     ref = json.loads(out.stdout.strip().splitlines()[-1])
-    from liveguard.semantic.minilm import MiniLMEmbedder
+    from liveguard.core.semantic.minilm import MiniLMEmbedder
 
     theirs = np.asarray(ref["v"], dtype=np.float32)
     found: dict[str, float] = {"texts": len(texts), "reference_load_s": ref["load"]}
@@ -327,7 +327,7 @@ def _pct(a: int, n: int) -> str:
 
 def runtimes() -> None:
     """Load time and one-text-at-a-time cost of each runtime of the local model."""
-    from liveguard.semantic.minilm import MiniLMEmbedder
+    from liveguard.core.semantic.minilm import MiniLMEmbedder
 
     loads = {}
     models = {}

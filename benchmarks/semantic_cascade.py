@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from liveguard import Policy, Step
-from liveguard.semantic import cache_for
+from liveguard.core.semantic import cache_for
 from semantic_data import LOOKALIKES, LOOPS, dev, test
 from semantic_gate import _detection, _pairs, emit
 from semantic_long import run as generated

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from liveguard import Monitor, Policy, Step
-from liveguard.fingerprint import volatile_mask
-from liveguard.rules.base import MESSAGE
-from liveguard.semantic import cache_for
-from liveguard.semantic.novelty import _STOP, Info, candidates
-from liveguard.semantic.text import text_of
+from liveguard.core.fingerprint import volatile_mask
+from liveguard.core.rules.base import MESSAGE
+from liveguard.core.semantic import cache_for
+from liveguard.core.semantic.novelty import _STOP, Info, candidates
+from liveguard.core.semantic.text import text_of
 from semantic_data import LOOKALIKES, LOOPS
 
 HERE = Path(__file__).resolve().parent

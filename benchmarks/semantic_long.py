@@ -4,7 +4,7 @@ Alone: ``.venv/bin/python benchmarks/semantic_long.py [--steps 250,1000] [--long
 [--no-long] [--embedder local|static] [--json PATH]``.
 
 ``--embedder`` (default ``local``, MiniLM): the embedder measured, with the threshold tuned
-for it (``liveguard.semantic.registry.threshold_for``; ``liveguard score --embedder``).
+for it (``liveguard.core.semantic.registry.threshold_for``; ``liveguard score --embedder``).
 With ``static``, the floor is a text's CPU time with its tokens' vectors computed (warm)
 and, separately, with none computed yet (cold: each new token is one short forward pass);
 each per-step run starts with an empty token table.
@@ -94,11 +94,11 @@ def big_runs(runs: int = 3, messages: int = 5, size: int = 1_000_000) -> list[di
 def _fresh(embedder: str) -> Any:
     """A fresh embedder over the process's loaded model: the same object for ``local``
     (stateless), a new :class:`StaticEmbedder` (an empty token table) for ``static``."""
-    from liveguard.semantic import cache_for
+    from liveguard.core.semantic import cache_for
 
     loaded: Any = cache_for(embedder).embedder
     if embedder == "static":
-        from liveguard.semantic.static import StaticEmbedder
+        from liveguard.core.semantic.static import StaticEmbedder
 
         return StaticEmbedder(model=loaded.model)
     return loaded
@@ -131,8 +131,8 @@ def floor_ms(embedder: str = "local") -> dict[str, float]:
 
 def per_step(steps: int, facts: bool, embedder: str = "local") -> dict[str, float]:
     """``check_trajectory`` of one run with a cold cache (the model loaded): ms per step."""
-    from liveguard.semantic import cache_for, register_embedder
-    from liveguard.semantic.registry import threshold_for
+    from liveguard.core.semantic import cache_for, register_embedder
+    from liveguard.core.semantic.registry import threshold_for
 
     model = _fresh(embedder)
     name = f"bench-long-{embedder}-{steps}-{int(facts)}"

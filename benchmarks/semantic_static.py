@@ -3,7 +3,7 @@
     PYTHONPATH=backend .venv/bin/python benchmarks/semantic_static.py [--detection dev|test|both|none]
         [--json PATH]
 
-``liveguard.semantic.static.StaticEmbedder``: each token's vector is MiniLM's output for the
+``liveguard.core.semantic.static.StaticEmbedder``: each token's vector is MiniLM's output for the
 token alone, a text's the Zipf-weighted mean of its tokens' vectors, centred, normalised.
 Reports, all with the rule's shipped defaults except the threshold:
 
@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from liveguard import Monitor, Policy
-from liveguard.semantic import cache_for
-from liveguard.semantic.registry import STATIC_THRESHOLD
+from liveguard.core.semantic import cache_for
+from liveguard.core.semantic.registry import STATIC_THRESHOLD
 from semantic import PLAIN, _score
 from semantic_data import LOOKALIKES, LOOPS, Run, dev, test
 

@@ -57,10 +57,10 @@ def _stages(path: Path) -> dict[str, Callable[[], object]]:
     import orjson
     from xxhash import xxh3_128_digest
 
-    from liveguard.engine.scorer import ScoreOptions, Scorer
-    from liveguard.monitor import Monitor
+    from liveguard.core._monitor import Monitor
+    from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer
+    from liveguard.evaluate.scoring import iter_records, iter_scored
     from liveguard.readers.jsonl import parse_line
-    from liveguard.scoring import iter_records, iter_scored
     from liveguard.settings import Settings
 
     settings = Settings.from_env({})

@@ -49,13 +49,13 @@ def corpora(tmp: Path, scale_runs: int) -> Iterator[Path]:
 
 
 def manifest(scale_runs: int) -> dict[str, dict[str, str]]:
-    from liveguard.aggregation import _scanning
-    from liveguard.allowset import load_allowsets
-    from liveguard.engine.scorer import Scorer
-    from liveguard.model import Trajectory
-    from liveguard.monitor import Monitor
+    from liveguard.core._monitor import Monitor
+    from liveguard.core.allowset import load_allowsets
+    from liveguard.core.model import Trajectory
+    from liveguard.evaluate._aggregation import _scanning
+    from liveguard.evaluate.engine.scorer import Scorer
+    from liveguard.evaluate.scoring import _options
     from liveguard.readers.inputs import iter_records
-    from liveguard.scoring import _options
     from liveguard.settings import Settings
 
     allow_sets = load_allowsets(ROOT / "expected_paths")

@@ -1,6 +1,6 @@
 """Draft-first approval with the CLI: the graph holds a draft, a person approves it from the shell.
 
-``compose`` writes a draft; ``approve_send`` (``liveguard.approval.approval_gate``) evaluates
+``compose`` writes a draft; ``approve_send`` (``liveguard.live.approval.approval_gate``) evaluates
 the thread and, because no judge is configured (so nothing can be auto-approved), holds the
 draft with ``interrupt()``: its value is a LangChain ``HITLRequest`` (one ``send_draft`` action
 with the draft in ``args``, a description, the allowed decisions), which Agent Chat UI and Agent
@@ -31,7 +31,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from liveguard.approval import ApprovalState, approval_gate
+from liveguard.live.approval import ApprovalState, approval_gate
 
 HERE = Path(__file__).resolve().parent
 

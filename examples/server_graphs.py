@@ -6,14 +6,14 @@
 * ``agent``: the ``create_agent`` agent of ``agent_middleware.py`` with ``LivenessMiddleware``
   (a scripted model that repeats one failing tool call).
 * ``campaign``: the outreach campaign of ``graphs/campaign.py`` with its draft-first approval
-  step (``liveguard.approval.approval_gate``); with no judge configured, every draft is held.
+  step (``liveguard.live.approval.approval_gate``); with no judge configured, every draft is held.
   Its input names the lead: ``{"lead_id": 17, "lead_name": "Ada Park", "steps": []}``.
 * ``liveguard_clear``: clears a stopped thread of one of the graphs above. Its input is
   ``{"thread_id": ..., "graph_id": "guarded"}``; its output's ``cleared`` is the violation that
   had stopped the thread (or None). Run it on a thread of its own (a stateless run gets no
   checkpointer), as ``server_app.py``'s route does. It works through public APIs only: the
   server gives every run its checkpointer, the node finds it in its config
-  (``liveguard.threads.run_thread_config``), and ``liveguard.clear`` reads and writes the
+  (``liveguard.live.threads.run_thread_config``), and ``liveguard.clear`` reads and writes the
   thread's record there.
 
 Run from this directory: ``langgraph dev`` (the config's dependencies ``"."`` and ``".."``
@@ -32,7 +32,7 @@ from langgraph.graph import END, START, StateGraph
 
 import liveguard
 from liveguard.integrations.langgraph import guard
-from liveguard.threads import run_thread_config
+from liveguard.live.threads import run_thread_config
 
 guarded = guard(build_poller().compile(name="guarded"))
 agent = build_agent()

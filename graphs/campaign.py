@@ -14,7 +14,7 @@ Topology (what ``graph.get_graph()`` shows, see ``expected_paths/campaign.yaml``
 * ``compose_touch`` and ``gate_draft`` route with ``Command(goto=...)`` and declare their
   legal targets with ``add_node(..., destinations=...)``, so the edges are drawn.
 * ``approve_send`` is liveguard's draft-first approval step
-  (:func:`liveguard.approval.approval_gate`): it evaluates the thread so far and sends
+  (:func:`liveguard.live.approval.approval_gate`): it evaluates the thread so far and sends
   only when ``verdict_clears_autoapprove`` holds (``AGENT_EVAL_AUTOAPPROVE=1``, judged,
   passed); otherwise it calls ``interrupt()`` and a person approves (-> ``send_touch``),
   edits (-> ``send_touch`` with the new draft) or rejects (-> ``compose_touch``). It needs
@@ -82,8 +82,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command
 
 from graphs._scripted import Steps, check_scenario, visits
-from liveguard.allowset import AllowSet, load_allowset
-from liveguard.approval import ApprovalState, approval_gate, approval_send
+from liveguard.core.allowset import AllowSet, load_allowset
+from liveguard.live.approval import ApprovalState, approval_gate, approval_send
 
 __all__ = [
     "GRAPH_NAME",
@@ -157,7 +157,7 @@ def build_graph(
     """Compile the campaign graph with the scripted behaviour of ``scenario``.
 
     ``approver`` (optional) answers the approval step instead of a person (see
-    :func:`liveguard.approval.approval_gate`'s ``decide``); ``clock`` stamps its audit records.
+    :func:`liveguard.live.approval.approval_gate`'s ``decide``); ``clock`` stamps its audit records.
     """
     check_scenario(GRAPH_NAME, scenario, SCENARIOS)
     poll_budget = {"looping": LOOPING_POLLS, "stalled": STALLED_POLLS}.get(

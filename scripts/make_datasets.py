@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from liveguard.model import Step, Trajectory
+from liveguard.core.model import Step, Trajectory
 from liveguard.readers.jsonl import write_jsonl
 from liveguard.testing import (
     agent_turn,

@@ -70,7 +70,7 @@ import orjson  # noqa: E402
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
-from liveguard.model import Expected, Trajectory  # noqa: E402
+from liveguard.core.model import Expected, Trajectory  # noqa: E402
 from liveguard.readers.jsonl import write_jsonl  # noqa: E402
 from liveguard.readers.langsmith import run_to_dict, run_to_trajectory  # noqa: E402
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
-from liveguard.approval import ApprovalState, approval_gate, approval_send
+from liveguard.live.approval import ApprovalState, approval_gate, approval_send
 
 __all__ = ["State", "build", "parent_with_subgraph"]
 

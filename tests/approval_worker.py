@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 from langgraph.types import Command  # noqa: E402
 
 from graphs import campaign  # noqa: E402
-from liveguard.approval import ApprovalConflict  # noqa: E402
-from liveguard.checkpoints import open_saver  # noqa: E402
+from liveguard.live.approval import ApprovalConflict  # noqa: E402
+from liveguard.live.checkpoints import open_saver  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

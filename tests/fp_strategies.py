@@ -6,7 +6,7 @@ import json
 
 from hypothesis import strategies as st
 
-from liveguard.fingerprint import DEFAULT_IGNORE_KEYS
+from liveguard.core.fingerprint import DEFAULT_IGNORE_KEYS
 
 # -- strategies -----------------------------------------------------------------------------
 NFD_WORDS = ["cafe\u0301", "re\u0301sume\u0301", "A\u030a", "\u212b", "n\u0303o", "\u1100\u1161"]

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from langgraph.types import Command
 
 import approval_graphs
-from liveguard.approval import ApprovalConflict
-from liveguard.checkpoints import open_saver
+from liveguard.live.approval import ApprovalConflict
+from liveguard.live.checkpoints import open_saver
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from liveguard import Policy, Step, check_trajectory
-from liveguard.allowset import (
+from liveguard.core.allowset import (
     AllowSet,
     AllowSetError,
     check_allowset,

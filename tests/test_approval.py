@@ -1,6 +1,6 @@
 """Draft-first approval, end to end: the campaign graph, real checkpointers, the scripted judge server.
 
-Every run goes through the real approval step (liveguard.approval) on a real saver: a
+Every run goes through the real approval step (liveguard.live.approval) on a real saver: a
 SQLite file (sync SqliteSaver and AsyncSqliteSaver), InMemorySaver, and a real PostgreSQL
 server (tests/pg_server.py). Judges are the ``openai`` client against tests/fake_openai.py
 on 127.0.0.1. Sends are counted from the checkpoints: every ``send_touch`` task that ran
@@ -26,7 +26,10 @@ from langgraph.types import Command
 
 from fake_openai import FakeOpenAI
 from graphs import campaign
-from liveguard.approval import (
+from liveguard.core.model import Step, Trajectory
+from liveguard.evaluate.eval_graph import aevaluate_trajectory, evaluate_trajectory
+from liveguard.evaluate.rows import RunRow
+from liveguard.live.approval import (
     KIND,
     ApprovalConflict,
     ApprovalError,
@@ -37,11 +40,8 @@ from liveguard.approval import (
     read_thread,
     resume_approval,
 )
-from liveguard.checkpoints import aclaim, aopen_saver, claim, open_saver
-from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
-from liveguard.model import Step, Trajectory
+from liveguard.live.checkpoints import aclaim, aopen_saver, claim, open_saver
 from liveguard.readers.checkpoints import thread_to_trajectory
-from liveguard.rows import RunRow
 from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
 
 ROOT = Path(__file__).resolve().parent.parent

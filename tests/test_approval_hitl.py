@@ -24,11 +24,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import TypeAdapter
 
-from liveguard.approval import UNATTRIBUTED, approval_gate, approval_send
-from liveguard.checkpoints import aopen_saver, open_saver
-from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
-from liveguard.model import Step, Trajectory
-from liveguard.notify import Coords, WebhookNotifier, flush
+from liveguard.core.model import Step, Trajectory
+from liveguard.evaluate.eval_graph import aevaluate_trajectory, evaluate_trajectory
+from liveguard.live.approval import UNATTRIBUTED, approval_gate, approval_send
+from liveguard.live.checkpoints import aopen_saver, open_saver
+from liveguard.live.notify import Coords, WebhookNotifier, flush
 from test_notify import SECRET, Hook, Sleeps
 
 REQUEST = TypeAdapter(lc.HITLRequest)
@@ -311,7 +311,7 @@ def test_the_person_is_woken_after_the_hold_is_stored(url: str, hooks: list[Hook
 
 
 def test_a_notifier_must_be_callable() -> None:
-    from liveguard.approval import ApprovalError
+    from liveguard.live.approval import ApprovalError
 
     with pytest.raises(ApprovalError, match=r"notifiers\[1\] is not callable"):
         approval_gate(send="send", notifiers=[lambda p, c: None, "https://hooks.example/x"])

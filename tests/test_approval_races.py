@@ -27,15 +27,15 @@ from langgraph.types import Command
 
 import approval_graphs
 from fake_openai import FakeOpenAI, free_port
-from liveguard.approval import ApprovalClaimError, ApprovalConflict
-from liveguard.checkpoints import (
+from liveguard.cli import main
+from liveguard.live.approval import ApprovalClaimError, ApprovalConflict
+from liveguard.live.checkpoints import (
     CLAIMS_TABLE,
     PENDING_TABLE,
     ensure_tables,
     iter_index,
     open_saver,
 )
-from liveguard.cli import main
 from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
 
 TESTS = Path(__file__).resolve().parent

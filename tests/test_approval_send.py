@@ -21,8 +21,8 @@ from langgraph.errors import UnknownInterruptError
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 
-from liveguard import hitl
-from liveguard.approval import (
+from liveguard.live import hitl
+from liveguard.live.approval import (
     ApprovalConflict,
     ApprovalError,
     approval_gate,
@@ -30,7 +30,7 @@ from liveguard.approval import (
     pinned,
     resume_approval,
 )
-from liveguard.checkpoints import open_saver
+from liveguard.live.checkpoints import open_saver
 
 DRAFT = "Hi Ada, the pricing sheet is attached."
 TO = "ada@example.com"
@@ -293,7 +293,7 @@ def test_the_audit_note_and_message_are_bounded(saver: Any) -> None:
     graph.invoke(Command(resume={**APPROVE, "note": "fine"}), cfg("t"))
     reject, approve = graph.get_state(cfg("t")).values["approvals"]
     assert len(reject["note"]) < 10_000, "the note was stored whole"
-    from liveguard.approval._node import TEXT_LIMIT
+    from liveguard.live.approval._node import TEXT_LIMIT
 
     assert reject["note"] == "n" * TEXT_LIMIT
     assert (reject["note_chars"], reject["note_digest"][:7]) == (1_000_000, "sha256:")
@@ -308,7 +308,7 @@ def test_async_goto_and_swap_send_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     """The async twins (ainvoke, an async saver): a goto is refused, a swap takes no unpinned answer."""
     import asyncio
 
-    from liveguard.checkpoints import aopen_saver
+    from liveguard.live.checkpoints import aopen_saver
 
     for name in ("AGENT_EVAL_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "AGENT_EVAL_AUTOAPPROVE"):
         monkeypatch.delenv(name, raising=False)

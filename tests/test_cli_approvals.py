@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from graphs import campaign
-from liveguard.checkpoints import (
+from liveguard.cli import main
+from liveguard.live.checkpoints import (
     DEFAULT_CHECKPOINT_URL,
     CheckpointURLError,
     checkpoint_url,
     open_saver,
 )
-from liveguard.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 LIVEGUARD = Path(sys.executable).with_name("liveguard")

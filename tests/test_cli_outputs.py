@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from liveguard.cli import main
 from liveguard.cli.gate import junit_xml
-from liveguard.gate import decide
-from liveguard.model import Verdict, Violation
-from liveguard.rows import RunRow
-from liveguard.terminal import visible_xml
+from liveguard.cli.terminal import visible_xml
+from liveguard.core.model import Verdict, Violation
+from liveguard.evaluate.gate import decide
+from liveguard.evaluate.rows import RunRow
 
 FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 """What XML 1.0's Char production leaves out."""

@@ -7,11 +7,18 @@ import ast
 from pathlib import Path
 
 import liveguard
-from liveguard.codes import CODES, LIVENESS_CODES, LOOP_CODES, LOOP_GUARD_CODES, TRANSITION_CODES, codes_of
-from liveguard.model import LIVENESS_CODES as MODEL_LIVENESS
+from liveguard.core.codes import (
+    CODES,
+    LIVENESS_CODES,
+    LOOP_CODES,
+    LOOP_GUARD_CODES,
+    TRANSITION_CODES,
+    codes_of,
+)
+from liveguard.core.model import LIVENESS_CODES as MODEL_LIVENESS
+from liveguard.core.rules.build import LOOP_GUARD_CODES as BUILD_LOOP_GUARD
+from liveguard.core.rules.build import TRANSITION_CODES as BUILD_TRANSITIONS
 from liveguard.report.aggregate import LOOP_CODES as REPORT_LOOP
-from liveguard.rules.build import LOOP_GUARD_CODES as BUILD_LOOP_GUARD
-from liveguard.rules.build import TRANSITION_CODES as BUILD_TRANSITIONS
 
 ROOT = Path(liveguard.__file__).resolve().parent
 LOOP_GUARD = {"node_revisit_cycle", "no_progress_stall", "repeated_content", "content_cycle",

@@ -119,7 +119,7 @@ def test_every_run_records_the_policy_of_its_agent_architecture(
     """Tool agents (tau-bench, tau2-bench, mini-swe-agent) carry ``metadata.policy = "tool_agent"``, which
     ``liveguard score`` reads; the multi-agent Who&When runs carry none (no preset is "no
     revisit ceiling"), and run.py's table gives every source its policy."""
-    from liveguard.scoring import policy_for
+    from liveguard.evaluate.scoring import policy_for
 
     bench = _bench_run_module()
     assert set(bench.POLICIES) == set(SOURCE_FILES) == set(bench.PRESET_OF)

@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from liveguard import Monitor, Policy, Step, check_trajectory
-from liveguard.allowset import AllowSet
+from liveguard.core.allowset import AllowSet
+from liveguard.core.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS, Fingerprinter, fingerprint
 from liveguard.errors import PolicyError
-from liveguard.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS, Fingerprinter, fingerprint
 
 
 def hard(steps: list[Step], policy: Policy | None = None) -> list[tuple[str, int]]:
@@ -259,7 +259,7 @@ def test_the_whole_round_coming_back_is_caught_as_early_as_on_main() -> None:
 
 
 def test_a_bad_volatile_name_in_an_allow_set_names_file_and_key(tmp_path: Any) -> None:
-    from liveguard.allowset import AllowSetError, load_allowset
+    from liveguard.core.allowset import AllowSetError, load_allowset
 
     path = tmp_path / "g.yaml"
     path.write_text("graph: g\ntransitions:\n  __start__: [a]\n  a: [__end__]\nvolatile: [uuid, nope]\n")
@@ -279,7 +279,7 @@ def test_the_guarded_byte_masking_equals_the_plain_patterns(text: str) -> None:
     with every pattern applied."""
     import re
 
-    from liveguard.fingerprint import canonical_bytes, volatile_mask
+    from liveguard.core.fingerprint import canonical_bytes, volatile_mask
 
     mask = volatile_mask(DEFAULT_VOLATILE)
     assert mask is not None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from liveguard.engine.local import CHUNK
-from liveguard.engine.scorer import CHUNK_BYTES, Record, chunked
 from liveguard.errors import TrajectoryReadError
+from liveguard.evaluate.engine.local import CHUNK
+from liveguard.evaluate.engine.scorer import CHUNK_BYTES, Record, chunked
 
 
 def test_large_runs_come_in_small_chunks() -> None:

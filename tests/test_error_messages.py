@@ -19,9 +19,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from liveguard.engine.scorer import ScoreOptions, Scorer
-from liveguard.model import Trajectory
-from liveguard.policy import Policy
+from liveguard.core.model import Trajectory
+from liveguard.core.policy import Policy
+from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer
 from liveguard.readers.jsonl import parse_line
 
 STEP_KEYS = "args, error, node, output, result, summary, tool"

@@ -14,8 +14,9 @@ from langgraph.graph import END, START, StateGraph
 
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, Trajectory, Violation, check_trajectory
-from liveguard.allowset import AllowSet
-from liveguard.eval_graph import (
+from liveguard.core.allowset import AllowSet
+from liveguard.core.model import Verdict
+from liveguard.evaluate.eval_graph import (
     NODES,
     EvalState,
     aevaluate_trajectory,
@@ -24,9 +25,8 @@ from liveguard.eval_graph import (
     evaluate_trajectory,
     merge_meta,
 )
-from liveguard.gate import verdict_clears_autoapprove
-from liveguard.judges import PROMPT_VERSION, JudgeClient, JudgeConfig
-from liveguard.model import Verdict
+from liveguard.evaluate.gate import verdict_clears_autoapprove
+from liveguard.evaluate.judges import PROMPT_VERSION, JudgeClient, JudgeConfig
 from liveguard.testing import messages, ping_pong, tool_result_step
 
 GOOD = {"score": 0.9, "confidence": 0.8, "reason": "fine"}

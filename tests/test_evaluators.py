@@ -17,7 +17,10 @@ from pydantic import TypeAdapter
 from fake_langsmith import FakeLangSmith
 from graphs import campaign
 from liveguard import Policy
-from liveguard.allowset import load_allowsets
+from liveguard.core.allowset import load_allowsets
+from liveguard.core.model import Verdict, Violation
+from liveguard.evaluate.judges import JudgeConfig
+from liveguard.evaluate.results import EvaluatorResult, GateResult
 from liveguard.integrations.langsmith import (
     EvaluatorArgumentError,
     create_async_gate_evaluator,
@@ -28,9 +31,6 @@ from liveguard.integrations.langsmith import (
     create_verdict_evaluator,
     feedback_for,
 )
-from liveguard.judges import JudgeConfig
-from liveguard.model import Verdict, Violation
-from liveguard.results import EvaluatorResult, GateResult
 
 ALLOW = load_allowsets("expected_paths")
 SCENARIOS = ["healthy", "illegal_hop", "looping", "dead_end"]

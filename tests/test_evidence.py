@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import liveguard
-from liveguard.evidence import KINDS, MissingEvidence, level_error, level_error_reason, level_skip
-from liveguard.model import Verdict
-from liveguard.verdict import apply_escalation
+from liveguard.core.evidence import KINDS, MissingEvidence, level_error, level_error_reason, level_skip
+from liveguard.core.model import Verdict
+from liveguard.evaluate.verdict import apply_escalation
 
 ROOT = Path(liveguard.__file__).resolve().parent
 _BUILT = re.compile(r"""f?["'](?:judge_error|judges_skipped|judge_void|no_allowset|rule_family_off|"""

@@ -26,9 +26,9 @@ import pytest
 from fake_openai import FakeOpenAI, RecordedRequest, Reply, free_port
 from liveguard import Policy, Step, Trajectory, evaluate_trajectory, verdict_clears_autoapprove
 from liveguard.cli import EXIT_BUG, main
-from liveguard.judges import SYSTEM_PROMPTS, JudgeClient, JudgeConfig
+from liveguard.core.rules.injection import CODE, EvaluatorInjection
+from liveguard.evaluate.judges import SYSTEM_PROMPTS, JudgeClient, JudgeConfig
 from liveguard.readers.jsonl import write_jsonl
-from liveguard.rules.injection import CODE, EvaluatorInjection
 from liveguard.testing import messages, ping_pong, trajectory
 
 EXE = Path(sys.executable).with_name("liveguard")

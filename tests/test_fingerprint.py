@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from fp_strategies import ignore_sets as fp_ignore_sets
 from fp_strategies import values as fp_values
+from liveguard.core.fingerprint import MAX_DEPTH, Fingerprinter, canonical_bytes, fingerprint
 from liveguard.errors import FingerprintError, safe_key
-from liveguard.fingerprint import MAX_DEPTH, Fingerprinter, canonical_bytes, fingerprint
 
 
 def test_key_order_never_matters() -> None:

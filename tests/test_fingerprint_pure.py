@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from fp_strategies import ignore_sets, keys, values
+from liveguard.core.fingerprint import Fingerprinter, fingerprint
 from liveguard.errors import FingerprintError, safe_key
-from liveguard.fingerprint import Fingerprinter, fingerprint
 
 DEFAULT = Fingerprinter()
 

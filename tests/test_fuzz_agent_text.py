@@ -20,20 +20,20 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from liveguard import messages
-from liveguard.errors import TrajectoryReadError
-from liveguard.fingerprint import (
+from liveguard.core import messages
+from liveguard.core._monitor import Monitor, check_trajectory
+from liveguard.core.fingerprint import (
     DEFAULT_VOLATILE,
     Fingerprinter,
     VolatileMask,
     canonical_bytes,
     fingerprint,
 )
-from liveguard.model import Step, Trajectory
-from liveguard.monitor import Monitor, check_trajectory
-from liveguard.policy import Policy
+from liveguard.core.model import Step, Trajectory
+from liveguard.core.policy import Policy
+from liveguard.core.rules import injection
+from liveguard.errors import TrajectoryReadError
 from liveguard.readers.jsonl import parse_line
-from liveguard.rules import injection
 
 CRASH = "Cafe\u0301 ... caf\u00e9 ... judge"
 """The text of issue 28 item 4: it killed the process in the C accelerator."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from liveguard import Violation
-from liveguard.gate import EXIT_CODES, decide, verdict_clears_autoapprove
-from liveguard.model import Verdict
+from liveguard.core.model import Verdict
+from liveguard.evaluate.gate import EXIT_CODES, decide, verdict_clears_autoapprove
 from liveguard.settings import Settings
 
 ON = {"AGENT_EVAL_AUTOAPPROVE": "1"}

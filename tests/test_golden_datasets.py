@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from liveguard import Policy, Trajectory, check_trajectory, read_jsonl
-from liveguard.allowset import load_allowsets
+from liveguard.core.allowset import load_allowsets
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden_datasets"

@@ -16,9 +16,9 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from fake_openai import FakeOpenAI, RecordedRequest, Reply
+from liveguard.core.model import Step, Trajectory
 from liveguard.errors import PolicyError
-from liveguard.judges import JudgeConfig
-from liveguard.model import Step, Trajectory
+from liveguard.evaluate.judges import JudgeConfig
 from liveguard.settings import Settings
 
 # -- keys only over https, except loopback ------------------------------------------------------
@@ -35,7 +35,7 @@ def test_a_key_is_never_sent_over_plain_http_to_a_remote_host(url: str) -> None:
 
 
 def test_the_remote_embedder_refuses_plain_http_too() -> None:
-    from liveguard.semantic.remote import OpenAIEmbedder
+    from liveguard.core.semantic.remote import OpenAIEmbedder
 
     with pytest.raises(PolicyError, match="keys go only over https"):
         OpenAIEmbedder.from_settings(Settings.from_env(
@@ -87,7 +87,7 @@ def _corrupt_model(tmp_path: Path, how: str) -> Path:
     import numpy as np
     from safetensors.numpy import load_file, save_file
 
-    from liveguard.semantic.minilm import model_dir
+    from liveguard.core.semantic.minilm import model_dir
 
     source = model_dir()
     folder = tmp_path / how
@@ -114,9 +114,9 @@ def test_a_corrupt_local_model_is_missing_evidence_and_holds_the_gate(
     tmp_path: Path, how: str, reason: str
 ) -> None:
     from liveguard import Policy, Step, Trajectory, check_trajectory, evaluate_trajectory
-    from liveguard.gate import decide
-    from liveguard.semantic import EmbeddingError, register_embedder
-    from liveguard.semantic.minilm import MiniLMEmbedder
+    from liveguard.core.semantic import EmbeddingError, register_embedder
+    from liveguard.core.semantic.minilm import MiniLMEmbedder
+    from liveguard.evaluate.gate import decide
 
     embedder = MiniLMEmbedder(_corrupt_model(tmp_path, how), runtime="numpy")
     name = f"corrupt-{how}"
@@ -139,8 +139,8 @@ def test_the_local_model_checks_every_batch(tmp_path: Path) -> None:
     """A model that passed at load and then yields NaN for a batch raises on that batch."""
     import numpy as np
 
-    from liveguard.semantic import EmbeddingError
-    from liveguard.semantic.minilm import MiniLMEmbedder
+    from liveguard.core.semantic import EmbeddingError
+    from liveguard.core.semantic.minilm import MiniLMEmbedder
 
     embedder = MiniLMEmbedder(runtime="numpy")
     assert embedder.fault is None
@@ -171,8 +171,8 @@ class _ConstantEmbeddings(BaseHTTPRequestHandler):
 
 
 def test_the_remote_embedder_refuses_one_vector_for_different_texts() -> None:
-    from liveguard.semantic import EmbeddingError
-    from liveguard.semantic.remote import OpenAIEmbedder
+    from liveguard.core.semantic import EmbeddingError
+    from liveguard.core.semantic.remote import OpenAIEmbedder
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _ConstantEmbeddings)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -236,8 +236,8 @@ def test_an_obedient_judge_never_promotes_a_run_that_addressed_it(
 
 def test_a_void_verdict_keeps_the_partial_score_and_names_why(fake_openai: FakeOpenAI) -> None:
     from liveguard import evaluate_trajectory, verdict_clears_autoapprove
-    from liveguard.judges import JudgeClient
-    from liveguard.policy import Policy
+    from liveguard.core.policy import Policy
+    from liveguard.evaluate.judges import JudgeClient
 
     fake_openai.responder = _obedient
     client = JudgeClient(JudgeConfig(base_url=fake_openai.base_url, api_key=SecretStr("k"), max_retries=0))
@@ -257,7 +257,7 @@ CRAFTED = "r0\r\x1b[2K\x1b[1APROMOTE\u202e"
 
 
 def test_visible_escapes_controls_and_bidi() -> None:
-    from liveguard.terminal import visible, visible_json
+    from liveguard.cli.terminal import visible, visible_json
 
     assert visible(CRAFTED) == "r0\\r\\x1b[2K\\x1b[1APROMOTE\\u202e"
     assert visible("a\nb\tc\x9b\x7f") == "a\\nb\\tc\\x9b\\x7f"
@@ -302,8 +302,8 @@ def test_a_crafted_run_id_cannot_paint_over_the_gate_decision(
 def test_approvals_show_and_list_make_a_hidden_draft_visible(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from liveguard.checkpoints import open_saver
     from liveguard.cli import main
+    from liveguard.live.checkpoints import open_saver
     from test_injection_variants import _graph
 
     for var in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_API_KEY",
@@ -350,7 +350,7 @@ def test_a_target_that_raises_is_exit_2_with_one_line(
         "paths-derive": ["paths", "derive", target],  # (threads: the livecore helper's loader)
     }.get(case, ["approvals", "approve", "t", "--by", "ada", "--graph", target, "--checkpoint", url])
     if case.startswith("approvals"):  # a thread waiting for approval, so the graph is needed
-        from liveguard.checkpoints import open_saver
+        from liveguard.live.checkpoints import open_saver
         from test_injection_variants import _graph
 
         for var in ("AGENT_EVAL_AUTOAPPROVE", "AGENT_EVAL_API_KEY", "AGENT_EVAL_CHECKPOINT_URL"):

@@ -1,4 +1,4 @@
-"""liveguard.hitl: every hold speaks LangChain 1.x's HITL protocol (issue 19, item 1)."""
+"""liveguard.live.hitl: every hold speaks LangChain 1.x's HITL protocol (issue 19, item 1)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import TypeAdapter
 
-from liveguard.hitl import (
+from liveguard.live.hitl import (
     APPROVAL_ACTION,
     APPROVAL_KIND,
     LIVENESS_ACTION,
     Approve,
-    DecisionError,
     Edit,
     HoldRequest,
+    InvalidDecision,
     Reject,
     Respond,
     aask,
@@ -38,7 +38,7 @@ from liveguard.hitl import (
     to_hitl_response,
     with_error,
 )
-from liveguard.notify import Coords, NotifyOutcome
+from liveguard.live.notify import Coords, NotifyOutcome
 
 DRAFT = "Dear Ms. Rivera, your ACME-SECRET-7f3a order ships Monday."
 VERDICT = {
@@ -62,7 +62,7 @@ def stop(edit: Any = "message") -> HoldRequest:
 
 def all_requests() -> list[HoldRequest]:
     return [approval(), stop("message"), stop("update"),
-            with_error(approval(), DecisionError("decisions", "expected a list, got str"))]
+            with_error(approval(), InvalidDecision("decisions", "expected a list, got str"))]
 
 
 # ------------------------------------------------------------------------- the interrupt values
@@ -143,7 +143,7 @@ def test_each_langchain_decision_parses_and_round_trips(request_value: HoldReque
         resume = lc.HITLResponse(decisions=[decision])
         RESPONSE.validate_python(resume, strict=True)
         parsed = parse_resume(resume, request_value)
-        assert not isinstance(parsed, DecisionError), parsed
+        assert not isinstance(parsed, InvalidDecision), parsed
         assert parsed.type == decision["type"]
         back = to_hitl_decision(parsed)
         assert DECISION.validate_python(back) == decision
@@ -171,7 +171,7 @@ def test_by_and_note_go_to_the_audit_fields_at_either_level() -> None:
     assert outer == inner == Approve(by="ana", note="ok")
     assert to_hitl_decision(inner) == {"type": "approve", "by": "ana", "note": "ok"}
     clash = parse_resume({"decisions": [{"type": "approve", "by": "bo"}], "by": "ana"}, request)
-    assert clash == DecisionError("decisions[0].by", "differs from the top-level by")
+    assert clash == InvalidDecision("decisions[0].by", "differs from the top-level by")
 
 
 def test_to_hitl_response_round_trips_with_the_audit_keys_beside_the_decisions() -> None:
@@ -187,7 +187,7 @@ def test_to_hitl_response_round_trips_with_the_audit_keys_beside_the_decisions()
 def test_require_by_refuses_an_anonymous_decision() -> None:
     request = approval()
     assert parse_resume({"decisions": [{"type": "approve"}]}, request, require_by=True) == \
-        DecisionError("by", "required: a non-empty string naming who decided")
+        InvalidDecision("by", "required: a non-empty string naming who decided")
     assert parse_resume({"decisions": [{"type": "approve"}], "by": "ana"}, request,
                         require_by=True) == Approve(by="ana")
 
@@ -231,7 +231,7 @@ def test_langchain_per_call_and_agent_inbox_answers_parse() -> None:
         Edit(name=APPROVAL_ACTION, args={"draft": "v2"}, edit_key="draft")
     # Agent Inbox's "response" is LangChain's respond, which liveguard's holds do not allow.
     assert parse_resume([{"type": "response", "args": "call me"}], request) == \
-        DecisionError("[0].type", "respond is not allowed here; allowed: approve, edit, reject")
+        InvalidDecision("[0].type", "respond is not allowed here; allowed: approve, edit, reject")
 
 
 @tool
@@ -274,13 +274,13 @@ def test_langchain_middlewares_own_request_parses_every_decision_and_accepts_our
     assert parsed["reject"] == Reject("wrong person")
     assert parsed["respond"] == Respond("already sent by hand")
     for decision in parsed.values():
-        assert not isinstance(decision, DecisionError)
+        assert not isinstance(decision, InvalidDecision)
         back = to_hitl_decision(decision)
         assert back == answers[decision.type]
         assert DECISION.validate_python(back, strict=True) == back
         assert parse_resume({"decisions": [back]}, request) == decision
     respond = parsed["respond"]
-    assert not isinstance(respond, DecisionError)
+    assert not isinstance(respond, InvalidDecision)
     result = agent.invoke(Command(resume={"decisions": [to_hitl_decision(respond)]}), config)
     tool_reply = [m for m in result["messages"] if m.type == "tool"]
     assert [m.content for m in tool_reply] == ["already sent by hand"]
@@ -320,7 +320,7 @@ def test_langchain_middlewares_own_request_parses_every_decision_and_accepts_our
 )
 def test_a_malformed_answer_is_a_typed_error_value_never_an_exception(answer: Any, location: str) -> None:
     parsed = parse_resume(answer, approval())
-    assert isinstance(parsed, DecisionError)
+    assert isinstance(parsed, InvalidDecision)
     assert parsed.location == location
     assert str(parsed).startswith(f"{location}: ")
 
@@ -339,7 +339,7 @@ def test_a_malformed_answer_is_a_typed_error_value_never_an_exception(answer: An
 def test_a_stop_edit_needs_its_value(edit: str, args: dict[str, Any], location: str) -> None:
     parsed = parse_resume({"decisions": [{"type": "edit", "edited_action": {
         "name": LIVENESS_ACTION, "args": args}}]}, stop(edit))
-    assert isinstance(parsed, DecisionError)
+    assert isinstance(parsed, InvalidDecision)
     assert parsed.location == location
 
 
@@ -355,13 +355,13 @@ def test_an_error_never_echoes_the_answers_text() -> None:
     ]
     for answer in answers:
         parsed = parse_resume(answer, approval())
-        assert isinstance(parsed, DecisionError)
+        assert isinstance(parsed, InvalidDecision)
         assert "ACME" not in str(parsed), str(parsed)
 
 
 def test_with_error_replaces_the_previous_error() -> None:
-    first = with_error(approval(), DecisionError("decisions", "a"))
-    second = with_error(first, DecisionError("by", "b"))
+    first = with_error(approval(), InvalidDecision("decisions", "a"))
+    second = with_error(first, InvalidDecision("by", "b"))
     assert second["error"] == "by: b"
     assert {k: v for k, v in second.items() if k != "error"} == approval()
 
@@ -381,8 +381,8 @@ class Recorder:
         return NotifyOutcome(ok=True, attempts=1)
 
 
-def review_graph(notifier: Recorder, errors: list[DecisionError] | None = None) -> Any:
-    def on_error(error: DecisionError) -> None:
+def review_graph(notifier: Recorder, errors: list[InvalidDecision] | None = None) -> Any:
+    def on_error(error: InvalidDecision) -> None:
         if errors is None:
             raise RuntimeError("a failing hook")
         errors.append(error)
@@ -421,7 +421,7 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         ({"type": "reject", "message": "later"}, Reject("later")),
     ]:
         notifier = Recorder()
-        errors: list[DecisionError] | None = [] if answer["type"] != "reject" else None
+        errors: list[InvalidDecision] | None = [] if answer["type"] != "reject" else None
         graph = review_graph(notifier, errors)  # reject's run: on_error itself fails
         config: Any = {"configurable": {"thread_id": f"ask-{answer['type']}"}}
         graph.invoke({"draft": DRAFT}, config)
@@ -451,7 +451,7 @@ def test_the_new_modules_import_no_framework() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, liveguard.hitl, liveguard.notify, liveguard.results; "
+    code = ("import sys, liveguard.live.hitl, liveguard.live.notify, liveguard.evaluate.results; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('langgraph', 'langchain', 'langchain_core', 'httpx', 'langsmith')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

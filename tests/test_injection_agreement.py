@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveguard.model import Step
-from liveguard.rules import injection
+from liveguard.core.model import Step
+from liveguard.core.rules import injection
 from test_injection_variants import LOOK_ALIKES, VARIANTS
 
 

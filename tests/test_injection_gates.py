@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveguard.model import Trajectory
-from liveguard.rules import injection
+from liveguard.core.model import Trajectory
+from liveguard.core.rules import injection
 
 ALTERNATIVES = [
     (code, n, text) for code, texts in injection._PATTERN_TEXTS.items() for n, text in enumerate(texts)

@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from fake_openai import FakeOpenAI, RecordedRequest, Reply, free_port
 from liveguard import LiveguardError, PolicyError
-from liveguard.judges import (
+from liveguard.evaluate.judges import (
     ANSWER_SCHEMA,
     MAX_PAYLOAD_CHARS,
     MAX_REASON_CHARS,

@@ -24,8 +24,8 @@ import pytest
 
 from fake_openai import FakeOpenAI, RecordedRequest, Reply
 from liveguard.errors import PolicyError
-from liveguard.judges import JudgeConfig
-from liveguard.judges._parse import parse_answer
+from liveguard.evaluate.judges import JudgeConfig
+from liveguard.evaluate.judges._parse import parse_answer
 from liveguard.testing import messages, trajectory
 
 ROOT = Path(__file__).resolve().parent.parent

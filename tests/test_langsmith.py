@@ -35,9 +35,9 @@ from langgraph.types import interrupt
 
 from fake_langsmith import FakeLangSmith, OffHostRequestError, flatten
 from liveguard import Policy, Step, Trajectory, TrajectoryReadError, check_trajectory, read_jsonl
-from liveguard.allowset import load_allowsets
+from liveguard.core.allowset import load_allowsets
+from liveguard.core.model import Expected
 from liveguard.integrations.langsmith import list_project_trajectories, push_feedback
-from liveguard.model import Expected
 from liveguard.readers.checkpoints import thread_to_trajectory
 from liveguard.readers.langsmith import MAX_RUN_DEPTH, load_export, run_to_dict, run_to_trajectory
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from liveguard.integrations.ledger import Ledger, args_digest, debounce_text
+from liveguard.live._ledger import Ledger, args_digest, debounce_text
 
 
 def test_a_repeated_call_is_one_entry_moved_to_the_end_and_the_size_bounds_it() -> None:

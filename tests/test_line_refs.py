@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from liveguard.engine.scorer import Record, ScoreOptions, Scorer
+from liveguard.evaluate.engine.scorer import Record, ScoreOptions, Scorer
 from liveguard.readers.inputs import LineRef, iter_records
 from test_scale import SECRET, _hostile_lines
 

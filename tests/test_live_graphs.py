@@ -31,7 +31,7 @@ from langgraph.types import Command, interrupt
 import liveguard
 from liveguard import NoProgressError
 from liveguard.integrations.langgraph import GuardedGraph, guard
-from liveguard.threads import thread_status
+from liveguard.live.threads import thread_status
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -33,7 +33,7 @@ from langgraph.types import GraphOutput, interrupt
 
 from graphs import campaign, coder_reviewer, sql_agent
 from liveguard import NoProgressError, Policy
-from liveguard.allowset import load_allowset
+from liveguard.core.allowset import load_allowset
 from liveguard.integrations.langchain import LivenessMiddleware
 from liveguard.integrations.langgraph import GuardedGraph, guard
 from liveguard.settings import Settings

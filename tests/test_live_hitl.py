@@ -40,11 +40,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from pydantic import TypeAdapter
 
+from liveguard.core.model import Violation
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
-from liveguard.model import Violation
-from liveguard.notify import Coords, NotifyOutcome, WebhookNotifier, verify
-from liveguard.thread_guard import (
+from liveguard.live.notify import Coords, NotifyOutcome, WebhookNotifier, verify
+from liveguard.live.thread_guard import (
     RECORD_VERSION,
     Decider,
     audit_entry,
@@ -55,7 +55,7 @@ from liveguard.thread_guard import (
     read_stop,
     stop_value,
 )
-from liveguard.threads import clear, thread_status
+from liveguard.live.threads import clear, thread_status
 from pg_server import postgres_url  # noqa: F401 - the throwaway PostgreSQL server fixture
 from test_live_graphs import review_graph
 from test_notify import SECRET, Hook, closed_port

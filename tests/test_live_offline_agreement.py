@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import campaign, coder_reviewer, sql_agent
 from liveguard import NoProgressError, Policy, Trajectory, Violation, check_trajectory, read_jsonl
-from liveguard.allowset import load_allowsets
+from liveguard.core.allowset import load_allowsets
 from liveguard.integrations.langgraph import guard
 from test_live_core import cfg, poll_graph
 

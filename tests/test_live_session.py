@@ -1,6 +1,6 @@
 """Issue 29 items 3-4, issue 28 item 10, issue 30 "Why" 8: one live core for both drivers.
 
-* Both drivers run one :class:`~liveguard.thread_guard.ThreadSession`; the middleware keeps
+* Both drivers run one :class:`~liveguard.live.thread_guard.ThreadSession`; the middleware keeps
   what one invocation needs in agent state (an ``UntrackedValue``), nothing process-wide;
   severity is a setting of both.
 * What a stopped user sees: no callback error lines after a stop inside a subgraph, and a
@@ -210,7 +210,7 @@ __all__ = ["Chat"]
 def test_a_monitor_rebuilt_from_its_journal_goes_on_exactly_as_the_original() -> None:
     """Whole windows at step k plus the journaled steps after it give the Monitor at step n."""
     from liveguard import Monitor, Policy, Step
-    from liveguard.monitor import pack_event
+    from liveguard.core._monitor import pack_event
 
     policy = Policy.tool_agent()
     steps = []

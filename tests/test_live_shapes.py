@@ -30,11 +30,11 @@ from langgraph.types import Send
 
 import liveguard
 from liveguard import NodePolicy, NoProgressError, Policy, Violation
-from liveguard.allowset import AllowSet
-from liveguard.codes import CODES
+from liveguard.core.allowset import AllowSet
+from liveguard.core.codes import CODES
+from liveguard.core.stop_text import CLEAR_HOW, stop_text
 from liveguard.integrations.langchain import LivenessMiddleware
 from liveguard.integrations.langgraph import default_policy, guard
-from liveguard.stop_text import CLEAR_HOW, stop_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVERS = ["memory", "sqlite"]

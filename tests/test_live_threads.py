@@ -31,7 +31,7 @@ from langgraph.types import Command
 from pydantic import Field
 
 import liveguard
-import liveguard.threads
+import liveguard.live.threads
 from liveguard import NoProgressError, Policy
 from liveguard.cli import main as cli_main
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
@@ -250,7 +250,7 @@ def test_guard_on_an_agent_thread_sees_the_loop_across_turns_and_approvals(
             codes.append(exc.violation.code)
     assert codes == ["paused"] + ["tool_no_progress"] * 4
     assert CALLS["fetch"] == 2
-    status = liveguard.threads.thread_status(hitl, cfg("hitl"))["guard"]
+    status = liveguard.live.threads.thread_status(hitl, cfg("hitl"))["guard"]
     assert status["stop"]["detail"]["nonretryable"] is True
 
 
@@ -310,7 +310,7 @@ def test_continue_debounces_the_repeated_call_and_a_ceiling_ends_the_run(saver_k
     debounced = [m for m in result["messages"]
                  if isinstance(m, ToolMessage) and m.additional_kwargs.get("liveguard")]
     assert len(debounced) == 3
-    from liveguard.integrations.ledger import args_digest  # here: subprocesses import this module
+    from liveguard.live._ledger import args_digest  # here: subprocesses import this module
 
     digest = args_digest({"url": "https://example.com"})
     assert all(f"fetch, args#{digest}" in m.text and "already tried 2 times" in m.text
@@ -394,7 +394,7 @@ def test_the_ledger_survives_summarization() -> None:
         app.invoke(user(text), cfg("s"))
     last = model.seen[-1]
     assert not any(BULKY in c for c in last["contents"])  # summarised away
-    from liveguard.integrations.ledger import args_digest  # here: subprocesses import this module
+    from liveguard.live._ledger import args_digest  # here: subprocesses import this module
 
     digest = args_digest({"url": "https://example.com"})
     assert f"fetch args#{digest}: failed (retryable: false) x" in last["system"]

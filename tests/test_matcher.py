@@ -1,4 +1,4 @@
-"""The multi-pattern matcher (``liveguard._matcher``, RE2's ``Set``) never answers less than the
+"""The multi-pattern matcher (``liveguard.core._matcher``, RE2's ``Set``) never answers less than the
 definitions it stands in front of: ``WordSet`` is ``word in text`` for each word, exactly;
 ``PatternSet`` finds every pattern ``re.search`` finds (a superset: RE2 reads each pattern with its
 lookarounds dropped and ``\\s`` widened to Python's)."""
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveguard._matcher import PatternSet, WordSet, prefilter_source
-from liveguard.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS
-from liveguard.rules import injection
+from liveguard.core._matcher import PatternSet, WordSet, prefilter_source
+from liveguard.core.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS
+from liveguard.core.rules import injection
 
 WORDS = injection._JSON_WORDS
 WORD_SET = WordSet(WORDS)

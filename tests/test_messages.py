@@ -1,4 +1,4 @@
-"""liveguard.messages: one definition of message and tool-call shapes, mirrored by the C code."""
+"""liveguard.core.messages: one definition of message and tool-call shapes, mirrored by the C code."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from liveguard import Monitor, Policy, Step
-from liveguard.fingerprint import Fingerprinter
-from liveguard.messages import (
+from liveguard.core.fingerprint import Fingerprinter
+from liveguard.core.messages import (
     MESSAGE_KEYS,
     content,
     dumpd_kwargs,

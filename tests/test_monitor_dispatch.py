@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from liveguard import Policy
-from liveguard.allowset import AllowSet
-from liveguard.model import Violation
-from liveguard.monitor import Monitor, _dispatch, _nonretryable
-from liveguard.rules.base import (
+from liveguard.core._monitor import Monitor, _dispatch, _nonretryable
+from liveguard.core.allowset import AllowSet
+from liveguard.core.model import Violation
+from liveguard.core.rules.base import (
     MESSAGE,
     OBSERVATION_KINDS,
     TOOL,
@@ -26,7 +26,7 @@ from liveguard.rules.base import (
     count_digest,
     has_digest,
 )
-from liveguard.rules.content import RepeatedContent, Stall
+from liveguard.core.rules.content import RepeatedContent, Stall
 
 
 def test_the_monitor_calls_every_rule_in_build_order() -> None:

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
 from liveguard import Policy, Step, Violation, check_trajectory
-from liveguard.allowset import AllowSet
-from liveguard.fingerprint import _maybe_json, fingerprint
-from liveguard.messages import tool_call_name, tool_calls
-from liveguard.monitor import Monitor, _nonretryable
-from liveguard.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation, digest_prefix
+from liveguard.core._monitor import Monitor, _nonretryable
+from liveguard.core.allowset import AllowSet
+from liveguard.core.fingerprint import _maybe_json, fingerprint
+from liveguard.core.messages import tool_call_name, tool_calls
+from liveguard.core.rules.base import CONTENTLESS, MESSAGE, REQUEST, TOOL, Observation, digest_prefix
 
 FIXTURE = Path(__file__).with_name("monitor_snapshot_v1.json")
 

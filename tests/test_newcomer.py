@@ -224,7 +224,7 @@ def test_semantic_without_its_model_names_the_one_command_before_reading_any_run
     """The model package hidden (as in a fresh ``pip install '.[semantic]'``): one usage error,
     no error row per run, the exact command, which docs/install.md gives before anything else;
     a node named "model" changes nothing in the message."""
-    from liveguard.semantic.base import MODEL_INSTALL
+    from liveguard.core.semantic.base import MODEL_INSTALL
 
     path = _write(tmp_path / "runs.jsonl",
                   [trajectory("r", messages(("model", "x"), ("tools", "y")), graph="g")])

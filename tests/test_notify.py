@@ -1,4 +1,4 @@
-"""liveguard.notify: waking a person with a signed webhook (issue 19, item 3).
+"""liveguard.live.notify: waking a person with a signed webhook (issue 19, item 3).
 
 Every test talks to a real HTTP server on 127.0.0.1 (http.server in a thread).
 """
@@ -26,8 +26,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from liveguard.hitl import approval_request, ask, liveness_request
-from liveguard.notify import (
+from liveguard.live.hitl import approval_request, ask, liveness_request
+from liveguard.live.notify import (
     ID_HEADER,
     MAX_PENDING,
     SIGNATURE_HEADER,

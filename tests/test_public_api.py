@@ -46,12 +46,12 @@ def test_every_public_name_imports_in_a_fresh_interpreter() -> None:
 
 
 def test_no_submodule_is_shadowed_by_a_name_of_the_package() -> None:
-    """``import liveguard.fingerprint`` gives the module: no function in ``__init__`` has a
+    """``import liveguard.core.fingerprint`` gives the module: no function in ``__init__`` has a
     submodule's name (the package attribute is what ``import a.b as c`` binds)."""
-    code = ("import types, liveguard.fingerprint as fp\n"
+    code = ("import types, liveguard.core.fingerprint as fp\n"
             "import liveguard\n"
             "assert isinstance(fp, types.ModuleType), type(fp)\n"
-            "assert liveguard.fingerprint is fp\n"
+            "assert liveguard.core.fingerprint is fp\n"
             "print(fp.fingerprint({'a': 1}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
@@ -123,7 +123,7 @@ def test_public_errors_name_their_public_path() -> None:
     """A traceback says ``liveguard.NoProgressError``; pickling finds the class there too."""
     import pickle
 
-    from liveguard.model import Violation
+    from liveguard.core.model import Violation
 
     errors_in_all = [getattr(liveguard, n) for n in liveguard.__all__ if n.endswith("Error")]
     assert errors_in_all
@@ -146,7 +146,7 @@ def test_error_hierarchy_is_rooted() -> None:
 
 def test_public_entry_points_are_typed() -> None:
     """``build_eval_graph`` and ``approval_gate`` annotate every parameter and their return."""
-    from liveguard.approval import approval_gate
+    from liveguard.live.approval import approval_gate
 
     for func in (liveguard.build_eval_graph, approval_gate):
         tree = ast.parse(inspect.getsource(importlib.import_module(func.__module__)))

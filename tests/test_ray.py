@@ -13,8 +13,8 @@ from benchmarks.scale_corpus import write_corpus
 
 from bulk_export import write_bulk_export
 from fake_openai import FakeOpenAI, Reply
-from liveguard.allowset import load_allowsets
-from liveguard.scoring import score_paths
+from liveguard.core.allowset import load_allowsets
+from liveguard.evaluate.scoring import score_paths
 
 if os.environ.get("CI", "").lower() == "true":
     import ray  # under CI a missing extra is a failure, never a skip

@@ -27,8 +27,8 @@ import pytest
 from benchmarks import ray_nodes
 
 from bulk_export import write_bulk_export
-from liveguard.allowset import load_allowsets
-from liveguard.scoring import score_paths
+from liveguard.core.allowset import load_allowsets
+from liveguard.evaluate.scoring import score_paths
 
 if os.environ.get("CI", "").lower() == "true":
     import ray  # under CI a missing extra is a failure, never a skip
@@ -71,9 +71,9 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _DRIVER = """
 import json, sys
 from pathlib import Path
-from liveguard.allowset import load_allowsets
-from liveguard.engine.scorer import ScoreOptions
-from liveguard.integrations.ray import iter_rows_ray
+from liveguard.core.allowset import load_allowsets
+from liveguard.evaluate.engine.scorer import ScoreOptions
+from liveguard.evaluate.engine.ray import iter_rows_ray
 import ray
 export, address, paths, one = sys.argv[1:5]
 options = ScoreOptions(allow_sets=load_allowsets(Path(paths)), judges=False)
@@ -84,7 +84,7 @@ options = ScoreOptions(allow_sets=load_allowsets(Path(paths)), judges=False)
 ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
 @ray.remote(num_cpus=1)
 def warm():
-    import liveguard.engine.scorer, pyarrow  # noqa
+    import liveguard.evaluate.engine.scorer, pyarrow  # noqa
     return ray.get_runtime_context().get_node_id()
 warmed = ray.get([warm.options(resources={name: 0.01}).remote() for name in ("head", "worker")])
 # Where tasks run is Ray's choice: a pass that happens to keep every task on one node is scored

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from liveguard import Step, Trajectory
-from liveguard.judges import SPIN_CHECK_PROMPT, prompt_digest
+from liveguard.evaluate.judges import SPIN_CHECK_PROMPT, prompt_digest
 
 DETECTION = Path(__file__).resolve().parents[1] / "benchmarks" / "detection"
 

@@ -28,9 +28,9 @@ from xml.etree import ElementTree
 import pytest
 
 from liveguard import Policy, Step, TrajectoryReadError, check_trajectory, read_jsonl
-from liveguard.allowset import END, START, AllowSet, load_allowsets
-from liveguard.gate import GateDecision, decide
-from liveguard.model import LevelScore, Verdict
+from liveguard.core.allowset import END, START, AllowSet, load_allowsets
+from liveguard.core.model import LevelScore, Verdict
+from liveguard.evaluate.gate import GateDecision, decide
 from liveguard.report import COLORS, ReportRun, render_report, write_report
 from liveguard.report.aggregate import failing_first
 from prereq import require_chromium

@@ -1,4 +1,4 @@
-"""liveguard.results: evaluator results typed in openevals' EvaluatorResult shape (issue 19, item 5)."""
+"""liveguard.evaluate.results: evaluator results typed in openevals' EvaluatorResult shape (issue 19)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import pytest
 from langsmith.evaluation.evaluator import EvaluationResult
 from pydantic import TypeAdapter
 
-from liveguard.gate import decide
-from liveguard.integrations.langsmith import feedback_for, gate_feedback
-from liveguard.model import Verdict, Violation
-from liveguard.results import (
+from liveguard.core.model import Verdict, Violation
+from liveguard.evaluate.gate import decide
+from liveguard.evaluate.results import (
     EvaluatorResult,
     GateResult,
     ResultError,
@@ -20,6 +19,7 @@ from liveguard.results import (
     to_result,
     verdict_result,
 )
+from liveguard.integrations.langsmith import feedback_for, gate_feedback
 
 TYPED = TypeAdapter(EvaluatorResult)
 GATE = TypeAdapter(GateResult)

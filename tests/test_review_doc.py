@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from liveguard.hitl import approval_request, liveness_request
-from liveguard.notify import Coords, webhook_body
+from liveguard.live.hitl import approval_request, liveness_request
+from liveguard.live.notify import Coords, webhook_body
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "review-ui.md").read_text()
 BLOCKS = re.findall(r"```json\n(.*?)```", DOC, re.DOTALL)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from liveguard import Policy
-from liveguard.allowset import AllowSet
-from liveguard.monitor import Monitor
-from liveguard.rules import build
-from liveguard.rules.base import OBSERVATION_KINDS, Observation
+from liveguard.core._monitor import Monitor
+from liveguard.core.allowset import AllowSet
+from liveguard.core.rules import build
+from liveguard.core.rules.base import OBSERVATION_KINDS, Observation
 
 
 def _state(rule: Any) -> Any:

@@ -16,11 +16,11 @@ import pytest
 from benchmarks.scale_corpus import iter_runs, write_corpus
 
 from fake_openai import FakeOpenAI, Reply
-from liveguard import eval_graph
-from liveguard.allowset import load_allowsets
-from liveguard.engine.floor import Floor
-from liveguard.engine.scorer import ScoreOptions, Scorer
-from liveguard.model import Trajectory
+from liveguard.core.allowset import load_allowsets
+from liveguard.core.model import Trajectory
+from liveguard.evaluate import eval_graph
+from liveguard.evaluate.engine.floor import Floor
+from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer
 from liveguard.readers.inputs import iter_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def test_floor_follows_the_compiled_graph() -> None:
 def test_floor_from_the_chain_equals_the_floor_of_the_compiled_graph(judges: bool) -> None:
     """The scorer's floor (no LangGraph) has the compiled graph's nodes, order, functions,
     async-ness, reducers, initial values and channels."""
-    from liveguard.judges import JudgeClient, JudgeConfig
+    from liveguard.evaluate.judges import JudgeClient, JudgeConfig
 
     client = JudgeClient(JudgeConfig.from_settings(Scorer(ScoreOptions(judges=judges)).settings))
     chain = eval_graph.eval_chain(client=client, structural_only=not judges)
@@ -81,7 +81,7 @@ def test_scoring_without_judges_never_imports_langgraph() -> None:
     """The floor needs no LangGraph: a fresh interpreter scores a run and never imports it."""
     code = (
         "import sys\n"
-        "from liveguard.engine.scorer import ScoreOptions, Scorer\n"
+        "from liveguard.evaluate.engine.scorer import ScoreOptions, Scorer\n"
         f"line = open({str(GOLDEN / 'campaign.jsonl')!r}, 'rb').readline()\n"
         "row = Scorer(ScoreOptions(judges=False)).score_chunk([('x:1', line)])[0]\n"
         "assert row.verdict is not None, row.error\n"
@@ -292,7 +292,7 @@ def test_scorer_turns_any_exception_into_an_error_row() -> None:
 def test_rows_without_verdicts_write_the_same_json(corpus: Path) -> None:
     """``verdicts=False`` (score --format json|jsonl) leaves the verdict in the worker: the
     rows' JSON and summaries are the same, and reading a verdict says why it is missing."""
-    from liveguard.scoring import score_paths
+    from liveguard.evaluate.scoring import score_paths
 
     kept = list(score_paths([corpus], judges=False, jobs=2))
     light = list(score_paths([corpus], judges=False, jobs=2, verdicts=False))
@@ -310,7 +310,7 @@ def test_a_row_crosses_processes_whole() -> None:
     path separator still round-trips."""
     import pickle
 
-    from liveguard.rows import RunRow
+    from liveguard.evaluate.rows import RunRow
 
     scorer = Scorer(ScoreOptions(judges=False))
     run_ = golden_runs()[0]

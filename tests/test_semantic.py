@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from liveguard import Monitor, Policy, Step, check_trajectory
+from liveguard.core.model import LIVENESS_CODES
+from liveguard.core.semantic import EmbeddingError, SemanticUnavailable, cache_for, register_embedder
+from liveguard.core.semantic.minilm import MiniLMEmbedder
+from liveguard.core.semantic.novelty import Info, facts, is_novel
 from liveguard.errors import PolicyError
-from liveguard.model import LIVENESS_CODES
-from liveguard.semantic import EmbeddingError, SemanticUnavailable, cache_for, register_embedder
-from liveguard.semantic.minilm import MiniLMEmbedder
-from liveguard.semantic.novelty import Info, facts, is_novel
 
 REFERENCE = Path(__file__).with_name("semantic_reference.json")
 
@@ -123,7 +123,7 @@ def test_the_core_never_imports_numpy() -> None:
     code = (
         "import sys; from liveguard import Monitor, Step, check_trajectory;"
         "check_trajectory([Step(node='a', summary='x')] * 3);"
-        "print(any(m == 'numpy' or m.startswith('liveguard.semantic') for m in sys.modules))"
+        "print(any(m == 'numpy' or m.startswith('liveguard.core.semantic') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -333,7 +333,7 @@ def test_without_the_extra_the_layer_says_what_to_install() -> None:
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "from liveguard import Monitor, Policy, Step\n"
-        "from liveguard.semantic import SemanticUnavailable\n"
+        "from liveguard.core.semantic import SemanticUnavailable\n"
         "Monitor(Policy()).observe(Step(node='a', summary='x'))\n"
         "try:\n"
         "    Monitor(Policy(semantic=True))\n"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from liveguard import Monitor, Policy, Step, check_trajectory
-from liveguard.semantic.novelty import Info, candidates, facts, list_items, reads_german, shrinks
+from liveguard.core.semantic.novelty import Info, candidates, facts, list_items, reads_german, shrinks
 from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)  # leave the content and semantic rules

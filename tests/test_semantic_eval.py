@@ -11,10 +11,10 @@ from typing import Any
 
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, Trajectory
-from liveguard.eval_graph import evaluate_trajectory
-from liveguard.judges import SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
+from liveguard.core.semantic import EmbeddingError, register_embedder
+from liveguard.evaluate.eval_graph import evaluate_trajectory
+from liveguard.evaluate.judges import SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
 from liveguard.readers.jsonl import write_jsonl
-from liveguard.semantic import EmbeddingError, register_embedder
 
 REVIEW = [
     ("coder", "Here is add(): def add(a, b): return a - b"),

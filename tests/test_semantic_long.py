@@ -15,11 +15,19 @@ from tokenizers import Tokenizer
 from xxhash import xxh3_128_digest
 
 from liveguard import Policy
-from liveguard.model import Violation
-from liveguard.rules.base import MESSAGE, Observation
-from liveguard.rules.semantic import SemanticRepeat
-from liveguard.semantic import EmbeddingCache, cache_for
-from liveguard.semantic.minilm import MAX_CHARS, MAX_CUT, MAX_TOKENS, MiniLMEmbedder, batches, cut, model_dir
+from liveguard.core.model import Violation
+from liveguard.core.rules.base import MESSAGE, Observation
+from liveguard.core.rules.semantic import SemanticRepeat
+from liveguard.core.semantic import EmbeddingCache, cache_for
+from liveguard.core.semantic.minilm import (
+    MAX_CHARS,
+    MAX_CUT,
+    MAX_TOKENS,
+    MiniLMEmbedder,
+    batches,
+    cut,
+    model_dir,
+)
 
 WORDS = ("report", "review", "check", "plan", "draft", "update", "status", "summary", "result",
          "answer", "order", "reply", "message", "search", "fetch", "compare", "decide", "write",

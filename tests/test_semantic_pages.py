@@ -30,8 +30,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from liveguard import NoProgressError, Policy, Step, Violation, check_trajectory
+from liveguard.core.semantic.novelty import Info, candidates, same_page
 from liveguard.integrations.langgraph import guard
-from liveguard.semantic.novelty import Info, candidates, same_page
 from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from liveguard import Policy, Step, check_trajectory
-from liveguard.judges import JudgeConfig
-from liveguard.semantic import EmbeddingError, register_embedder
-from liveguard.semantic.remote import OpenAIEmbedder
+from liveguard.core.semantic import EmbeddingError, register_embedder
+from liveguard.core.semantic.remote import OpenAIEmbedder
+from liveguard.evaluate.judges import JudgeConfig
 from liveguard.settings import Settings
 
 

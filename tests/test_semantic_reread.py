@@ -6,7 +6,7 @@ reworded repeats brought anything new. A Magentic-One WebSurfer re-reads the sam
 every visit, and the page text comes back re-rendered (other line breaks, bullets, shouted
 headings): new by digest, so main never confirmed the Orchestrator's repeats. An
 observation that re-reads one of its node's recent observations
-(:class:`liveguard.semantic.novelty.Sketch`) is nothing new now. Real local model
+(:class:`liveguard.core.semantic.novelty.Sketch`) is nothing new now. Real local model
 (all-MiniLM-L6-v2) for the suspicions; the re-read test itself is deterministic.
 """
 
@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 
 from liveguard import Policy, Step, check_trajectory
-from liveguard.semantic.novelty import LONG, NEAR, WEAK, Sketch, candidates, facts
-from liveguard.semantic.novelty import Info as NoveltyInfo
+from liveguard.core.semantic.novelty import LONG, NEAR, WEAK, Sketch, candidates, facts
+from liveguard.core.semantic.novelty import Info as NoveltyInfo
 from one_step import one_step_per_invoke
 
 SEMANTIC = Policy(semantic=True, max_revisits=50)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from liveguard import Policy, Step, check_trajectory
-from liveguard.allowset import AllowSet, AllowSetError, load_allowset
+from liveguard.core.allowset import AllowSet, AllowSetError, load_allowset
 
 ROLES = {
     "coder": "writes Python code that implements the requested function",
@@ -102,7 +102,7 @@ def test_role_drift_embeds_only_the_outputs_it_measures() -> None:
     from collections.abc import Sequence
     from typing import Any
 
-    from liveguard.semantic import cache_for, register_embedder
+    from liveguard.core.semantic import cache_for, register_embedder
 
     calls: list[list[str]] = []
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from fake_openai import FakeOpenAI, Reply
 from liveguard import Policy, Step, check_trajectory
-from liveguard.judges import PROMPT_VERSION, SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
-from liveguard.semantic.spin import (
+from liveguard.evaluate.judges import PROMPT_VERSION, SPIN_CHECK_PROMPT, JudgeClient, JudgeConfig
+from liveguard.evaluate.spin import (
     BETWEEN_CHARS,
     MAX_STEP_CHARS,
     MAX_TASK_CHARS,
@@ -226,7 +226,7 @@ def test_once_a_judged_spin_is_hard_no_more_checks_are_asked(fake_openai: FakeOp
 def test_a_recorded_check_without_its_count_is_a_first_suspicion() -> None:
     """Spin checks recorded before the suspicion's count was kept: read as first suspicions
     (never harder than they were); a periodic check confirms nothing."""
-    from liveguard.model import LevelScore
+    from liveguard.core.model import LevelScore
 
     old = LevelScore(level="trajectory", score=0.1, confidence=0.9, reason="judged", source="spin_check:m",
                      evidence={"trigger": "soft_finding", "finding_step": 7, "finding_node": "a"})

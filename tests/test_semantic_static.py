@@ -23,12 +23,12 @@ from langgraph.graph import END, START, StateGraph
 
 from liveguard import NoProgressError, Policy, Step, check_trajectory
 from liveguard.cli import main
+from liveguard.core.rules.semantic import threshold_of
+from liveguard.core.semantic import cache_for
+from liveguard.core.semantic.minilm import MiniLMEmbedder
+from liveguard.core.semantic.registry import STATIC_THRESHOLD, threshold_for
+from liveguard.core.semantic.static import CENTRE_TOKENS, StaticEmbedder
 from liveguard.integrations.langgraph import guard
-from liveguard.rules.semantic import threshold_of
-from liveguard.semantic import cache_for
-from liveguard.semantic.minilm import MiniLMEmbedder
-from liveguard.semantic.registry import STATIC_THRESHOLD, threshold_for
-from liveguard.semantic.static import CENTRE_TOKENS, StaticEmbedder
 from liveguard.settings import Settings
 
 # One drafter resending one incident summary in other words (a reworded loop), and its
@@ -143,7 +143,7 @@ def test_a_policy_naming_the_static_embedder_uses_its_tuned_threshold() -> None:
     """``Policy(semantic=True, semantic_embedder="static")`` written by hand: the threshold left
     at MiniLM's default means the embedder's own (0.825); a threshold set otherwise is kept.
     Before, the rule read 0.675 against static cosines (too low: more suspicions)."""
-    from liveguard.rules.semantic import SemanticRepeat
+    from liveguard.core.rules.semantic import SemanticRepeat
 
     by_hand = Policy(semantic=True, semantic_embedder="static")
     assert threshold_of(by_hand) == STATIC_THRESHOLD

@@ -248,7 +248,7 @@ def test_the_same_error_three_times_with_varying_arguments_is_a_loop() -> None:
 
 
 def test_the_same_error_needs_the_semantic_layer_and_is_registered() -> None:
-    from liveguard.codes import CODES, LIVENESS_CODES
+    from liveguard.core.codes import CODES, LIVENESS_CODES
 
     assert CODES["tool_same_error"].family == "semantic"
     assert "tool_same_error" in LIVENESS_CODES

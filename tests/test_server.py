@@ -42,7 +42,7 @@ from langgraph_sdk import get_sync_client  # noqa: E402
 from langgraph_sdk.client import SyncLangGraphClient  # noqa: E402
 
 from liveguard import NoProgressError  # noqa: E402
-from liveguard.model import Violation  # noqa: E402
+from liveguard.core.model import Violation  # noqa: E402
 
 # NoProgressError's message (liveguard/errors.py), as the server relays it in the run's error
 # (then ": " and the stop in words: the rule, the steps that repeat, how to clear the thread)

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 import liveguard
-from liveguard.checkpoints import DEFAULT_CHECKPOINT_URL, aopen_saver, checkpoint_url, open_saver
-from liveguard.eval_graph import aevaluate_trajectory, evaluate_trajectory
+from liveguard.core._monitor import Monitor, check_trajectory
+from liveguard.core.model import Step, Trajectory, Verdict
+from liveguard.core.policy import Policy
+from liveguard.evaluate.eval_graph import aevaluate_trajectory, evaluate_trajectory
 from liveguard.integrations.langsmith import (
     create_async_gate_evaluator,
     create_async_liveness_evaluator,
@@ -26,9 +28,7 @@ from liveguard.integrations.langsmith import (
     create_liveness_evaluator,
     create_verdict_evaluator,
 )
-from liveguard.model import Step, Trajectory, Verdict
-from liveguard.monitor import Monitor, check_trajectory
-from liveguard.policy import Policy
+from liveguard.live.checkpoints import DEFAULT_CHECKPOINT_URL, aopen_saver, checkpoint_url, open_saver
 from liveguard.settings import Settings
 from test_approval_hitl import _graph, cfg
 

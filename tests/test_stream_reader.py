@@ -22,7 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from liveguard import Monitor, Policy, Step, Violation
-from liveguard.allowset import load_allowset
+from liveguard.core.allowset import load_allowset
 from liveguard.readers.stream import UpdateStepper, steps_from_updates
 
 ROOT = Path(__file__).resolve().parent.parent

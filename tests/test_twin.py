@@ -1,4 +1,4 @@
-"""liveguard._twin: one generator body, driven sync and async, gives the same result and the same errors."""
+"""liveguard.core._twin: one generator body, driven sync and async: the same result, the same errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from liveguard._twin import Body, Op, arun, blocking, run
+from liveguard.core._twin import Body, Op, arun, blocking, run
 
 
 class Store:

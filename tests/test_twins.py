@@ -15,7 +15,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from liveguard import NoProgressError
-from liveguard.checkpoints import (
+from liveguard.integrations.langgraph import guard
+from liveguard.live.checkpoints import (
     aclaim,
     aindex_pending,
     amark_sent,
@@ -28,17 +29,16 @@ from liveguard.checkpoints import (
     open_saver,
     release,
 )
-from liveguard.integrations.langgraph import guard
-from liveguard.threads import aclear, athread_status, clear, thread_status
+from liveguard.live.threads import aclear, athread_status, clear, thread_status
 from test_live_core import cfg, poll_graph
 
-IO_MODULES = ("liveguard.checkpoints", "liveguard.threads", "liveguard.hitl", "liveguard.approval")
+IO_MODULES = ("liveguard.live.checkpoints", "liveguard.live.threads", "liveguard.hitl", "liveguard.approval")
 """The modules of the live path (checkpointers, threads, holds, approvals)."""
 IO_PARAMETERS = {"saver", "graph", "url"}
 """A public function taking one of these does I/O on a checkpointer or a graph."""
 SYNC_ONLY = {
-    ("liveguard.checkpoints", "iter_index"): "the CLI's read-only listing: it opens its own sync saver",
-    ("liveguard.checkpoints", "has_checkpoints"): "the CLI's read-only check: its own sync saver",
+    ("liveguard.live.checkpoints", "iter_index"): "the CLI's read-only listing: it opens its own sync saver",
+    ("liveguard.live.checkpoints", "has_checkpoints"): "the CLI's read-only check: its own sync saver",
     ("liveguard.approval", "read_thread"): "the approval step's reader, called in its own thread by "
                                            "both drivers of the step (its body, saver_history, is one)",
 }

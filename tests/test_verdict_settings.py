@@ -5,12 +5,18 @@ from __future__ import annotations
 import pytest
 
 from liveguard import Policy, Trajectory
-from liveguard.gate import GATE_PASS_RATE, decide
-from liveguard.model import Verdict
-from liveguard.scoring import policy_for
+from liveguard.core.model import Verdict
+from liveguard.evaluate.gate import GATE_PASS_RATE, decide
+from liveguard.evaluate.scoring import policy_for
+from liveguard.evaluate.verdict import (
+    BORDERLINE_MARGIN,
+    PASS_MARK,
+    apply_escalation,
+    decide_run,
+    is_borderline,
+)
 from liveguard.settings import Settings, resolve
 from liveguard.testing import messages
-from liveguard.verdict import BORDERLINE_MARGIN, PASS_MARK, apply_escalation, decide_run, is_borderline
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The volatile masks: the matcher-pre-filtered mask equals each pattern's ``re.sub`` in turn.
 
 ``VolatileMask.reference_bytes`` (each built-in pattern's ``re.sub`` in turn) is the definition;
-``VolatileMask.bytes`` skips the patterns the RE2 pre-filter (``liveguard._matcher.PatternSet``)
+``VolatileMask.bytes`` skips the patterns the RE2 pre-filter (``liveguard.core._matcher.PatternSet``)
 rules out, and asks it again after a mask changed the bytes. Compared on text made of the
 patterns' own pieces, random bytes and non-ASCII text, on text drawn from each pattern, and on
 every payload of the recorded runs committed under ``benchmarks/detection/data`` and
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveguard.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS, Fingerprinter, VolatileMask
-from liveguard.model import Trajectory
+from liveguard.core.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS, Fingerprinter, VolatileMask
+from liveguard.core.model import Trajectory
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "detection" / "data"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden_datasets"

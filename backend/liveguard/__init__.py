@@ -3,16 +3,19 @@
 The public surface is exactly ``__all__``: the step and verdict model, the policy, the
 Monitor, reading runs, the eval graph, the auto-approve check, :func:`clear`, and the
 errors a caller catches. Everything else is importable from its module (the release gate
-from :mod:`liveguard.gate`, the judge client from :mod:`liveguard.judges`, digests from
-:mod:`liveguard.fingerprint`, every error class from :mod:`liveguard.errors`).
+from :mod:`liveguard.evaluate.gate`, the judge client from :mod:`liveguard.evaluate.judges`, digests from
+:mod:`liveguard.core.fingerprint`, every error class from :mod:`liveguard.errors`).
 Framework integrations (LangGraph, LangChain, LangSmith, openai) live in submodules that
 import their framework lazily.
 
-No function here shares its name with a submodule: ``import liveguard.fingerprint`` gives
+No function here shares its name with a submodule: ``import liveguard.core.fingerprint`` gives
 the module.
 """
 
-from liveguard.allowset import AllowSet, load_allowsets
+from liveguard.core._monitor import Monitor, check_trajectory
+from liveguard.core.allowset import AllowSet, load_allowsets
+from liveguard.core.model import Step, Trajectory, Verdict, Violation
+from liveguard.core.policy import NodePolicy, Policy, ToolPolicy
 from liveguard.errors import (
     AllowSetError,
     LiveguardError,
@@ -21,14 +24,11 @@ from liveguard.errors import (
     PolicyError,
     TrajectoryReadError,
 )
-from liveguard.eval_graph import aevaluate_trajectory, build_eval_graph, evaluate_trajectory
-from liveguard.gate import verdict_clears_autoapprove
-from liveguard.model import Step, Trajectory, Verdict, Violation
-from liveguard.monitor import Monitor, check_trajectory
-from liveguard.policy import NodePolicy, Policy, ToolPolicy
+from liveguard.evaluate.eval_graph import aevaluate_trajectory, build_eval_graph, evaluate_trajectory
+from liveguard.evaluate.gate import verdict_clears_autoapprove
+from liveguard.live.threads import clear
 from liveguard.readers.jsonl import read_jsonl
 from liveguard.settings import Settings
-from liveguard.threads import clear
 
 __version__ = "0.1.0"
 

@@ -30,7 +30,7 @@
 Live guards raise ``NoProgressError``; catching ``LivenessError`` catches every
 liveness stop, present and future. Every class of the tree is defined here, and only here
 (a test checks it); the modules that raise one import it from here and re-export it where
-it was defined before (``liveguard.approval.ApprovalError``, ``liveguard.judges.JudgeSkipped``,
+it was defined before (``liveguard.live.approval.ApprovalError``, ``liveguard.evaluate.judges.JudgeSkipped``,
 ...). This module imports nothing of liveguard at run time: every layer may import it.
 """
 
@@ -41,7 +41,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from liveguard.model import Violation
+    from liveguard.core.model import Violation
 
 __all__ = [
     "AllowSetError",
@@ -161,7 +161,7 @@ class LivenessError(LiveguardError):
 class NoProgressError(LivenessError, RuntimeError):
     """Raised by the live guards; ``violation`` says which rule fired, where, and how often.
 
-    The message (:func:`liveguard.stop_text.stop_text`) starts ``<code> at step <n> (node
+    The message (:func:`liveguard.core.stop_text.stop_text`) starts ``<code> at step <n> (node
     '<node>', count <k>)``, then says the rule in words, the two steps that repeat (indices
     and a digest prefix, never their text) and how to clear the thread.
 
@@ -169,7 +169,7 @@ class NoProgressError(LivenessError, RuntimeError):
     LangGraph server passes its message (code and step) through to the client."""
 
     def __init__(self, violation: Violation) -> None:
-        from liveguard.stop_text import stop_text  # the rule in words, what repeats, how to clear
+        from liveguard.core.stop_text import stop_text  # the rule in words, what repeats, how to clear
 
         self.violation = violation
         super().__init__(stop_text(violation))

@@ -6,7 +6,7 @@ the public entry points (``evaluate_trajectory``, ``approval_gate``, ``open_save
 call :meth:`Settings.from_env` once when no settings are given; the library below them
 takes a :class:`Settings` (or the plain values it needs) as an argument.
 
-It imports nothing of liveguard at run time but :mod:`liveguard.evidence` (a leaf), so any
+It imports nothing of liveguard at run time but :mod:`liveguard.core.evidence` (a leaf), so any
 module may import it.
 
 Precedence, written once (:func:`resolve`): an explicit argument, then the run's
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
+from liveguard.core.evidence import RULE_FAMILY_OFF, MissingEvidence
 
 if TYPE_CHECKING:
-    from liveguard.policy import Policy
+    from liveguard.core.policy import Policy
 
 __all__ = ["ENV_NAMES", "PAUSE_ENV", "Settings", "pause_dir", "resolve"]
 
@@ -52,7 +52,7 @@ ENV_NAMES: tuple[str, ...] = (
 """Every variable liveguard reads (and only at the edge); docs/configuration.md has each one."""
 
 PAUSE_ENV: Final = "LIVEGUARD_PAUSE_DIR"
-"""The multi-process test hook's folder (:func:`liveguard.checkpoints.pause_point`)."""
+"""The multi-process test hook's folder (:func:`liveguard.live.checkpoints.pause_point`)."""
 
 
 def pause_dir() -> str | None:
@@ -117,7 +117,7 @@ class Settings:
         code at run time, so that every module, ``fingerprint`` included, may import it.
         ``AGENT_EVAL_SEMANTIC_EMBEDDER`` naming another embedder than ``base``'s sets it and
         puts ``semantic_threshold`` back to its default, which the semantic rule reads as the
-        threshold tuned for that embedder (``liveguard.rules.semantic.threshold_of``; MiniLM's
+        threshold tuned for that embedder (``liveguard.core.rules.semantic.threshold_of``; MiniLM's
         0.675 when it has none of its own).
         """
         policy = type(base).from_env(base, env=self.env)
@@ -125,7 +125,7 @@ class Settings:
         if name is None or name == policy.semantic_embedder:
             return policy
         # The threshold goes back to its default, which the semantic rule reads as "the one
-        # tuned for the embedder" (liveguard.rules.semantic.threshold_of).
+        # tuned for the embedder" (liveguard.core.rules.semantic.threshold_of).
         threshold = type(base).model_fields["semantic_threshold"].default
         return policy | {"semantic_embedder": name, "semantic_threshold": threshold}
 

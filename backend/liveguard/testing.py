@@ -1,6 +1,6 @@
 """Trajectory builders for tests: ours and yours.
 
-Every builder returns plain :class:`~liveguard.model.Step` lists, deterministic for
+Every builder returns plain :class:`~liveguard.core.model.Step` lists, deterministic for
 the same arguments. Tool-call builders vary what real models vary between repeats
 (call ids, JSON whitespace, key order) so tests exercise the canonical fingerprint.
 
@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from liveguard.model import Expected, Step, Trajectory
+from liveguard.core.model import Expected, Step, Trajectory
 
 __all__ = [
     "agent_turn",

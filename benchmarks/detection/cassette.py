@@ -7,7 +7,7 @@
      "recorded_at": "<ISO time>", "prompt_version": "<judges PROMPT_VERSION>",
      "usage": {"prompt_tokens": n, "completion_tokens": n}}   # usage: when the answerer gave it
 
-The digest is :func:`liveguard.judges.prompt_digest`: sha256 of the request's messages as
+The digest is :func:`liveguard.evaluate.judges.prompt_digest`: sha256 of the request's messages as
 compact sorted-key JSON, the data block's random delimiter token set aside. The model that
 answers sees only the prompt (the messages of ``judge_prompts_<split>.jsonl``, written by
 ``run.py --export-prompts``): no label, no run id, no file name.
@@ -125,7 +125,7 @@ class _Server:
         return str(self.server.base_url)
 
     def _respond(self, request: Any) -> Any:
-        from liveguard.judges import prompt_digest
+        from liveguard.evaluate.judges import prompt_digest
 
         messages = request.messages
         digest = prompt_digest(messages)
@@ -187,7 +187,7 @@ class Collect(_Server):
 def exported(digest: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """One line of a prompts file: the digest and the messages as the model is shown them
     (the delimiter token replaced by :func:`shown_token`; the digest is unchanged)."""
-    from liveguard.judges import prompt_digest
+    from liveguard.evaluate.judges import prompt_digest
 
     shown = []
     token = shown_token(digest)

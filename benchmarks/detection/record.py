@@ -53,7 +53,7 @@ def known_digests(paths: list[Path]) -> set[str]:
 def record(answers: Path, *, by: str, at: str | None, prompts: list[Path], replace: bool,
            path: Path) -> dict[str, int]:
     """Merge ``answers`` into the cassette at ``path``; counts of what happened."""
-    from liveguard.judges import PROMPT_VERSION, parse_answer
+    from liveguard.evaluate.judges import PROMPT_VERSION, parse_answer
 
     if not by.strip():
         raise SystemExit("record.py: --by must name who or what answered")

@@ -19,7 +19,7 @@ configurations, through liveguard's public API only:
   replayed by the local OpenAI-compatible server of ``tests/fake_openai.py`` to the real
   judge client (``JudgeClient``, the real ``openai`` client). The run's hard findings are the
   eval graph's (``liveguard score --semantic`` with a judge): ``check_trajectory`` with the
-  semantic layer; when nothing is hard, ``liveguard.semantic.spin.spin_checks`` (what the eval
+  semantic layer; when nothing is hard, ``liveguard.evaluate.spin.spin_checks`` (what the eval
   graph's ``detect_defects`` asks) and ``spin_confirmations`` (what ``aggregate`` makes
   hard). The step, trajectory and outcome judges are not asked: they never make a finding
   hard. A prompt with no recorded answer **fails the run of run.py** (exit status 1, the
@@ -122,7 +122,7 @@ def _tool_agent(*channels: str, env_stall: int | None = None) -> Any:
     """``Policy.tool_agent`` with the converted agent's other nodes (the user simulator, the
     harness) exempt from revisit counting too: the user's turns are requests, not revisits."""
     from liveguard import Policy
-    from liveguard.policy import NodePolicy
+    from liveguard.core.policy import NodePolicy
 
     policy = Policy.tool_agent(agent_nodes=("model", "tools", "agent", *channels))
     if env_stall is not None:
@@ -266,7 +266,7 @@ class RecordedJudge:
 
     def __call__(self, run: Any) -> int | None:
         from liveguard import check_trajectory
-        from liveguard.semantic.spin import spin_confirmations
+        from liveguard.evaluate.spin import spin_confirmations
 
         policy = policy_of(run, semantic=True)
         violations = check_trajectory(run.steps, policy)
@@ -282,8 +282,8 @@ class RecordedJudge:
         return _first_hard(spin_confirmations(spins, policy))
 
     async def _checks(self, run: Any, violations: list[Any], policy: Any) -> list[Any]:
-        from liveguard.judges import JudgeClient, JudgeConfig
-        from liveguard.semantic.spin import spin_checks
+        from liveguard.evaluate.judges import JudgeClient, JudgeConfig
+        from liveguard.evaluate.spin import spin_checks
 
         config = JudgeConfig(base_url=self.server.base_url, api_key="recorded", model="recorded-judge",
                              max_retries=0, timeout=60.0)
@@ -360,7 +360,7 @@ class MissingAnswers(SystemExit):
     """Spin-check prompts the cassette has no answer for: the recorded judge cannot be scored."""
 
     def __init__(self, missing: dict[str, Any], path: Path) -> None:
-        from liveguard.judges import PROMPT_VERSION
+        from liveguard.evaluate.judges import PROMPT_VERSION
 
         shown = "\n  ".join(sorted(missing)[:10])
         super().__init__(
@@ -374,7 +374,7 @@ class MissingAnswers(SystemExit):
 def _embedded() -> int:
     """Texts the process-wide embedder has embedded so far (one model and one cache per
     process, shared by every run and configuration: a text is embedded once)."""
-    from liveguard.semantic.registry import cache_for
+    from liveguard.core.semantic.registry import cache_for
 
     return int(cache_for(EMBEDDER.get("semantic_embedder", "local")).embedded)
 
@@ -434,7 +434,7 @@ def _choose_embedder(name: str | None, threshold: float | None) -> None:
     EMBEDDER.clear()
     _POLICY_CACHE.clear()
     if name is not None:
-        from liveguard.semantic.registry import threshold_for
+        from liveguard.core.semantic.registry import threshold_for
 
         EMBEDDER["semantic_embedder"] = name
         threshold = threshold if threshold is not None else threshold_for(name)

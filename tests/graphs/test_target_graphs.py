@@ -73,7 +73,7 @@ EXPECTED_SEQUENCES: dict[tuple[str, str], list[str]] = {
 }
 CASES = sorted(EXPECTED_SEQUENCES)
 APPROVAL_NODE = "approve_send"
-"""The campaign's approval step (liveguard.approval): it writes the verdict row and an audit record."""
+"""The campaign's approval step (liveguard.live.approval): it writes the verdict row and an audit record."""
 
 
 # ---------------------------------------------------------------------------- helpers

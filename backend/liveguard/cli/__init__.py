@@ -23,9 +23,9 @@ from typing import TextIO
 
 from liveguard.cli import approvals, gate, paths, report, score, threads
 from liveguard.cli._common import EXIT_BUG, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from liveguard.cli.terminal import VisibleWriter, visible
 from liveguard.errors import AllowSetError, PolicyError
 from liveguard.settings import Settings
-from liveguard.terminal import VisibleWriter, visible
 
 __all__ = ["EXIT_BUG", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "build_parser", "main"]
 
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     # run data never reaches the terminal raw: escapes, bidi and control characters are
-    # written visibly (liveguard.terminal), in human and JSON output alike
+    # written visibly (liveguard.cli.terminal), in human and JSON output alike
     stream = VisibleWriter(out or sys.stdout)
     try:
         args.settings = Settings.from_env()

@@ -15,15 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from liveguard.allowset import AllowSet, load_allowsets
-from liveguard.engine.scorer import default_jobs
+from liveguard.core.allowset import AllowSet, load_allowsets
+from liveguard.core.model import Trajectory
+from liveguard.core.policy import PRESETS, Policy
 from liveguard.errors import LiveguardError, TrajectoryReadError
-from liveguard.gate import GATE_PASS_RATE
-from liveguard.model import Trajectory
-from liveguard.policy import PRESETS, Policy
+from liveguard.evaluate.engine.scorer import default_jobs
+from liveguard.evaluate.gate import GATE_PASS_RATE
+from liveguard.evaluate.rows import RunRow
+from liveguard.evaluate.scoring import Record, iter_scored, score_paths
 from liveguard.readers.inputs import iter_records
-from liveguard.rows import RunRow
-from liveguard.scoring import Record, iter_scored, score_paths
 from liveguard.settings import Settings
 
 __all__ = [
@@ -116,7 +116,7 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
     # Validates the environment once, up front: a bad override is a usage error.
     default = settings.policy(PRESETS["workflow"]())
     explicit = settings.policy(PRESETS[args.policy]()) if args.policy else None
-    from liveguard.judges import JudgeConfig
+    from liveguard.evaluate.judges import JudgeConfig
 
     JudgeConfig.from_settings(settings)
     _semantic_ready(default, explicit)
@@ -163,7 +163,7 @@ def iter_rows(args: argparse.Namespace) -> Iterator[RunRow]:
 def _semantic_ready(*policies: Policy | None) -> None:
     """``--semantic`` without its extra or model: one usage error naming the one command to run,
     before any run is read (not an error row per run)."""
-    from liveguard.semantic.base import semantic_missing
+    from liveguard.core.semantic.base import semantic_missing
 
     for policy in policies:
         if policy is not None and policy.semantic:
@@ -185,7 +185,7 @@ def env_notes(args: argparse.Namespace) -> list[str]:
     if not args.judges:
         notes.append("judges: off (--no-judges): structural only")
     else:
-        from liveguard.judges import JudgeConfig
+        from liveguard.evaluate.judges import JudgeConfig
 
         hint = JudgeConfig.from_settings(settings).skip_hint()
         if hint:
@@ -208,7 +208,7 @@ def langsmith_items(project: str) -> list[Trajectory | TrajectoryReadError]:
     import langsmith.utils
     import requests
 
-    from liveguard.integrations.langsmith import list_project_trajectories
+    from liveguard.evaluate._langsmith import list_project_trajectories
 
     try:
         return list(list_project_trajectories(langsmith_client(), project))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Final, TextIO
 
-from liveguard.rows import RunRow
+from liveguard.evaluate.rows import RunRow
 
 __all__ = ["COLUMNS", "header", "row_line", "write_row"]
 

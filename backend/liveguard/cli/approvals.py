@@ -9,7 +9,7 @@
     liveguard approvals edit    THREAD --by NAME --draft-file F [--interrupt ID] [--note TEXT] --graph ...
 
 ``--checkpoint`` defaults to ``AGENT_EVAL_CHECKPOINT_URL``, else the embedded SQLite file
-(:mod:`liveguard.checkpoints`). ``list`` and ``show`` only read, and never create a file,
+(:mod:`liveguard.live.checkpoints`). ``list`` and ``show`` only read, and never create a file,
 a directory or a table. ``list`` reads the pending-approval index the approval step keeps
 in the same database (``liveguard_approvals_pending``, minus the interrupts a claim has
 decided); ``--scan`` reads every thread's latest checkpoint instead (the checkpoints are
@@ -24,7 +24,7 @@ waiting for approval, a stale interrupt id, a malformed decision, an interrupt a
 worker already decided, a database that cannot be reached, opened or written: exit 2 with
 one line on stderr.
 
-The held draft is a LangChain ``HITLRequest`` (see :mod:`liveguard.hitl`); ``show`` prints
+The held draft is a LangChain ``HITLRequest`` (see :mod:`liveguard.live.hitl`); ``show`` prints
 its description and allowed decisions. A decision is sent as the same ``HITLResponse`` a
 review UI sends, ``{"decisions": [{"type": "approve" | "edit" | "reject", ...}], "by": NAME,
 "note": TEXT}`` (edit: ``edited_action.args.draft`` is the file's text; reject: ``message``),
@@ -42,9 +42,10 @@ from typing import Any, TextIO
 
 import orjson
 
-from liveguard import hitl
-from liveguard.approval import KIND, ApprovalConflict, ApprovalError, parse_decision, pinned
-from liveguard.checkpoints import (
+from liveguard.cli._common import EXIT_OK, EXIT_USAGE
+from liveguard.live import hitl
+from liveguard.live.approval import KIND, ApprovalConflict, ApprovalError, parse_decision, pinned
+from liveguard.live.checkpoints import (
     DEFAULT_CHECKPOINT_URL,
     CheckpointOpenError,
     CheckpointURLError,
@@ -54,7 +55,6 @@ from liveguard.checkpoints import (
     open_saver,
     pause_point,
 )
-from liveguard.cli._common import EXIT_OK, EXIT_USAGE
 
 __all__ = ["Pending", "iter_pending", "pending_for", "register"]
 
@@ -308,7 +308,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _load_graph(spec: str) -> Any:
-    from liveguard.loading import TargetError, call_factory, import_target
+    from liveguard.cli._loading import TargetError, call_factory, import_target
 
     label = f"--graph {spec}"
     try:  # the user's module or factory raising is an input fault (exit 2), not exit 70

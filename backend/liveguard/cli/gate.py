@@ -23,9 +23,9 @@ from liveguard.cli._common import (
     output_path,
     write_output,
 )
-from liveguard.gate import GateDecision, decide
-from liveguard.rows import RunRow
-from liveguard.terminal import visible_xml
+from liveguard.cli.terminal import visible_xml
+from liveguard.evaluate.gate import GateDecision, decide
+from liveguard.evaluate.rows import RunRow
 
 __all__ = ["decision_of", "register", "run"]
 
@@ -139,7 +139,7 @@ def _decision_json(decision: GateDecision, rows: list[RunRow]) -> dict[str, Any]
 def junit_xml(decision: GateDecision, rows: list[RunRow]) -> bytes:
     """``gate --junit FILE``: one test case per run (failure: not passed; error: unreadable).
 
-    Every name, message and text is passed through :func:`liveguard.terminal.visible_xml`: a
+    Every name, message and text is passed through :func:`liveguard.cli.terminal.visible_xml`: a
     run id or graph name with a NUL, an ESC or a lone surrogate is written as a visible escape,
     and the file stays well-formed XML 1.0.
     """

@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from liveguard.allowset import AllowSetError, check_allowset, derive_transitions, load_allowset
 from liveguard.cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, output_path, write_output
+from liveguard.core.allowset import AllowSetError, check_allowset, derive_transitions, load_allowset
 
 __all__ = ["register"]
 
@@ -56,7 +56,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 def _derive(args: argparse.Namespace, out: TextIO) -> int:
     import yaml
 
-    from liveguard.loading import TargetError, import_target
+    from liveguard.cli._loading import TargetError, import_target
 
     module_name = args.target.partition(":")[0]
     try:  # the user's module raising on import is an input fault (exit 2), not exit 70

@@ -27,9 +27,9 @@ from liveguard.cli._common import (
     langsmith_client,
 )
 from liveguard.cli._table import header, row_line, write_row
-from liveguard.evidence import RULE_FAMILY_OFF, MissingEvidence
-from liveguard.model import Trajectory
-from liveguard.rows import RunRow
+from liveguard.core.evidence import RULE_FAMILY_OFF, MissingEvidence
+from liveguard.core.model import Trajectory
+from liveguard.evaluate.rows import RunRow
 
 __all__ = ["register", "run"]
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _push_feedback(rows: list[RunRow], items: dict[str, Trajectory], out: TextIO) -> int:
     """One ``liveness`` feedback row per scored LangSmith run (``feedback_for``: hard codes)."""
-    from liveguard.integrations.langsmith import feedback_for, push_feedback
+    from liveguard.evaluate._langsmith import feedback_for, push_feedback
 
     client = langsmith_client()
     pushed = 0

@@ -30,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from liveguard.checkpoints import CheckpointURLError
 from liveguard.cli._common import EXIT_OK, EXIT_USAGE
-from liveguard.threads import UnknownThreadError, clear, thread_status
+from liveguard.live.checkpoints import CheckpointURLError
+from liveguard.live.threads import UnknownThreadError, clear, thread_status
 
 __all__ = ["register"]
 

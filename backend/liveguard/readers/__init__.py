@@ -1,1 +1,1 @@
-"""Readers turn recorded runs into :class:`~liveguard.model.Trajectory` objects."""
+"""Readers turn recorded runs into :class:`~liveguard.core.model.Trajectory` objects."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from liveguard.messages import dumpd_kwargs, is_tool_message, tool_step
-from liveguard.model import Step
+from liveguard.core.messages import dumpd_kwargs, is_tool_message, tool_step
+from liveguard.core.model import Step
 from liveguard.readers._run_tree import Run
 from liveguard.readers.stream import UpdateStepper
 from liveguard.readers.updates import _clean, _clean_step, _is_command, _node_update

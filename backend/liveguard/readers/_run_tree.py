@@ -14,7 +14,7 @@ from dataclasses import field as dc_field
 from datetime import UTC, datetime
 from typing import Any
 
-from liveguard.messages import field
+from liveguard.core.messages import field
 from liveguard.readers.updates import MAX_RUN_DEPTH, _to_json
 
 __all__ = ["Forest", "OddRunError", "Run", "build_tree", "forest", "nest_adopted", "normalize", "run_id",

@@ -1,4 +1,4 @@
-"""LangGraph checkpoint history → :class:`~liveguard.model.Trajectory`.
+"""LangGraph checkpoint history → :class:`~liveguard.core.model.Trajectory`.
 
 :func:`thread_to_trajectory` reads ``graph.get_state_history`` of one thread with the step
 convention of :mod:`liveguard.readers.langsmith` (run trees) and
@@ -35,9 +35,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from liveguard._twin import Body, Op
+from liveguard.core._twin import Body, Op
+from liveguard.core.model import Step, Trajectory
+from liveguard.core.schema_errors import withheld
 from liveguard.errors import TrajectoryReadError
-from liveguard.model import Step, Trajectory
 from liveguard.readers.stream import UpdateStepper, steps_from_updates
 from liveguard.readers.updates import (
     COPIED_METADATA,
@@ -48,7 +49,6 @@ from liveguard.readers.updates import (
     _task_update,
     _to_json,
 )
-from liveguard.schema_errors import withheld
 
 __all__ = ["read_saver_thread", "saver_history", "thread_to_trajectory"]
 
@@ -242,7 +242,7 @@ def saver_history(
 ) -> Body[tuple[Any, list[dict[str, Any]]]]:
     """The target checkpoint and the chunks of the whole thread up to it.
 
-    A :data:`liveguard._twin.Body`: drive it with ``_twin.run`` (sync saver calls) or ``arun``.
+    A :data:`liveguard.core._twin.Body`: drive it with ``_twin.run`` (sync saver calls) or ``arun``.
     Waits up to ``wait`` seconds for the target checkpoint and for the writes of every task
     before it (:func:`_unwritten`), else raises :class:`TrajectoryReadError` (source: the
     thread id; the only error it raises itself).

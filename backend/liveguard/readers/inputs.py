@@ -2,7 +2,7 @@
 
 A directory contributes its ``*.jsonl``, ``*.json`` and ``*.parquet`` files at any depth
 (hidden folders left out). A JSONL line stays raw bytes (the scoring process parses it, see
-:mod:`liveguard.engine.scorer`); LangSmith JSON exports (:mod:`liveguard.readers.langsmith`)
+:mod:`liveguard.evaluate.engine.scorer`); LangSmith JSON exports (:mod:`liveguard.readers.langsmith`)
 and Parquet bulk exports (:mod:`liveguard.readers.parquet`) are read here. A file that cannot
 be read is one error record; the batch goes on.
 
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from liveguard.core.model import Trajectory
 from liveguard.errors import TrajectoryReadError
-from liveguard.model import Trajectory
 from liveguard.readers.jsonl import parse_line
 
 __all__ = [

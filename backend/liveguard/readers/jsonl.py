@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
+from liveguard.core.model import Trajectory
+from liveguard.core.schema_errors import describe
 from liveguard.errors import TrajectoryReadError
-from liveguard.model import Trajectory
-from liveguard.schema_errors import describe
 
 __all__ = ["parse_line", "read_jsonl", "write_jsonl"]
 

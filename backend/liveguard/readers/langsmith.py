@@ -1,4 +1,4 @@
-"""LangSmith run trees and their JSON exports → :class:`~liveguard.model.Trajectory`.
+"""LangSmith run trees and their JSON exports → :class:`~liveguard.core.model.Trajectory`.
 
 One step convention (the one of :mod:`liveguard.readers.stream`, so a run
 gets the same verdict however it was recorded):
@@ -75,9 +75,10 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from liveguard.core.messages import field
+from liveguard.core.model import Expected, Step, Trajectory
+from liveguard.core.schema_errors import describe, withheld
 from liveguard.errors import TrajectoryReadError
-from liveguard.messages import field
-from liveguard.model import Expected, Step, Trajectory
 from liveguard.readers._run_steps import TreeReader
 from liveguard.readers._run_tree import (
     OddRunError,
@@ -90,7 +91,6 @@ from liveguard.readers._run_tree import (
     status_of,
 )
 from liveguard.readers.updates import MAX_RUN_DEPTH, MESSAGE_KEYS, _clean, _metadata, _to_json
-from liveguard.schema_errors import describe, withheld
 
 __all__ = ["MAX_RUN_DEPTH", "MESSAGE_KEYS", "load_export", "run_to_dict", "run_to_trajectory"]
 

@@ -1,4 +1,4 @@
-"""An agent's message list → :class:`~liveguard.model.Trajectory` (openevals' ``outputs``).
+"""An agent's message list → :class:`~liveguard.core.model.Trajectory` (openevals' ``outputs``).
 
 openevals and agentevals pass a run as its messages: a list of OpenAI-style dicts or
 LangChain messages, or ``{"messages": [...]}``. They are read as a ``create_agent`` run:
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from liveguard.core.messages import is_ai_message, is_tool_message
+from liveguard.core.model import Step, Trajectory
 from liveguard.errors import TrajectoryReadError
-from liveguard.messages import is_ai_message, is_tool_message
-from liveguard.model import Step, Trajectory
 from liveguard.readers.stream import UpdateStepper
 
 __all__ = ["MODEL_NODE", "TOOLS_NODE", "steps_from_messages", "trajectory_from_messages"]

@@ -1,4 +1,4 @@
-"""LangSmith bulk exports: Parquet files of runs → :class:`~liveguard.model.Trajectory` objects.
+"""LangSmith bulk exports: Parquet files of runs → :class:`~liveguard.core.model.Trajectory` objects.
 
 A LangSmith bulk export writes a project's runs to object storage as Parquet, one row
 per run (root runs and their child runs alike), with the fields of LangSmith's run data
@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
+from liveguard.core.model import Trajectory
+from liveguard.core.schema_errors import withheld
 from liveguard.errors import TrajectoryReadError
-from liveguard.model import Trajectory
-from liveguard.schema_errors import withheld
 
 __all__ = ["EXPORT_COLUMNS", "JSON_COLUMNS", "read_parquet"]
 

@@ -1,4 +1,4 @@
-"""LangGraph ``stream_mode="updates"`` chunks → liveguard :class:`~liveguard.model.Step` objects.
+"""LangGraph ``stream_mode="updates"`` chunks → liveguard :class:`~liveguard.core.model.Step` objects.
 
 Framework-free: nothing from LangChain or LangGraph is imported. Messages are
 duck-typed: LangChain message objects (``.tool_calls``, ``.tool_call_id``, ``.name``,
@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from liveguard.messages import (
+from liveguard.core.messages import (
     content,
     field,
     is_tool_message,
@@ -50,7 +50,7 @@ from liveguard.messages import (
     tool_calls,
     tool_message_step,
 )
-from liveguard.model import Step
+from liveguard.core.model import Step
 from liveguard.readers.updates import live_update
 
 __all__ = ["BOOKKEEPING_KEYS", "UpdateStepper", "steps_from_updates"]
@@ -178,7 +178,7 @@ def steps_from_updates(chunks: Iterable[Mapping[str, Any]]) -> list[Step]:
     return steps
 
 
-# -- duck typing (message shapes themselves live in liveguard.messages) ----------------------
+# -- duck typing (message shapes themselves live in liveguard.core.messages) ----------------------
 def _messages_of(value: Any) -> list[Any]:
     """The update's new messages as a list (a single message counts as one)."""
     if value is None:

@@ -5,8 +5,8 @@ run: :mod:`liveguard.readers.langsmith` (traced node runs) and
 :mod:`liveguard.readers.checkpoints` (checkpoint tasks). Payloads are first put in JSON
 form with the LangSmith client's own serializer, so an in-memory run and its JSON export
 give identical steps; LangChain message dumps are reduced to
-:data:`liveguard.messages.MESSAGE_KEYS` (what a dump looks like is
-:func:`liveguard.messages.is_message_dump`'s knowledge).
+:data:`liveguard.core.messages.MESSAGE_KEYS` (what a dump looks like is
+:func:`liveguard.core.messages.is_message_dump`'s knowledge).
 
 Nothing from LangSmith, LangChain or LangGraph is imported at module import time.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from liveguard.messages import MESSAGE_KEYS, dumpd_kwargs, field, is_message_dump
-from liveguard.model import Step
+from liveguard.core.messages import MESSAGE_KEYS, dumpd_kwargs, field, is_message_dump
+from liveguard.core.model import Step
 
 __all__ = ["COPIED_METADATA", "MAX_RUN_DEPTH", "MESSAGE_KEYS", "is_command_object", "live_update"]
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from liveguard.allowset import END, START, AllowSet
-from liveguard.codes import LOOP_CODES
-from liveguard.model import Verdict, Violation
+from liveguard.core.allowset import END, START, AllowSet
+from liveguard.core.codes import LOOP_CODES
+from liveguard.core.model import Verdict, Violation
 
 __all__ = ["LOOP_CODES", "GraphData", "ReportRow", "ReportRun", "collect", "failing_first", "label"]
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 
-from liveguard.allowset import END, START, AllowSet
-from liveguard.gate import GateDecision
-from liveguard.model import Verdict
+from liveguard.core.allowset import END, START, AllowSet
+from liveguard.core.model import Verdict
+from liveguard.evaluate.gate import GateDecision
 from liveguard.report.aggregate import GraphData, ReportRow, collect, failing_first, hop_of
 from liveguard.report.aggregate import label as verdict_label
 from liveguard.report.svg import esc as _e

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from liveguard.allowset import END, START
+from liveguard.core.allowset import END, START
 from liveguard.report.aggregate import GraphData
 
 # Geometry (px). Node labels are monospace so widths can be estimated without a browser.

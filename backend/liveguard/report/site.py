@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from liveguard.allowset import AllowSet
-from liveguard.gate import GateDecision, missing_lines
-from liveguard.model import Verdict
+from liveguard.core.allowset import AllowSet
+from liveguard.core.model import Verdict
+from liveguard.evaluate.gate import GateDecision, missing_lines
 from liveguard.report.aggregate import ReportRow, collect, failing_first
 from liveguard.report.aggregate import label as verdict_label
 from liveguard.report.html import (

@@ -12,10 +12,10 @@ import html
 import math
 from collections.abc import Mapping
 
-from liveguard.allowset import END, START
+from liveguard.cli.terminal import visible_xml
+from liveguard.core.allowset import END, START
 from liveguard.report.aggregate import GraphData
 from liveguard.report.layout import ARROW, MARGIN, Box, EdgeShape, fmt, layout, node_lines, shape_edges
-from liveguard.terminal import visible_xml
 
 __all__ = ["COLORS", "esc", "graph_svg", "legend"]
 
@@ -37,7 +37,7 @@ COLORS: Mapping[str, str] = {
 def esc(value: object) -> str:
     """``value`` as text, escaped for HTML and SVG (attribute values included); a character XML
     1.0 forbids (NUL, ESC, a lone surrogate ...), DEL or a C1 control is written as a visible
-    escape (:func:`liveguard.terminal.visible_xml`), never raw."""
+    escape (:func:`liveguard.cli.terminal.visible_xml`), never raw."""
     return html.escape(visible_xml(value), quote=True)
 
 
