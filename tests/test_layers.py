@@ -101,7 +101,7 @@ def violations(graph: dict[str, list[tuple[int, str]]]) -> list[str]:
     for name, edges in sorted(graph.items()):
         mine = layer_of(name)
         if mine is None:
-            out.append(f"{name}: no layer claims it (put it in core/, readers/, evaluate/, live/ or the face)")
+            out.append(f"{name}: no layer claims it (core/, readers/, evaluate/, live/ or the face)")
             continue
         for line, target in edges:
             theirs = layer_of(target)
@@ -211,7 +211,8 @@ def test_the_docs_send_users_only_into_public_modules() -> None:
     for page in _pages():
         if page == API_DOC:
             continue
-        for ref in set(re.findall(r"(?<![\w.])liveguard(?:\.[A-Za-z_]\w*)+", page.read_text(encoding="utf-8"))):
+        text = page.read_text(encoding="utf-8")
+        for ref in set(re.findall(r"(?<![\w.])liveguard(?:\.[A-Za-z_]\w*)+", text)):
             if ref in LOGGERS_AND_KINDS:
                 continue
             parts = ref.split(".")
