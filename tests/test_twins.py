@@ -32,14 +32,14 @@ from liveguard.live.checkpoints import (
 from liveguard.live.threads import aclear, athread_status, clear, thread_status
 from test_live_core import cfg, poll_graph
 
-IO_MODULES = ("liveguard.live.checkpoints", "liveguard.live.threads", "liveguard.hitl", "liveguard.approval")
+IO_MODULES = ("liveguard.live.checkpoints", "liveguard.live.threads", "liveguard.live.hitl", "liveguard.live.approval")
 """The modules of the live path (checkpointers, threads, holds, approvals)."""
 IO_PARAMETERS = {"saver", "graph", "url"}
 """A public function taking one of these does I/O on a checkpointer or a graph."""
 SYNC_ONLY = {
     ("liveguard.live.checkpoints", "iter_index"): "the CLI's read-only listing: it opens its own sync saver",
     ("liveguard.live.checkpoints", "has_checkpoints"): "the CLI's read-only check: its own sync saver",
-    ("liveguard.approval", "read_thread"): "the approval step's reader, called in its own thread by "
+    ("liveguard.live.approval", "read_thread"): "the approval step's reader, called in its own thread by "
                                            "both drivers of the step (its body, saver_history, is one)",
 }
 
