@@ -38,7 +38,7 @@ from liveguard.live.hitl import (
     to_hitl_response,
     with_error,
 )
-from liveguard.live.notify import Coords, NotifyOutcome
+from liveguard.live.notify import Coords, NotifyOutcome, flush
 
 DRAFT = "Dear Ms. Rivera, your ACME-SECRET-7f3a order ships Monday."
 VERDICT = {
@@ -405,6 +405,7 @@ def test_ask_holds_as_a_pending_interrupt_and_notifies_once_per_raise() -> None:
     graph.invoke({"draft": DRAFT}, config)
     (pending,) = graph.get_state(config).interrupts
     REQUEST.validate_python(pending.value, strict=True)
+    assert flush(30)  # the notifiers run off the node, once the hold is stored
     assert len(notifier.calls) == 1
     payload, coords = notifier.calls[0]
     assert payload == pending.value
@@ -425,12 +426,14 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         graph = review_graph(notifier, errors)  # reject's run: on_error itself fails
         config: Any = {"configurable": {"thread_id": f"ask-{answer['type']}"}}
         graph.invoke({"draft": DRAFT}, config)
+        assert flush(30)  # woken once the hold is stored; an answer before that delays the wake-up
         graph.invoke(Command(resume={"action": "approve"}), config)  # the old dialect: re-asked
         state = graph.get_state(config)
         (pending,) = state.interrupts
         assert pending.value["error"].startswith("resume: ")
         assert errors is None or [str(e) for e in errors] == [pending.value["error"]]
         REQUEST.validate_python(pending.value, strict=True)
+        assert flush(30)
         assert len(notifier.calls) == 2
         assert notifier.calls[1][1].interrupt_id == pending.id
         assert not state.values.get("decisions")
@@ -438,6 +441,7 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         final = graph.get_state(config)
         assert final.interrupts == ()
         assert final.values["decisions"] == [to_hitl_decision(_with_by(expected, "ana"))]
+        assert flush(30)
         assert len(notifier.calls) == 2  # answering does not wake anyone again
 
 
@@ -459,7 +463,7 @@ def test_the_new_modules_import_no_framework() -> None:
 
 
 def test_aask_notifies_off_the_event_loop_and_holds() -> None:
-    """The async twin: the same hold and re-ask; the notifier runs in a worker thread."""
+    """The async twin: the same hold and re-ask; the notifier runs on the notify worker."""
     import asyncio
     import threading
 
@@ -485,6 +489,7 @@ def test_aask_notifies_off_the_event_loop_and_holds() -> None:
 
     async def run() -> Any:
         await graph.ainvoke({"draft": DRAFT}, config)
+        assert await asyncio.to_thread(flush, 30)
         await graph.ainvoke(Command(resume={"decisions": []}), config)
         held = await graph.aget_state(config)
         await graph.ainvoke(Command(resume={"decisions": [{"type": "reject"}]}), config)
@@ -493,6 +498,7 @@ def test_aask_notifies_off_the_event_loop_and_holds() -> None:
     held, final = asyncio.run(run())
     (pending,) = held.interrupts
     assert pending.value["error"].startswith("decisions: expected exactly one decision")
+    assert flush(30)
     assert [c.interrupt_id for _, c in notifier.calls] == [notifier.calls[0][1].interrupt_id, pending.id]
     assert notifier.calls[1][0] == pending.value
     assert not set(threads) & set(loop_threads)

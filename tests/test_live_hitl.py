@@ -43,7 +43,7 @@ from pydantic import TypeAdapter
 from liveguard.core.model import Violation
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
-from liveguard.live.notify import Coords, NotifyOutcome, WebhookNotifier, verify
+from liveguard.live.notify import Coords, NotifyOutcome, WebhookNotifier, flush, verify
 from liveguard.live.thread_guard import (
     RECORD_VERSION,
     Decider,
@@ -349,6 +349,7 @@ def test_guard_malformed_answer_reasks_and_nothing_runs(saver: Any, bad: Any) ->
     assert value["error"]
     assert again.id == first.id
     assert held(app, "t").value["error"] == value["error"]  # the thread state shows the re-ask
+    assert flush(30)  # the notifiers run off the call
     assert [c[0].get("error") for c in recorder.calls] == [None, value["error"]]
     ok = Nodes()
     app.invoke(answer(APPROVE), cfg("t", ok))
@@ -367,11 +368,13 @@ def test_guard_shows_the_hold_again_without_an_answer_and_notifies_once(saver: A
         out = app.invoke(again, cfg("t", ran))
         assert ran.names == []
         assert [i.id for i in out["__interrupt__"]] == [first.id]
+    assert flush(30)
     (call,) = recorder.calls  # once per hold, never when the hold is shown again
     payload, coords = call
     assert payload == first.value
     assert coords == Coords(thread_id="t", checkpoint_ns="", interrupt_id=first.id)
     app.invoke(answer(APPROVE), cfg("t"))
+    assert flush(30)
     assert len(recorder.calls) == 2  # the next hold
 
 
@@ -384,6 +387,7 @@ def test_guard_webhook_is_signed_and_a_failing_notifier_never_releases_the_hold(
     app = guard(polling_graph(saver), exit_behavior="interrupt", notifiers=[Broken(), dead, webhook])
     first = app.invoke({}, cfg("t"))["__interrupt__"][0]
     assert held(app, "t").id == first.id  # still held
+    assert flush(30)
     assert "notifier=Broken" in caplog.text
     assert "notifier=WebhookNotifier" in caplog.text
     assert PRIVATE not in caplog.text
@@ -429,6 +433,7 @@ def test_guard_async_hold_and_decisions(kind: str, tmp_path: Path) -> None:
     assert [i.id for i in pending] == [first.id]
     assert valid(bad.value)["error"].startswith("decisions")
     assert ran.names == ["poll", "poll"]
+    assert flush(30)
     assert len(recorder.calls) == 3  # the hold, the re-ask, the next hold
 
 
@@ -534,6 +539,7 @@ def test_middleware_notifies_once_per_hold_and_a_failing_notifier_never_releases
     tried = RUNS["search"]
     assert app.get_state(cfg("m")).interrupts[0].id == first.id  # the broken notifier held nothing up
     assert RUNS["search"] == tried
+    assert flush(30)
     assert "notifier=Broken" in caplog.text
     (call,) = recorder.calls
     assert call[0] == first.value
@@ -541,6 +547,7 @@ def test_middleware_notifies_once_per_hold_and_a_failing_notifier_never_releases
     ((headers, body),) = hook.requests
     assert verify(SECRET, body, headers)
     app.invoke(answer(APPROVE), cfg("m"))  # the replay of the held node does not notify again
+    assert flush(30)
     assert len(recorder.calls) == 2
     assert len(hook.requests) == 2
     assert recorder.calls[1][1].interrupt_id != first.id
@@ -558,6 +565,7 @@ def test_middleware_async_hold_notifies_and_resumes() -> None:
     first, done = asyncio.run(run())
     valid(first.value)
     assert done["messages"][-1].content.startswith("Stopped by liveguard")
+    assert flush(30)
     assert len(recorder.calls) == 1
 
 
