@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -443,6 +444,57 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         assert final.values["decisions"] == [to_hitl_decision(_with_by(expected, "ana"))]
         assert flush(30)
         assert len(notifier.calls) == 2  # answering does not wake anyone again
+
+
+class GatedSaver(InMemorySaver):
+    """Stores an interrupt only once someone asked for it: the notify worker polling the saver
+    (the hold is not stored yet), or a notifier being called (woken before the hold was stored)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+
+    def get_tuple(self, config: Any) -> Any:
+        if threading.current_thread().name == "liveguard-notify":
+            self.asked.set()
+        return super().get_tuple(config)
+
+    def put_writes(self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        if any(channel == "__interrupt__" for channel, _ in writes):
+            assert self.asked.wait(30), "nobody asked for the hold"
+        super().put_writes(config, writes, task_id, task_path)
+
+    def interrupts_stored(self) -> int:
+        return sum(channel == "__interrupt__" for writes in list(self.writes.values())
+                   for _task, channel, _value, _path in list(writes.values()))
+
+
+def test_ask_wakes_the_person_only_once_the_interrupt_is_stored() -> None:
+    """Issue 28, item 4: the notifier ran inside the node, before LangGraph stored the interrupt;
+    now the worker waits until the checkpointer holds it. Deterministic: the saver stores the
+    interrupt only once the worker has polled for it or a notifier was called."""
+    saver = GatedSaver()
+    stored_when_woken: list[int] = []
+
+    def notifier(payload: Mapping[str, Any], coords: Coords, /) -> None:
+        stored_when_woken.append(saver.interrupts_stored())
+        saver.asked.set()
+
+    def review(state: State) -> dict[str, Any]:
+        request = approval_request(state["draft"], reasons=["autoapprove_off"])
+        return {"decisions": [to_hitl_decision(ask(request, notifiers=[notifier]))]}
+
+    builder = StateGraph(State)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    graph = builder.compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "gated"}}
+    graph.invoke({"draft": DRAFT}, config)
+    assert flush(30)
+    assert stored_when_woken == [1]
+    assert len(graph.get_state(config).interrupts) == 1
 
 
 def _with_by(decision: Any, by: str) -> Any:

@@ -51,7 +51,7 @@ def _raised_by(target: Any, task_id: str, interrupt_id: str) -> bool:
 
 
 def interrupt_stored(
-    saver: Any, thread: str, ns: str, checkpoint_id: str, task_id: str, interrupt_id: str
+    saver: Any, thread: str, *, ns: str, checkpoint_id: str, task_id: str, interrupt_id: str
 ) -> Callable[[], bool] | None:
     """A check that the task ``task_id`` (running on ``checkpoint_id`` of namespace ``ns`` of
     ``thread``) has its interrupt ``interrupt_id`` stored; None without a saver to ask."""
@@ -83,5 +83,6 @@ def raised_stored(config: Mapping[str, Any] | None, interrupt_id: str | None) ->
     checkpoint_id = (conf.get("checkpoint_map") or {}).get(parent_ns)
     if thread is None or task_id is None or checkpoint_id is None or interrupt_id is None:
         return None
-    return interrupt_stored(conf.get(_CHECKPOINTER_KEY), str(thread), parent_ns, str(checkpoint_id),
-                            str(task_id), str(interrupt_id))
+    return interrupt_stored(conf.get(_CHECKPOINTER_KEY), str(thread), ns=parent_ns,
+                            checkpoint_id=str(checkpoint_id), task_id=str(task_id),
+                            interrupt_id=str(interrupt_id))

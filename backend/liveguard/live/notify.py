@@ -14,8 +14,9 @@ way: the approval step, :func:`liveguard.live.hitl.ask` / ``aask`` (so the middl
 ``exit_behavior="interrupt"``) and ``guard(graph)``. The hold is stored first and the person
 notified after: for an interrupt raised in a node, the worker waits (at most
 :data:`STORE_WAIT` seconds) until it can be read back from the checkpointer; ``guard`` stores
-its hold before it queues the notifiers. A person who answers at once finds the thread waiting. A full queue drops the notification (logged, codes only), never
-the hold: ``liveguard approvals list`` still finds it. :func:`flush` waits for the queue to
+its hold before it queues the notifiers. A person who answers at once finds the thread
+waiting. A full queue drops the notification (logged, codes only), never the hold:
+``liveguard approvals list`` still finds it. :func:`flush` waits for the queue to
 empty; at interpreter exit it is waited for, bounded by :data:`EXIT_WAIT`.
 
 :class:`WebhookNotifier` POSTs JSON to a URL::

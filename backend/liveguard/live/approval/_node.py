@@ -439,8 +439,9 @@ class _Gate:
         value = item.value if isinstance(item.value, Mapping) else {}
         notify_later(self.notifiers, value, Coords(thread_id=visit.thread, checkpoint_ns=visit.node_ns,
                                                    interrupt_id=held or None),
-                     ready=interrupt_stored(visit.saver, visit.thread, visit.ns, visit.checkpoint_id,
-                                            visit.task_id, held))
+                     ready=interrupt_stored(visit.saver, visit.thread, ns=visit.ns,
+                                            checkpoint_id=visit.checkpoint_id, task_id=visit.task_id,
+                                            interrupt_id=held))
 
     # -- entry points ----------------------------------------------------------------------
     def _begin(self, config: Any) -> Visit:
