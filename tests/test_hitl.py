@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -38,7 +39,7 @@ from liveguard.live.hitl import (
     to_hitl_response,
     with_error,
 )
-from liveguard.live.notify import Coords, NotifyOutcome
+from liveguard.live.notify import Coords, NotifyOutcome, flush
 
 DRAFT = "Dear Ms. Rivera, your ACME-SECRET-7f3a order ships Monday."
 VERDICT = {
@@ -405,6 +406,7 @@ def test_ask_holds_as_a_pending_interrupt_and_notifies_once_per_raise() -> None:
     graph.invoke({"draft": DRAFT}, config)
     (pending,) = graph.get_state(config).interrupts
     REQUEST.validate_python(pending.value, strict=True)
+    assert flush(30)  # the notifiers run off the node, once the hold is stored
     assert len(notifier.calls) == 1
     payload, coords = notifier.calls[0]
     assert payload == pending.value
@@ -425,12 +427,14 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         graph = review_graph(notifier, errors)  # reject's run: on_error itself fails
         config: Any = {"configurable": {"thread_id": f"ask-{answer['type']}"}}
         graph.invoke({"draft": DRAFT}, config)
+        assert flush(30)  # woken once the hold is stored; an answer before that delays the wake-up
         graph.invoke(Command(resume={"action": "approve"}), config)  # the old dialect: re-asked
         state = graph.get_state(config)
         (pending,) = state.interrupts
         assert pending.value["error"].startswith("resume: ")
         assert errors is None or [str(e) for e in errors] == [pending.value["error"]]
         REQUEST.validate_python(pending.value, strict=True)
+        assert flush(30)
         assert len(notifier.calls) == 2
         assert notifier.calls[1][1].interrupt_id == pending.id
         assert not state.values.get("decisions")
@@ -438,7 +442,59 @@ def test_ask_reasks_a_malformed_answer_and_returns_each_decision_type() -> None:
         final = graph.get_state(config)
         assert final.interrupts == ()
         assert final.values["decisions"] == [to_hitl_decision(_with_by(expected, "ana"))]
+        assert flush(30)
         assert len(notifier.calls) == 2  # answering does not wake anyone again
+
+
+class GatedSaver(InMemorySaver):
+    """Stores an interrupt only once someone asked for it: the notify worker polling the saver
+    (the hold is not stored yet), or a notifier being called (woken before the hold was stored)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+
+    def get_tuple(self, config: Any) -> Any:
+        if threading.current_thread().name == "liveguard-notify":
+            self.asked.set()
+        return super().get_tuple(config)
+
+    def put_writes(self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        if any(channel == "__interrupt__" for channel, _ in writes):
+            assert self.asked.wait(30), "nobody asked for the hold"
+        super().put_writes(config, writes, task_id, task_path)
+
+    def interrupts_stored(self) -> int:
+        return sum(channel == "__interrupt__" for writes in list(self.writes.values())
+                   for _task, channel, _value, _path in list(writes.values()))
+
+
+def test_ask_wakes_the_person_only_once_the_interrupt_is_stored() -> None:
+    """Issue 28, item 4: the notifier ran inside the node, before LangGraph stored the interrupt;
+    now the worker waits until the checkpointer holds it. Deterministic: the saver stores the
+    interrupt only once the worker has polled for it or a notifier was called."""
+    saver = GatedSaver()
+    stored_when_woken: list[int] = []
+
+    def notifier(payload: Mapping[str, Any], coords: Coords, /) -> None:
+        stored_when_woken.append(saver.interrupts_stored())
+        saver.asked.set()
+
+    def review(state: State) -> dict[str, Any]:
+        request = approval_request(state["draft"], reasons=["autoapprove_off"])
+        return {"decisions": [to_hitl_decision(ask(request, notifiers=[notifier]))]}
+
+    builder = StateGraph(State)
+    builder.add_node("review", review)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    graph = builder.compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "gated"}}
+    graph.invoke({"draft": DRAFT}, config)
+    assert flush(30)
+    assert stored_when_woken == [1]
+    assert len(graph.get_state(config).interrupts) == 1
 
 
 def _with_by(decision: Any, by: str) -> Any:
@@ -459,7 +515,7 @@ def test_the_new_modules_import_no_framework() -> None:
 
 
 def test_aask_notifies_off_the_event_loop_and_holds() -> None:
-    """The async twin: the same hold and re-ask; the notifier runs in a worker thread."""
+    """The async twin: the same hold and re-ask; the notifier runs on the notify worker."""
     import asyncio
     import threading
 
@@ -485,6 +541,7 @@ def test_aask_notifies_off_the_event_loop_and_holds() -> None:
 
     async def run() -> Any:
         await graph.ainvoke({"draft": DRAFT}, config)
+        assert await asyncio.to_thread(flush, 30)
         await graph.ainvoke(Command(resume={"decisions": []}), config)
         held = await graph.aget_state(config)
         await graph.ainvoke(Command(resume={"decisions": [{"type": "reject"}]}), config)
@@ -493,6 +550,7 @@ def test_aask_notifies_off_the_event_loop_and_holds() -> None:
     held, final = asyncio.run(run())
     (pending,) = held.interrupts
     assert pending.value["error"].startswith("decisions: expected exactly one decision")
+    assert flush(30)
     assert [c.interrupt_id for _, c in notifier.calls] == [notifier.calls[0][1].interrupt_id, pending.id]
     assert notifier.calls[1][0] == pending.value
     assert not set(threads) & set(loop_threads)

@@ -20,9 +20,10 @@ import json
 import logging
 import operator
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NamedTuple, TypedDict
 from uuid import UUID
 
 import pytest
@@ -43,7 +44,7 @@ from pydantic import TypeAdapter
 from liveguard.core.model import Violation
 from liveguard.integrations.langchain import STATE_KEY, LivenessMiddleware
 from liveguard.integrations.langgraph import guard
-from liveguard.live.notify import Coords, NotifyOutcome, WebhookNotifier, verify
+from liveguard.live.notify import Coords, NotifyOutcome, WebhookNotifier, flush, verify
 from liveguard.live.thread_guard import (
     RECORD_VERSION,
     Decider,
@@ -349,6 +350,7 @@ def test_guard_malformed_answer_reasks_and_nothing_runs(saver: Any, bad: Any) ->
     assert value["error"]
     assert again.id == first.id
     assert held(app, "t").value["error"] == value["error"]  # the thread state shows the re-ask
+    assert flush(30)  # the notifiers run off the call
     assert [c[0].get("error") for c in recorder.calls] == [None, value["error"]]
     ok = Nodes()
     app.invoke(answer(APPROVE), cfg("t", ok))
@@ -367,11 +369,13 @@ def test_guard_shows_the_hold_again_without_an_answer_and_notifies_once(saver: A
         out = app.invoke(again, cfg("t", ran))
         assert ran.names == []
         assert [i.id for i in out["__interrupt__"]] == [first.id]
+    assert flush(30)
     (call,) = recorder.calls  # once per hold, never when the hold is shown again
     payload, coords = call
     assert payload == first.value
     assert coords == Coords(thread_id="t", checkpoint_ns="", interrupt_id=first.id)
     app.invoke(answer(APPROVE), cfg("t"))
+    assert flush(30)
     assert len(recorder.calls) == 2  # the next hold
 
 
@@ -384,6 +388,7 @@ def test_guard_webhook_is_signed_and_a_failing_notifier_never_releases_the_hold(
     app = guard(polling_graph(saver), exit_behavior="interrupt", notifiers=[Broken(), dead, webhook])
     first = app.invoke({}, cfg("t"))["__interrupt__"][0]
     assert held(app, "t").id == first.id  # still held
+    assert flush(30)
     assert "notifier=Broken" in caplog.text
     assert "notifier=WebhookNotifier" in caplog.text
     assert PRIVATE not in caplog.text
@@ -429,6 +434,7 @@ def test_guard_async_hold_and_decisions(kind: str, tmp_path: Path) -> None:
     assert [i.id for i in pending] == [first.id]
     assert valid(bad.value)["error"].startswith("decisions")
     assert ran.names == ["poll", "poll"]
+    assert flush(30)
     assert len(recorder.calls) == 3  # the hold, the re-ask, the next hold
 
 
@@ -534,6 +540,7 @@ def test_middleware_notifies_once_per_hold_and_a_failing_notifier_never_releases
     tried = RUNS["search"]
     assert app.get_state(cfg("m")).interrupts[0].id == first.id  # the broken notifier held nothing up
     assert RUNS["search"] == tried
+    assert flush(30)
     assert "notifier=Broken" in caplog.text
     (call,) = recorder.calls
     assert call[0] == first.value
@@ -541,6 +548,7 @@ def test_middleware_notifies_once_per_hold_and_a_failing_notifier_never_releases
     ((headers, body),) = hook.requests
     assert verify(SECRET, body, headers)
     app.invoke(answer(APPROVE), cfg("m"))  # the replay of the held node does not notify again
+    assert flush(30)
     assert len(recorder.calls) == 2
     assert len(hook.requests) == 2
     assert recorder.calls[1][1].interrupt_id != first.id
@@ -558,7 +566,160 @@ def test_middleware_async_hold_notifies_and_resumes() -> None:
     first, done = asyncio.run(run())
     valid(first.value)
     assert done["messages"][-1].content.startswith("Stopped by liveguard")
+    assert flush(30)
     assert len(recorder.calls) == 1
+
+
+# ------------------------------------------------------- a slow receiver never delays a hold (issue 28)
+class Woken:
+    """A notifier around a webhook: ``returned`` is set once the webhook has given its outcome."""
+
+    def __init__(self, url: str) -> None:
+        # a long deadline: on code that notifies inline, the call would wait all of it
+        self.webhook = WebhookNotifier(url=url, secret=SECRET, retries=0, timeout=20.0)
+        self.outcomes: list[NotifyOutcome] = []
+        self.returned = threading.Event()
+
+    def __call__(self, payload: Mapping[str, Any], coords: Coords, /) -> NotifyOutcome:
+        try:
+            self.outcomes.append(self.webhook(payload, coords))
+            return self.outcomes[-1]
+        finally:
+            self.returned.set()
+
+
+class Holding(NamedTuple):
+    hook: Hook
+    arrived: threading.Event
+    kind: str
+
+
+@pytest.fixture(params=["slow", "trickle"])
+def holding(request: pytest.FixtureRequest) -> Iterator[Holding]:
+    """A receiver on 127.0.0.1 that holds the delivery until the test sets ``hook.release``:
+    ``slow`` answers nothing until then (and 200 after); ``trickle`` sends its status line and
+    headers, then a body byte every 0.1 s (and hangs up unfinished when released). The event is
+    set when the delivery has arrived."""
+    arrived = threading.Event()
+    box: list[Hook] = []
+
+    def on_request(headers: dict[str, str]) -> None:
+        arrived.set()
+        if request.param == "slow":
+            box[0].release.wait(30)
+
+    box.append(Hook([200], trickle=request.param == "trickle", on_request=on_request))
+    try:
+        yield Holding(box[0], arrived, request.param)
+    finally:
+        box[0].close()
+
+
+def _delivered(holding: Holding, woken: Woken, interrupt_id: str) -> None:
+    """After the release: the one delivery was signed and named the hold; a slow receiver's
+    answer is taken, a trickling one's (cut short) is a failed notification."""
+    holding.hook.release.set()
+    assert flush(30)
+    ((headers, body),) = holding.hook.requests
+    assert verify(SECRET, body, headers)
+    assert json.loads(body)["interrupt_id"] == interrupt_id
+    (outcome,) = woken.outcomes
+    if holding.kind == "slow":
+        assert outcome == NotifyOutcome(ok=True, attempts=1, status=200)
+    else:
+        assert not outcome.ok
+        assert outcome.error
+
+
+def test_guard_returns_and_stores_the_hold_while_the_receiver_holds_the_notification(
+    sqlite_saver: SqliteSaver, holding: Holding
+) -> None:
+    """Issue 28, item 4: guard() notified inline, so a slow or trickling receiver held the call
+    up to its deadline (times its attempts). Now the call returns, the hold stored, while the
+    receiver still holds the delivery; the delivery arrives all the same."""
+    hook, arrived, _kind = holding
+    woken = Woken(hook.url)
+    app = guard(polling_graph(sqlite_saver), exit_behavior="interrupt", notifiers=[woken])
+    first = app.invoke({}, cfg("slow"))["__interrupt__"][0]
+    assert not woken.returned.is_set(), "the call waited for the receiver"
+    assert arrived.wait(30), "the notification never left"
+    assert held(app, "slow").id == first.id  # stored, while the receiver holds the delivery
+    assert thread_status(app, cfg("slow"))["guard"]["held"] is True
+    assert not woken.returned.is_set()
+    _delivered(holding, woken, first.id)
+    ran = Nodes()  # fail closed: whatever the receiver did, the thread waits for a person
+    assert [i.id for i in app.invoke(None, cfg("slow", ran))["__interrupt__"]] == [first.id]
+    assert ran.names == []
+    app.invoke(answer(APPROVE), cfg("slow", ran))
+    assert ran.names == ["poll", "poll"]
+
+
+def test_middleware_returns_and_stores_the_hold_while_the_receiver_holds_the_notification(
+    sqlite_saver: SqliteSaver, holding: Holding
+) -> None:
+    """The same for LivenessMiddleware's hold (hitl.ask in the model node): the delivery
+    leaves only once the checkpointer holds the interrupt, and the call never waits for it."""
+    hook, arrived, _kind = holding
+    woken = Woken(hook.url)
+    app = looping_agent(sqlite_saver, notifiers=[woken])
+    first = app.invoke(user("find it"), cfg("m"))["__interrupt__"][0]
+    tried = RUNS["search"]
+    assert not woken.returned.is_set(), "the call waited for the receiver"
+    assert arrived.wait(30), "the notification never left"
+    assert [i.id for i in app.get_state(cfg("m")).interrupts] == [first.id]
+    assert not woken.returned.is_set()
+    _delivered(holding, woken, first.id)
+    assert [i.id for i in app.get_state(cfg("m")).interrupts] == [first.id]  # still held
+    assert RUNS["search"] == tried  # nothing ran on the notification's account
+    done = app.invoke(answer(REJECT), cfg("m"))
+    assert done["messages"][-1].content.startswith("Stopped by liveguard")
+
+
+def test_middleware_wakes_the_person_only_once_the_hold_is_stored(sqlite_saver: SqliteSaver) -> None:
+    """hitl.ask notified from inside the node, before LangGraph stored the interrupt: a person
+    who answered at once found no hold. The receiver reads the thread as the delivery arrives."""
+    seen: list[list[str]] = []
+    reader = looping_agent(sqlite_saver)
+
+    def answer_at_once(headers: dict[str, str]) -> None:
+        seen.append([i.id for i in reader.get_state(cfg("eager")).interrupts])
+
+    hook = Hook([200], on_request=answer_at_once)
+    try:
+        app = looping_agent(sqlite_saver, notifiers=[WebhookNotifier(url=hook.url, secret=SECRET,
+                                                                     retries=0)])
+        first = app.invoke(user("find it"), cfg("eager"))["__interrupt__"][0]
+        assert flush(30)
+    finally:
+        hook.close()
+    assert seen == [[first.id]]
+
+
+def test_async_holds_return_while_the_receiver_holds_the_notification(
+    holding: Holding
+) -> None:
+    """The async paths (guard's ainvoke, the middleware through aask) used to wait for the
+    notifiers in a worker thread: the event loop was free, the call was not."""
+    hook, arrived, _kind = holding
+    woken = Woken(hook.url)
+    graph = guard(polling_graph(InMemorySaver()), exit_behavior="interrupt", notifiers=[woken])
+    agent = looping_agent(InMemorySaver(), notifiers=[woken])
+
+    async def run() -> tuple[Any, bool, Any, bool]:
+        first = (await graph.ainvoke({}, cfg("ag")))["__interrupt__"][0]
+        after_graph = woken.returned.is_set()
+        second = (await agent.ainvoke(user("find it"), cfg("am")))["__interrupt__"][0]
+        return first, after_graph, second, woken.returned.is_set()
+
+    first, after_graph, second, after_agent = asyncio.run(run())
+    assert not after_graph, "the guarded graph's ainvoke waited for the receiver"
+    assert not after_agent, "the agent's ainvoke waited for the receiver"
+    assert arrived.wait(30)
+    assert held(graph, "ag").id == first.id
+    assert [i.id for i in agent.get_state(cfg("am")).interrupts] == [second.id]
+    hook.release.set()
+    assert flush(30)
+    assert [json.loads(body)["interrupt_id"] for _h, body in hook.requests] == [first.id, second.id]
 
 
 # --------------------------------------------------------------------- every value, every decision

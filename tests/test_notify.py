@@ -538,6 +538,8 @@ def test_a_dead_webhook_never_releases_the_hold(hook_factory: Any) -> None:
     config: Any = {"configurable": {"thread_id": "dead-hook"}}
     graph.invoke({"draft": DRAFT}, config)
     state = graph.get_state(config)
+    assert len(state.interrupts) == 1  # held before the webhook gave up
+    assert flush(30)
     assert outcomes == [NotifyOutcome(ok=False, attempts=1, error="timeout")]
     assert len(state.interrupts) == 1
     assert not state.values.get("sent")

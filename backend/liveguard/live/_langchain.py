@@ -64,7 +64,8 @@ At a violation: ``exit_behavior`` (LangChain's vocabulary) and ``severity``
         a human turn before the model is called, or a ``reject`` (ends as ``"end"``);
         ``by`` / ``note`` go into the thread's audit (codes, who, when; never text). A
         malformed answer re-asks with ``error`` and never stands the guard down.
-        ``notifiers`` are called once per hold (:func:`liveguard.live.notify.notify_all`).
+        ``notifiers`` are called once per hold, off the model call, once the hold is stored
+        (:func:`liveguard.live.notify.notify_later`): a slow receiver never delays it.
     ``"warn"``
         A WARNING on the ``liveguard.guard`` logger; the run goes on.
 
@@ -351,7 +352,7 @@ class LivenessMiddleware(AgentMiddleware[LivenessState, Any, Any]):
     ) -> Any:
         call = self._begin(request)
         while True:
-            if call.answer is _HOLD:  # the notifiers run in a worker thread, off the event loop
+            if call.answer is _HOLD:  # the notifiers are queued, off the event loop (aask)
                 call.answer = self._decided(call, await aask(
                     self._request(call), notifiers=self.notifiers, on_error=call.errors.append))
             if call.answer is not None:

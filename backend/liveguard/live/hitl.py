@@ -659,6 +659,21 @@ def _raised(held: BaseException) -> Any:
     return None
 
 
+def _wake(notifiers: Sequence["Notifier"], held: BaseException, config: Mapping[str, Any] | None) -> None:
+    """Queue the notifiers for the interrupt ``held`` carries; they run off the node, once the
+    checkpointer holds it (:func:`liveguard.live.notify.notify_later`). Never raises."""
+    from liveguard.live._wake import raised_stored
+    from liveguard.live.notify import coords_of, notify_later
+
+    try:
+        coords = coords_of(config, held)  # in the node's context, before leaving it
+        ready = raised_stored(None, coords.interrupt_id)  # where the node's task really is
+        value = _raised(held)
+        notify_later(notifiers, value if isinstance(value, Mapping) else {}, coords, ready=ready)
+    except Exception as exc:  # a notification never changes the hold
+        log.warning("hitl notify_error=%s", type(exc).__name__)
+
+
 def ask(
     request: HoldRequest,
     *,
@@ -673,21 +688,20 @@ def ask(
     interrupt is actually raised (not when a resume replays it), ``notifiers`` are called
     with the value raised (the request, with ``error`` on a re-ask) and the thread
     coordinates (thread id and checkpoint namespace from ``config``, default the node's
-    config; the interrupt id LangGraph gave it), through
-    :func:`liveguard.live.notify.notify_all`: a failing notifier is logged and never stops the
-    hold. A malformed answer is logged (location only) and re-asked with
+    config; the interrupt id LangGraph gave it), off the node: they are queued
+    (:func:`liveguard.live.notify.notify_later`) and run once the checkpointer holds the
+    interrupt, so a slow or dead receiver never delays the hold, and a failing notifier is
+    logged and never stops it. A malformed answer is logged (location only) and re-asked with
     :func:`with_error`; ``on_error`` sees each such error (again each time a resume replays
     the node, as LangGraph re-runs it from the start), and its own failure is only logged.
     """
     from langgraph.errors import GraphInterrupt
 
-    from liveguard.live.notify import coords_of, notify_all
-
     try:
         return _ask(request, require_by, on_error)
     except GraphInterrupt as held:
         if notifiers:
-            notify_all(notifiers, _raised(held), coords_of(config, held))
+            _wake(notifiers, held, config)
         raise
 
 
@@ -699,19 +713,14 @@ async def aask(
     require_by: bool = False,
     on_error: Callable[[InvalidDecision], None] | None = None,
 ) -> ReviewDecision:
-    """:func:`ask` for async nodes: the notifiers run in a worker thread, off the event loop."""
-    import asyncio
-
+    """:func:`ask` for async nodes (the notifiers are queued the same way, off the event loop)."""
     from langgraph.errors import GraphInterrupt
-
-    from liveguard.live.notify import coords_of, notify_all
 
     try:
         return _ask(request, require_by, on_error)
     except GraphInterrupt as held:
         if notifiers:
-            coords = coords_of(config, held)  # in the node's context, before leaving it
-            await asyncio.to_thread(notify_all, notifiers, _raised(held), coords)
+            _wake(notifiers, held, config)
         raise
 
 

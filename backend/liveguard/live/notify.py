@@ -9,11 +9,14 @@ and the hold goes on unchanged. A failed notification never releases or sends a 
 
 **Off the critical path.** :func:`notify_later` queues the notifiers on one background
 worker (a daemon thread, a bounded queue of :data:`MAX_PENDING` holds) and returns at once:
-a receiver that is down, slow or trickling never delays a hold. The approval step stores
-the hold first and notifies after: its worker waits (at most :data:`STORE_WAIT` seconds)
-until the interrupt can be read back from the checkpointer, so a person who answers at once
-finds the thread waiting. A full queue drops the notification (logged, codes only), never
-the hold: ``liveguard approvals list`` still finds it. :func:`flush` waits for the queue to
+a receiver that is down, slow or trickling never delays a hold. Every hold notifies this
+way: the approval step, :func:`liveguard.live.hitl.ask` / ``aask`` (so the middleware's
+``exit_behavior="interrupt"``) and ``guard(graph)``. The hold is stored first and the person
+notified after: for an interrupt raised in a node, the worker waits (at most
+:data:`STORE_WAIT` seconds) until it can be read back from the checkpointer; ``guard`` stores
+its hold before it queues the notifiers. A person who answers at once finds the thread
+waiting. A full queue drops the notification (logged, codes only), never the hold:
+``liveguard approvals list`` still finds it. :func:`flush` waits for the queue to
 empty; at interpreter exit it is waited for, bounded by :data:`EXIT_WAIT`.
 
 :class:`WebhookNotifier` POSTs JSON to a URL::
@@ -266,8 +269,8 @@ def notify_later(
 
     ``ready`` (optional) says whether the hold is stored; the worker polls it for at most
     ``store_wait`` seconds before notifying (and notifies anyway after that, or when it
-    raises). ``payload`` is copied now. Returns False when the queue is full (the
-    notification is dropped and logged; the hold is not touched).
+    raises). ``payload`` is copied now. Never raises. Returns False when the queue is full or
+    no worker can be started (the notification is dropped and logged; the hold is not touched).
     """
     if not notifiers:
         return True
@@ -283,8 +286,13 @@ def notify_later(
                      coords.thread_id, coords.interrupt_id)
         notify_all(listed, shown, coords)
 
-    if _WORKER.submit(job):
-        return True
+    try:
+        if _WORKER.submit(job):
+            return True
+    except Exception as exc:  # no thread to be had (interpreter exit): the hold stands all the same
+        log.warning("notify thread=%s interrupt=%s kind=%s failed=worker:%s", coords.thread_id,
+                    coords.interrupt_id, payload.get("kind"), type(exc).__name__)
+        return False
     log.warning("notify thread=%s interrupt=%s kind=%s failed=queue_full pending=%d", coords.thread_id,
                 coords.interrupt_id, payload.get("kind"), MAX_PENDING)
     return False

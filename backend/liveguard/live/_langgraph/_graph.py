@@ -332,14 +332,16 @@ class GuardedGraph:
             self._notify(store, plan.notify, str(call.hold.get("id") or ""))
 
     def _notify(self, store: ThreadStore, request: Mapping[str, Any], interrupt_id: str) -> None:
+        """Queue the notifiers (called once the hold is stored); they run off the call, on
+        :func:`liveguard.live.notify.notify_later`'s worker: a slow receiver never delays it."""
         notifiers = self._lg.notifiers
         if not notifiers:
             return
-        from liveguard.live.notify import Coords, notify_all
+        from liveguard.live.notify import Coords, notify_later
 
         coords = Coords(thread_id=store.thread_id, checkpoint_ns=store.ns,
                         interrupt_id=interrupt_id or None)
-        _safe(lambda: notify_all(notifiers, request, coords))
+        _safe(lambda: notify_later(notifiers, request, coords))
 
     def _save_stop(self, call: _GuardCall, stop: Violation) -> None:
         """End of a call that stopped: the stop row; at a hold, the pending interrupt first."""

@@ -428,7 +428,7 @@ class _Gate:
     def _notify(self, visit: Visit, item: Any) -> None:
         """Queue the notifiers (unless this interrupt was raised and stored before: a replay); they
         run off the step, once the hold is stored (:func:`liveguard.live.notify.notify_later`)."""
-        from liveguard.live.approval._wake import hold_stored
+        from liveguard.live._wake import interrupt_stored
         from liveguard.live.notify import Coords, notify_later
 
         if not self.notifiers or item is None:
@@ -439,7 +439,9 @@ class _Gate:
         value = item.value if isinstance(item.value, Mapping) else {}
         notify_later(self.notifiers, value, Coords(thread_id=visit.thread, checkpoint_ns=visit.node_ns,
                                                    interrupt_id=held or None),
-                     ready=hold_stored(visit, held) if held else None)
+                     ready=interrupt_stored(visit.saver, visit.thread, ns=visit.ns,
+                                            checkpoint_id=visit.checkpoint_id, task_id=visit.task_id,
+                                            interrupt_id=held))
 
     # -- entry points ----------------------------------------------------------------------
     def _begin(self, config: Any) -> Visit:
