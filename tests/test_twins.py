@@ -32,7 +32,9 @@ from liveguard.live.checkpoints import (
 from liveguard.live.threads import aclear, athread_status, clear, thread_status
 from test_live_core import cfg, poll_graph
 
-IO_MODULES = ("liveguard.live.checkpoints", "liveguard.live.threads", "liveguard.live.hitl", "liveguard.live.approval")
+IO_MODULES = (
+    "liveguard.live.checkpoints", "liveguard.live.threads", "liveguard.live.hitl", "liveguard.live.approval",
+)
 """The modules of the live path (checkpointers, threads, holds, approvals)."""
 IO_PARAMETERS = {"saver", "graph", "url"}
 """A public function taking one of these does I/O on a checkpointer or a graph."""
