@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from liveguard.core._matcher import PatternSet, WordSet, prefilter_source
+from liveguard.core._matcher import SHORT, PatternSet, WordSet, prefilter_source
 from liveguard.core.fingerprint import DEFAULT_VOLATILE, VOLATILE_PATTERNS
 from liveguard.core.rules import injection
 
@@ -79,3 +79,30 @@ def test_pattern_set_finds_what_re_finds_on_any_bytes(data: bytes) -> None:
     for n, name in enumerate(DEFAULT_VOLATILE):
         if re.search(VOLATILE_PATTERNS[name].encode(), data):
             assert may >> n & 1, (name, data)
+
+
+RE2_ONLY = PatternSet([VOLATILE_PATTERNS[name] for name in DEFAULT_VOLATILE], short=-1)
+"""The same set with every input read by RE2 (no short path), so RE2's superset stays tested."""
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.binary(max_size=60) | st.text(max_size=30).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_re2_alone_finds_what_re_finds_on_any_bytes(data: bytes) -> None:
+    may = RE2_ONLY.may_match(data)
+    for n, name in enumerate(DEFAULT_VOLATILE):
+        if re.search(VOLATILE_PATTERNS[name].encode(), data):
+            assert may >> n & 1, (name, data)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.binary(max_size=140) | st.text(max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_short_bytes_are_read_by_the_definitions_exactly(data: bytes) -> None:
+    """Up to ``SHORT`` bytes the answer is exactly the patterns ``re.search`` finds (the GIL is
+    never released for them); longer, RE2's superset."""
+    exact = sum(1 << n for n, name in enumerate(DEFAULT_VOLATILE)
+                if re.search(VOLATILE_PATTERNS[name].encode(), data))
+    if len(data) <= SHORT:
+        assert PATTERNS.may_match(data) == exact
+    else:
+        assert PATTERNS.may_match(data) == RE2_ONLY.may_match(data)
+    assert PatternSet([r"(a)\1", "b"]).may_match(b"b" * (SHORT + 1)) == 0b11  # unreadable: always

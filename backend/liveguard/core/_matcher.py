@@ -12,18 +12,25 @@ test holds every answer a pre-filter gives to be a superset of the definition's
 * :class:`PatternSet`: which of a tuple of Python ``re`` sources may match bytes; each source is
   translated to RE2 as a *superset* (lookarounds dropped, ``\\s`` widened to Python's vertical
   tab), searched in Latin-1 (one byte, one character: as Python's ``re`` reads bytes). A
-  source RE2 cannot read is "always may match".
+  source RE2 cannot read is "always may match". Bytes no longer than :data:`SHORT` are read by
+  the definitions themselves (Python's ``re``, exact): RE2's wrapper releases the GIL on every
+  search, and on a live run whose checkpointer writes in a background thread each release
+  hands the GIL over (a thread switch each step, dearer than the search it saves).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import re2
 
-__all__ = ["PatternSet", "WordSet", "prefilter_source"]
+__all__ = ["SHORT", "PatternSet", "WordSet", "prefilter_source"]
+
+SHORT: Final = 128
+"""Bytes up to this length: :meth:`PatternSet.may_match` runs the ``re`` definitions (exact, the
+GIL held) instead of RE2's set (one pass, the GIL released)."""
 
 _LOOKAROUND: Final = re.compile(r"\(\?<?[=!](?:[^()\\]|\\.|\((?:[^()\\]|\\.)*\))*\)")
 """A lookahead or lookbehind group (one level of nesting inside): dropped, a superset."""
@@ -113,6 +120,11 @@ class WordSet:
         return self._search(text) is not None
 
 
+def _found(data: bytes) -> object:
+    """A stand-in for the search of a source Python cannot compile: found, always."""
+    return data
+
+
 class PatternSet:
     """Which of the Python ``re`` byte patterns ``sources`` may match, in one pass.
 
@@ -120,9 +132,9 @@ class PatternSet:
     source RE2 cannot read. :meth:`may_match` answers a superset of the patterns that
     ``re.search`` finds in the bytes (``tests/test_matcher.py``)."""
 
-    __slots__ = ("_always", "_ids", "_match")
+    __slots__ = ("_always", "_exact", "_ids", "_match", "_short")
 
-    def __init__(self, sources: Sequence[str | None]) -> None:
+    def __init__(self, sources: Sequence[str | None], *, short: int = SHORT) -> None:
         matcher = re2.Set.SearchSet(_options(latin1=True))
         always = 0
         ids: list[int] = []
@@ -141,10 +153,24 @@ class PatternSet:
         self._match = matcher.Match if ids else None
         if ids:
             matcher.Compile()
+        self._short = short
+        # the definitions, for short bytes: (bit, compiled source) of each entry RE2 reads
+        exact: list[tuple[int, Callable[[bytes], object]]] = []
+        for n in ids:
+            try:
+                exact.append((1 << n, re.compile(str(sources[n]).encode("utf-8")).search))
+            except re.error:  # not a Python pattern: it may match, always, on short bytes
+                exact.append((1 << n, _found))
+        self._exact = tuple(exact)
 
     def may_match(self, data: bytes) -> int:
         """Bit ``n`` set when pattern ``n`` may match ``data``."""
         mask = self._always
+        if len(data) <= self._short:  # exact: the bits of the patterns ``re.search`` finds
+            for bit, search in self._exact:
+                if search(data) is not None:
+                    mask |= bit
+            return mask
         if self._match is not None:
             found = self._match(data)
             if found:
