@@ -239,6 +239,30 @@ def test_a_recorded_check_without_its_count_is_a_first_suspicion() -> None:
     assert (again.step, again.detail["judged_spins"], again.detail["finding_count"]) == (9, 2, 1)
 
 
+def test_judged_spins_of_two_states_far_apart_are_not_one_return() -> None:
+    """The run stops once the *same* state's return is confirmed a second time: a first
+    suspicion judged a spin at 7 (matched 5) and another at 40 (matched 36), the second's
+    stretch beginning after the first ended, are two states each seen twice: no stop (the
+    run-wide count made the second hard). A judged spin inside the stretch of the next one
+    (the reviewer at 3 and the coder at 4 of a ping-pong) is the same return: hard."""
+    from liveguard.core.model import LevelScore
+
+    def judged(step: int, matched: int, node: str) -> LevelScore:
+        return LevelScore(level="trajectory", score=0.1, confidence=0.9, reason="judged",
+                          source="spin_check:m",
+                          evidence={"trigger": "soft_finding", "finding_step": step, "finding_node": node,
+                                    "finding_count": 1, "matched_step": matched})
+
+    apart = SpinTally(Policy())
+    assert (apart.add(judged(7, 5, "writer")), apart.add(judged(40, 36, "searcher"))) == (None, None)
+    assert spin_confirmations([judged(7, 5, "writer"), judged(40, 36, "searcher")], Policy()) == []
+    [hard] = spin_confirmations([judged(3, 1, "reviewer"), judged(4, 2, "coder")], Policy())
+    assert (hard.step, hard.count, hard.detail["judged_spins"]) == (4, 2, 2)
+    chain = [judged(7, 5, "writer"), judged(40, 36, "searcher"), judged(44, 38, "searcher")]
+    [third] = spin_confirmations(chain, Policy())  # 40 lies inside 44's stretch (from 38)
+    assert (third.step, third.detail["judged_spins"]) == (44, 2)
+
+
 def test_a_failed_check_is_missing_evidence_never_a_pass(fake_openai: FakeOpenAI) -> None:
     fake_openai.enqueue(Reply.error(400), Reply.error(400))
     steps = [Step(node=n, summary=t) for n, t in LOOP]

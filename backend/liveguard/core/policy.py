@@ -126,7 +126,8 @@ class Policy(BaseModel):
     spin_hard_repeats: int = Field(default=2, ge=1)
     """The judge confirms a state's return from this repeat on, never a first one alone: a
     suspicion it calls a spin is hard when the suspicion is at least the Nth in its node's
-    window, or at least N suspicions of the run were called a spin (this one included;
+    window, or at least N judged spins lie in its stretch (this one included: the same
+    state's return, in one node or across a cycle's nodes;
     :func:`liveguard.evaluate.spin.spin_confirmations`). Two occurrences and moving on is
     not a loop; a judge answer about one is a suspicion confirmed, not yet a stop."""
 

@@ -26,10 +26,14 @@ What an answer does (:func:`spin_confirmations`, :class:`SpinTally`): an answer 
 :data:`SPIN_CONFIRMS` to a check a soft ``semantic_repeat`` triggered is a *judged spin*.
 The judge confirms a state's return, never a first one alone: a judged spin is hard from
 ``policy.spin_hard_repeats`` (2) on, counting the suspicion's own count in its node's window
-or the run's judged spins so far, whichever is larger. A reworded repeat that the judge
-calls a spin at its first suspicion is two occurrences (a converging wrap-up, a re-run
-verification script, a re-asked refusal): hard only once a second suspicion of the run is
-called a spin too, as the layer itself makes only the second suspicion in a window hard.
+or the judged spins of its return (this one, and each earlier judged spin suspected inside
+its stretch, at or after the step it matched), whichever is larger. A reworded repeat that
+the judge calls a spin at its first suspicion is two occurrences (a converging wrap-up, a
+re-run verification script, a re-asked refusal): hard only once the same state comes back
+and is called a spin again (a second suspicion in its window, or a judged spin of another
+node inside its stretch: a ping-pong), as the layer itself makes only the second suspicion
+in a window hard. Two judged spins far apart, the second's stretch beginning after the first
+was suspected, are two states each seen twice: no stop.
 Once a judged spin is hard, :func:`spin_checks` asks no more (the run is vetoed).
 
 Evidence rule: the kill switch or a missing key means no request and a
@@ -274,30 +278,42 @@ class SpinTally:
 
     :meth:`add` returns the hard ``semantic_repeat`` a spin check makes, or None: a check
     triggered by a soft ``semantic_repeat`` that scored below :data:`SPIN_CONFIRMS` is a
-    judged spin; it is hard when ``max(its suspicion's count, judged spins so far)`` reaches
-    ``policy.spin_hard_repeats``. A skipped or failed check (``score`` None) is missing
-    evidence already: it counts neither as a spin nor as a pass. A check without its
-    suspicion's count (recorded before it was kept) counts as a first suspicion."""
+    judged spin; it is hard when ``max(its suspicion's count, the judged spins of its
+    return)`` reaches ``policy.spin_hard_repeats``. The judged spins of a return are this one
+    and every earlier judged spin suspected inside its stretch (at or after the step it
+    matched): the same state coming back, in one node or across the nodes of a cycle (a
+    reviewer and a coder trading the same complaint). Two judged spins far apart, each about
+    a stretch that ended before the other began, are two states each seen twice, not one
+    seen three times. A skipped or failed check (``score`` None) is missing evidence
+    already: it counts neither as a spin nor as a pass. A check without its suspicion's
+    count (recorded before it was kept) counts as a first suspicion; one without the step
+    it matched links to every earlier judged spin (as it was read when recorded)."""
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.needed = (policy or _DEFAULT).spin_hard_repeats
         self.spins = 0
+        self._suspected: list[int] = []  # the suspected step of each judged spin so far
 
     def add(self, spin: LevelScore) -> Violation | None:
         evidence = spin.evidence
         if spin.score is None or spin.score >= SPIN_CONFIRMS or "finding_step" not in evidence:
             return None
         self.spins += 1
+        step = int(evidence["finding_step"])
+        matched = evidence.get("matched_step")
+        start = matched if isinstance(matched, int) and not isinstance(matched, bool) else None
+        linked = 1 + sum(1 for earlier in self._suspected if start is None or earlier >= start)
+        self._suspected.append(step)
         count = evidence.get("finding_count")
         own = count if isinstance(count, int) and not isinstance(count, bool) else 1
-        repeats = max(own, self.spins)
+        repeats = max(own, linked)
         if repeats < self.needed:
             return None
         return Violation(
-            code="semantic_repeat", severity="hard", step=int(evidence["finding_step"]),
+            code="semantic_repeat", severity="hard", step=step,
             node=str(evidence.get("finding_node", "-")), count=repeats,
             detail={"confirmed": True, "confirmed_by": "spin_check", "score": spin.score,
-                    "source": spin.source, "judged_spins": self.spins, "finding_count": own,
+                    "source": spin.source, "judged_spins": linked, "finding_count": own,
                     "needed": self.needed},
         )
 
