@@ -148,8 +148,11 @@ def test_twenty_files_sent_to_a_review_subgraph_each_no_issues_pass(
     same = ["src/module_0.py"] * 20  # the same file again with the same result: a loop
     twin = guard(map_reduce(same, shape, savers[saver_kind]))
     code, step = outcome(twin, {"files": same}, thread(f"twin-{shape}"))  # type: ignore[misc]
-    # as main: at the 2nd or 3rd identical review (the parallel reviews finish in any order)
-    assert (code, step) in {("no_progress_stall", 2), ("repeated_content", 3)}
+    # by the 3rd identical review (main stopped the healthy batch at step 2): the parallel
+    # reviews' steps interleave in any order (depth 2: triage and lint steps of different
+    # branches), so the stall or the repeat fires within the first six steps
+    assert code in {"no_progress_stall", "repeated_content"}
+    assert step <= (5 if shape == "deep" else 3)
 
 
 # ----------------------------------- 2. an agent inside a node: its Command list is read whole
