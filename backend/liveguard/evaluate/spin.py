@@ -291,14 +291,17 @@ class SpinTally:
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.needed = (policy or _DEFAULT).spin_hard_repeats
-        self.spins = 0
         self._suspected: list[int] = []  # the suspected step of each judged spin so far
+
+    @property
+    def spins(self) -> int:
+        """The judged spins so far."""
+        return len(self._suspected)
 
     def add(self, spin: LevelScore) -> Violation | None:
         evidence = spin.evidence
         if spin.score is None or spin.score >= SPIN_CONFIRMS or "finding_step" not in evidence:
             return None
-        self.spins += 1
         step = int(evidence["finding_step"])
         matched = evidence.get("matched_step")
         start = matched if isinstance(matched, int) and not isinstance(matched, bool) else None
